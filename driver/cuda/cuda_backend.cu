@@ -1,0 +1,83 @@
+// cuda_backend.cu — device memory and the driver's stream for the GPU tracks, and the
+// implementation of the error checks in cuda_check.h.
+#include <cstdlib>
+#include <string>
+
+#include "glmasr/cuda_check.h"
+#include "glmasr/track.h"
+
+namespace glmasr {
+
+namespace cuda {
+
+void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int line) {
+    throw Error(std::string("CUDA error ") + cudaGetErrorName(err) + " (" +
+                cudaGetErrorString(err) + ") at " + file + ":" + std::to_string(line) + ": " + expr);
+}
+
+void check_launch(const char* file, int line) {
+    check(cudaGetLastError(), "kernel launch", file, line);
+    static const bool debug_sync = std::getenv("GLMASR_CUDA_SYNC") != nullptr;
+    if (debug_sync) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        cudaStreamIsCapturing(cudaStreamLegacy, &status);
+        if (status == cudaStreamCaptureStatusNone)
+            check(cudaDeviceSynchronize(), "kernel execution (GLMASR_CUDA_SYNC)", file, line);
+    }
+}
+
+}  // namespace cuda
+
+namespace {
+class CudaBackend final : public Backend {
+public:
+    CudaBackend() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+    Device device() const override { return Device::Cuda; }
+    void* alloc(size_t bytes) override {
+        void* ptr = nullptr;
+        cudaError_t err = cudaMalloc(&ptr, bytes ? bytes : 1);
+        if (err != cudaSuccess) {
+            cudaGetLastError();  // clear the sticky-free allocation error
+            size_t free_bytes = 0, total = 0;
+            cudaMemGetInfo(&free_bytes, &total);
+            throw Error("out of GPU memory allocating " + std::to_string(bytes >> 20) + " MiB (" +
+                        std::to_string(free_bytes >> 20) + " MiB free of " +
+                        std::to_string(total >> 20) + ")");
+        }
+        return ptr;
+    }
+    void free(void* ptr) override { cudaFree(ptr); }
+    void upload(void* dst, const void* src, size_t bytes, Stream s) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+    }
+    void download(void* dst, const void* src, size_t bytes, Stream s) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaStreamSynchronize(s));
+    }
+    void copy(void* dst, const void* src, size_t bytes, Stream s) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    }
+    void zero(void* dst, size_t bytes, Stream s) override {
+        CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, s));
+    }
+    void synchronize(Stream s) override { CUDA_CHECK(cudaStreamSynchronize(s)); }
+    Stream stream() override { return stream_; }
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+}  // namespace
+
+bool cuda_device_present() {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+Backend& cuda_backend() {
+    if (!cuda_device_present())
+        throw Error("no CUDA device is visible (this machine has no usable GPU); use --track cpu");
+    static CudaBackend backend;
+    return backend;
+}
+
+}  // namespace glmasr

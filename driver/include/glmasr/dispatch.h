@@ -1,0 +1,34 @@
+// dispatch.h — the fused entries of the contract, with their default compositions.
+//
+// The driver calls these instead of reading a fused entry directly: if the table has the fused
+// kernel it runs, otherwise the composition of primitives below runs. Either way the result is
+// the same function (the per-kernel tests check that fused kernels match their composition).
+#pragma once
+
+#include "glmasr/ops.h"
+
+namespace glmasr {
+
+// attention_scores → softmax → attention_output, unless the table has a fused `attention`.
+void run_attention(const Ops& ops, const Tensor& out, const Tensor& q, const Tensor& k,
+                   const Tensor& v, const Tensor& positions, const Tensor& scratch, int n_heads,
+                   int n_kv_heads, float scale, Stream stream);
+
+// residual += x; normed = rmsnorm(residual)
+void run_add_rmsnorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
+                     const Tensor& x, const Tensor& weight, float eps, Stream stream);
+
+// residual += x; normed = layernorm(residual)
+void run_add_layernorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
+                       const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                       Stream stream);
+
+// out = gelu(x · weightᵀ + bias)
+void run_linear_gelu(const Ops& ops, const Tensor& out, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, Stream stream);
+
+// out = silu(x · w_gateᵀ) · (x · w_upᵀ), scratch(R, F) holds the up projection
+void run_gate_up_silu(const Ops& ops, const Tensor& out, const Tensor& x, const Tensor& w_gate,
+                      const Tensor& w_up, const Tensor& scratch, Stream stream);
+
+}  // namespace glmasr

@@ -1,0 +1,78 @@
+// model.h — GLM-ASR end to end: features → encoder → projector → decoder with KV cache → tokens.
+//
+// The forward pass (model.cpp) is written once, against the kernel contract, and runs on any
+// OpTable. Buffers are allocated once per Model on the table's backend; nothing is allocated
+// while decoding.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "glmasr/config.h"
+#include "glmasr/features.h"
+#include "glmasr/tokenizer.h"
+#include "glmasr/track.h"
+#include "glmasr/weights.h"
+
+namespace glmasr {
+
+// The prompt of model-spec §6: <|user|>\n<|begin_of_audio|> + n_audio × <|pad|> +
+// <|end_of_audio|><|user|>\nPlease transcribe this audio into text<|assistant|>\n
+std::vector<int> build_prompt(const Tokenizer& tokenizer, int n_audio_tokens,
+                              const std::string& instruction = "Please transcribe this audio into text");
+
+struct GenerateOptions {
+    int max_new_tokens = 500;
+    bool ignore_eos = false;  // forced length: always run max_new_tokens steps (timing, parity)
+    bool use_graphs = true;   // record the decode step as a CUDA graph (GPU tracks)
+    // Called with each step's logits (V floats on the host) — tests only; slows decoding.
+    std::function<void(int step, const std::vector<float>& logits)> on_logits;
+};
+
+struct StageTimes {  // milliseconds; GPU stages timed with CUDA events
+    double encoder_ms = 0, projector_ms = 0, prefill_ms = 0, decode_ms = 0;
+    int decode_steps = 0;
+    double per_token_ms() const { return decode_steps ? decode_ms / decode_steps : 0.0; }
+};
+
+struct GenerateResult {
+    std::vector<int> tokens;  // generated ids, the stop token included if one was produced
+    StageTimes times;
+};
+
+class Model {
+public:
+    Model(ModelConfig config, ModelWeights weights, OpTable table);
+    ~Model();
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    const ModelConfig& config() const { return config_; }
+    const OpTable& table() const { return table_; }
+    const ModelWeights& weights() const { return weights_; }
+
+    // Encoder + projector: the audio embeddings (N_total, Dt) that replace the <|pad|> rows,
+    // copied to the host. `encoder_out`, if given, receives (n_windows, T_enc, De) on the host.
+    std::vector<float> encode_audio(const AudioFeatures& features,
+                                    std::vector<float>* encoder_out = nullptr);
+
+    // Greedy generation from a prompt whose <|pad|> rows take `audio_embeddings` in order.
+    GenerateResult generate(const std::vector<int>& prompt_ids,
+                            const std::vector<float>& audio_embeddings,
+                            const GenerateOptions& options);
+
+    // Whole pipeline on one clip's features.
+    GenerateResult transcribe(const AudioFeatures& features, const Tokenizer& tokenizer,
+                              const GenerateOptions& options);
+
+private:
+    struct Impl;
+    ModelConfig config_;
+    ModelWeights weights_;
+    OpTable table_;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace glmasr

@@ -1,0 +1,138 @@
+// ops.h — THE KERNEL CONTRACT. Every heavy operation of GLM-ASR goes through this table.
+//
+// A *track* (cpu, baseline, reference, student) fills an `Ops` table with its implementation of
+// each operation. The model driver (model.cpp) only ever calls through the table, so the same
+// forward pass runs on every track, a student can swap one op at a time
+// (`--ops rmsnorm=student,default=reference`), and the grader can time two tracks in one process.
+//
+// Conventions (the same for every entry):
+//   * arguments are: outputs, inputs, parameters, stream — in that order;
+//   * tensors are contiguous row-major views; shapes are written (rows, cols) below and checked
+//     by every implementation;
+//   * activations are always f32; "matrix" weights (linear, conv1d, embedding) are f32 or bf16,
+//     as the track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
+//   * an optional input (a bias) is an empty Tensor;
+//   * `out` may alias an input where the entry says "in place allowed";
+//   * every entry is capture-safe: it enqueues work on `stream` and returns, with no host
+//     synchronisation and no allocation, so a whole decode step can be recorded as a CUDA graph.
+//     That is why positions live in device memory (`positions`), never in an int argument.
+//   * a track may leave a *fused* entry null: the driver then runs the composition written next
+//     to it (see ops.cpp). Primitive entries must never be null: a track that lacks one is
+//     incomplete, and building its table fails loudly.
+#pragma once
+
+#include "glmasr/tensor.h"
+
+// A CUDA stream without including CUDA headers: identical to cudaStream_t. Null on the cpu track.
+struct CUstream_st;
+
+namespace glmasr {
+
+using Stream = ::CUstream_st*;
+
+struct Ops {
+    // ---------------------------------------------------------------- primitives (required)
+
+    // out(M, N) = x(M, K) · weight(N, K)ᵀ + bias(N)        [PyTorch nn.Linear; bias optional]
+    void (*linear)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   Stream stream);
+
+    // 1-D convolution over time, time-major activations, kernel size from the weight:
+    // out(T_out, C_out) = conv(x(T_in, C_in), weight(C_out, C_in, K)) + bias(C_out),
+    // T_out = (T_in + 2·padding − K) / stride + 1                        [PyTorch nn.Conv1d]
+    void (*conv1d)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   int stride, int padding, Stream stream);
+
+    // out(R, D) = (x − mean) / sqrt(var + eps) · weight(D) + bias(D), biased variance
+    // [nn.LayerNorm]
+    void (*layernorm)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      float eps, Stream stream);
+
+    // out(R, D) = x · rsqrt(mean(x²) + eps) · weight(D)                  [LlamaRMSNorm]
+    void (*rmsnorm)(const Tensor& out, const Tensor& x, const Tensor& weight, float eps,
+                    Stream stream);
+
+    // out = x · ½(1 + erf(x/√2)), any shape, in place allowed             [exact GELU, not tanh]
+    void (*gelu)(const Tensor& out, const Tensor& x, Stream stream);
+
+    // out(R, F) = silu(gate(R, F)) · up(R, F), silu(g) = g / (1 + e^−g); in place allowed [SwiGLU]
+    void (*silu_mul)(const Tensor& out, const Tensor& gate, const Tensor& up, Stream stream);
+
+    // Row softmax: out(R, C) = exp(x − max) / Σ exp(x − max); −inf entries give 0; in place allowed
+    void (*softmax)(const Tensor& out, const Tensor& x, Stream stream);
+
+    // RoPE frequency tables for positions 0..P−1 (rotary_dim = 2·half):
+    // inv_freq[j] = 1 / theta^(2j / rotary_dim),  cos(P, half) = cos(p·inv_freq[j]), sin likewise.
+    void (*rope_freqs)(const Tensor& cos, const Tensor& sin, float theta, Stream stream);
+
+    // Rotate q or k in place, half-split (NeoX, HF `rotate_half`) on the first rotary_dim dims
+    // of every head; dims rotary_dim..head_dim−1 pass through (partial RoPE).
+    // x(T, H·head_dim) in place; cos/sin(P, half) from rope_freqs; positions(T) i32.
+    //   for j < half:  x'[j] = x[j]·c − x[j+half]·s,   x'[j+half] = x[j+half]·c + x[j]·s
+    void (*rope_apply)(const Tensor& x, const Tensor& cos, const Tensor& sin,
+                       const Tensor& positions, int n_heads, Stream stream);
+
+    // Attention, step 1 of 3 — scores(Hq, Tq, Tk) = scale · q_h · k_g(h)ᵀ, GQA: g(h) = h / (Hq/Hkv).
+    // q(Tq, Hq·D), k(Tk, Hkv·D). Without positions: every key is visible (bidirectional encoder).
+    // With positions(Tq) i32: key j is visible to query i iff j ≤ positions[i] (causal, the KV
+    // cache holds Tk ≥ positions[Tq−1]+1 rows); hidden entries are −inf.
+    void (*attention_scores)(const Tensor& scores, const Tensor& q, const Tensor& k,
+                             const Tensor& positions, int n_heads, int n_kv_heads, float scale,
+                             Stream stream);
+
+    // Attention, step 3 of 3 — out(Tq, Hq·D) = probs(Hq, Tq, Tk) · v_g(h)(Tk, D), GQA as above.
+    // (Step 2 is `softmax` over the rows of probs viewed as (Hq·Tq, Tk).)
+    void (*attention_output)(const Tensor& out, const Tensor& probs, const Tensor& v,
+                             int n_heads, int n_kv_heads, Stream stream);
+
+    // out(T, D) = table(V, D)[ids(T)]; ids i32 in device memory
+    void (*embedding)(const Tensor& out, const Tensor& table, const Tensor& ids, Stream stream);
+
+    // out = a + b, same shapes, in place allowed (the residual connection)
+    void (*add)(const Tensor& out, const Tensor& a, const Tensor& b, Stream stream);
+
+    // out(R) i32 = index of the largest value of each row of x(R, C); ties → the lowest index
+    void (*argmax)(const Tensor& out, const Tensor& x, Stream stream);
+
+    // KV-cache write: cache(Cap, W)[positions[i]] = rows(T, W)[i]; positions(T) i32
+    void (*cache_write)(const Tensor& cache, const Tensor& rows, const Tensor& positions,
+                        Stream stream);
+
+    // ---------------------------------------------------------------- fused (optional, may be null)
+
+    // Whole attention. scratch(Hq, Tq, Tk) f32 is provided for the 3-kernel composition
+    // (attention_scores → softmax → attention_output); a flash-style kernel ignores it.
+    void (*attention)(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& positions, const Tensor& scratch, int n_heads, int n_kv_heads,
+                      float scale, Stream stream);
+
+    // residual += x; normed = rmsnorm(residual)          (composition: add, rmsnorm)
+    void (*add_rmsnorm)(const Tensor& residual, const Tensor& normed, const Tensor& x,
+                        const Tensor& weight, float eps, Stream stream);
+
+    // residual += x; normed = layernorm(residual)        (composition: add, layernorm)
+    void (*add_layernorm)(const Tensor& residual, const Tensor& normed, const Tensor& x,
+                          const Tensor& weight, const Tensor& bias, float eps, Stream stream);
+
+    // out = gelu(x · weightᵀ + bias)                       (composition: linear, gelu)
+    void (*linear_gelu)(const Tensor& out, const Tensor& x, const Tensor& weight,
+                        const Tensor& bias, Stream stream);
+
+    // out(R, F) = silu(x·w_gateᵀ) · (x·w_upᵀ); scratch(R, F)  (composition: linear ×2, silu_mul)
+    void (*gate_up_silu)(const Tensor& out, const Tensor& x, const Tensor& w_gate,
+                         const Tensor& w_up, const Tensor& scratch, Stream stream);
+};
+
+// The names of the entries, in declaration order; used by --ops, reports and the grader.
+enum class OpId : int {
+    linear, conv1d, layernorm, rmsnorm, gelu, silu_mul, softmax, rope_freqs, rope_apply,
+    attention_scores, attention_output, embedding, add, argmax, cache_write,
+    attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu,
+    count
+};
+constexpr int kNumOps = static_cast<int>(OpId::count);
+constexpr int kNumPrimitiveOps = static_cast<int>(OpId::attention);
+const char* op_name(OpId op);
+bool op_from_name(const std::string& name, OpId* op);
+
+}  // namespace glmasr

@@ -1,0 +1,77 @@
+// track.h — tracks (tables of ops), the memory they live in, and mixing them per op.
+//
+// A Track is one implementation of the whole kernel contract: `cpu` (plain loops, the oracle),
+// `baseline` (naive CUDA), `reference` (fast CUDA), `student` (the TODOs). Each track's tensors
+// live on one Backend (host memory or CUDA device memory). An OpTable picks each op from a
+// track — normally all from one, or mixed with `--ops rmsnorm=student,default=reference` —
+// and remembers where every op came from, so reports can say exactly what ran.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "glmasr/ops.h"
+
+namespace glmasr {
+
+// Where tensors live and how bytes move. Host memory for the cpu track, CUDA memory otherwise.
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual Device device() const = 0;
+    virtual void* alloc(size_t bytes) = 0;  // throws glmasr::Error when out of memory
+    virtual void free(void* ptr) = 0;
+    virtual void upload(void* dst, const void* host_src, size_t bytes, Stream stream) = 0;
+    virtual void download(void* host_dst, const void* src, size_t bytes, Stream stream) = 0;
+    virtual void copy(void* dst, const void* src, size_t bytes, Stream stream) = 0;
+    virtual void zero(void* dst, size_t bytes, Stream stream) = 0;
+    virtual void synchronize(Stream stream) = 0;
+    virtual Stream stream() = 0;  // the stream the driver runs on (null for host memory)
+};
+
+Backend& host_backend();
+Backend& backend_for(Device device);  // throws if this build has no CUDA, or no GPU is present
+bool gpu_available();                 // built with CUDA and a device is visible
+
+struct Track {
+    const char* name;     // "cpu", "baseline", "reference", "student"
+    const char* summary;  // one line for `glmasr tracks` and reports
+    Device device;        // where its tensors live
+    DType weight_dtype;   // dtype of matrix weights (linear, conv1d, embedding) it expects
+    Ops ops;
+    // Optional: create library handles (cuBLAS...) once, before the first op runs.
+    void (*setup)(Stream stream) = nullptr;
+};
+
+// The cpu track (driver/cpu/): plain loops, the oracle every other track is tested against.
+const Track& cpu_track();
+
+// Every track name this project has, whether or not this build can run it.
+const std::vector<std::string>& known_track_names();
+// The track, or throws glmasr::Error with the reason (unknown name, built without CUDA).
+const Track& get_track(const std::string& name);
+// The tracks this build can run (cpu always; the CUDA tracks when built with CUDA).
+std::vector<const Track*> available_tracks();
+
+// A table of ops, each taken from some track.
+struct OpTable {
+    Ops ops{};
+    std::array<const Track*, kNumOps> source{};  // source[op] = the track it came from (fused
+                                                  // entries left null keep the default's track)
+    const Track* base = nullptr;  // the default track ("default=" in the spec)
+    Device device = Device::Host;
+
+    // spec: "" (all from default_track) or "rmsnorm=student,gelu=baseline,default=reference".
+    // Throws InputError for unknown op or track names, mixed devices, or a missing primitive.
+    static OpTable build(const std::string& default_track, const std::string& spec = "");
+
+    // dtype that the weights consumed by `op` must be stored in (its track's weight_dtype).
+    DType weight_dtype(OpId op) const;
+    // "cpu", or "reference" or "reference (rmsnorm=student)" for reports.
+    std::string describe() const;
+    // Calls every distinct source track's setup hook.
+    void setup(Stream stream) const;
+};
+
+}  // namespace glmasr

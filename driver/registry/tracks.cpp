@@ -1,0 +1,161 @@
+// tracks.cpp — the registry of tracks this build has, and OpTable: ops picked per track.
+#include <map>
+#include <sstream>
+
+#include "glmasr/error.h"
+#include "glmasr/track.h"
+
+#ifdef GLMASR_WITH_CUDA
+namespace glmasr {
+const Track& baseline_track();   // baseline/
+const Track& reference_track();  // reference/
+const Track& student_track();    // student/
+Backend& cuda_backend();         // driver/cuda/
+bool cuda_device_present();      // driver/cuda/
+}  // namespace glmasr
+#endif
+
+namespace glmasr {
+
+const std::vector<std::string>& known_track_names() {
+    static const std::vector<std::string> names = {"cpu", "baseline", "reference", "student"};
+    return names;
+}
+
+bool gpu_available() {
+#ifdef GLMASR_WITH_CUDA
+    return cuda_device_present();
+#else
+    return false;
+#endif
+}
+
+Backend& backend_for(Device device) {
+    if (device == Device::Host) return host_backend();
+#ifdef GLMASR_WITH_CUDA
+    return cuda_backend();
+#else
+    throw Error("this build has no CUDA support (nvcc was not found when it was configured)");
+#endif
+}
+
+const Track& get_track(const std::string& name) {
+    if (name == "cpu") return cpu_track();
+#ifdef GLMASR_WITH_CUDA
+    if (name == "baseline") return baseline_track();
+    if (name == "reference") return reference_track();
+    if (name == "student") return student_track();
+#endif
+    for (const std::string& known : known_track_names())
+        if (name == known)
+            throw InputError("track '" + name +
+                             "' needs CUDA, and this build has none (nvcc was not found when it "
+                             "was configured); use --track cpu");
+    throw InputError("unknown track '" + name + "' (known: cpu, baseline, reference, student)");
+}
+
+std::vector<const Track*> available_tracks() {
+    std::vector<const Track*> tracks = {&cpu_track()};
+#ifdef GLMASR_WITH_CUDA
+    tracks.push_back(&baseline_track());
+    tracks.push_back(&reference_track());
+    tracks.push_back(&student_track());
+#endif
+    return tracks;
+}
+
+namespace {
+// The entries of Ops as an array of type-erased slots, in OpId order, so that one loop can
+// copy "entry i of track T" into a table. Ops is a struct of function pointers only.
+using Slot = void (*)();
+static_assert(sizeof(Ops) == kNumOps * sizeof(Slot), "Ops must hold exactly kNumOps pointers");
+Slot* slots(Ops& ops) { return reinterpret_cast<Slot*>(&ops); }
+const Slot* slots(const Ops& ops) { return reinterpret_cast<const Slot*>(&ops); }
+}  // namespace
+
+OpTable OpTable::build(const std::string& default_track, const std::string& spec) {
+    // Parse "op=track,op=track,default=track".
+    std::string fallback = default_track;
+    std::map<int, std::string> chosen;
+    std::stringstream items(spec);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos)
+            throw InputError("--ops: '" + item + "' is not op=track (e.g. rmsnorm=student)");
+        const std::string op = item.substr(0, eq), track = item.substr(eq + 1);
+        get_track(track);  // validates the name
+        if (op == "default") {
+            fallback = track;
+            continue;
+        }
+        OpId id;
+        if (!op_from_name(op, &id)) throw InputError("--ops: unknown op '" + op + "'");
+        chosen[static_cast<int>(id)] = track;
+    }
+
+    OpTable table;
+    const Track& base = get_track(fallback);
+    table.base = &base;
+    table.device = base.device;
+    for (int i = 0; i < kNumOps; ++i) {
+        auto it = chosen.find(i);
+        const Track& track = it == chosen.end() ? base : get_track(it->second);
+        if (track.device != base.device)
+            throw InputError(std::string("--ops: cannot mix ") + track.name + " (" +
+                             device_name(track.device) + ") with " + base.name + " (" +
+                             device_name(base.device) + ") tensors");
+        slots(table.ops)[i] = slots(track.ops)[i];
+        table.source[i] = &track;
+        if (i < kNumPrimitiveOps && !slots(table.ops)[i])
+            throw Error(std::string("track '") + track.name + "' has no " +
+                        op_name(static_cast<OpId>(i)) + " op: the contract requires every primitive");
+    }
+    // A fused entry is only taken from the track its primitives came from: if a student overrides
+    // rmsnorm, the reference's fused add_rmsnorm must not silently replace the student's kernel.
+    auto drop_fused_if_mixed = [&](OpId fused, std::initializer_list<OpId> parts) {
+        const int f = static_cast<int>(fused);
+        if (chosen.count(f)) return;  // asked for explicitly
+        for (OpId part : parts) {
+            if (table.source[static_cast<int>(part)] != table.source[f]) {
+                slots(table.ops)[f] = nullptr;
+                return;
+            }
+        }
+    };
+    drop_fused_if_mixed(OpId::attention, {OpId::attention_scores, OpId::softmax, OpId::attention_output});
+    drop_fused_if_mixed(OpId::add_rmsnorm, {OpId::add, OpId::rmsnorm});
+    drop_fused_if_mixed(OpId::add_layernorm, {OpId::add, OpId::layernorm});
+    drop_fused_if_mixed(OpId::linear_gelu, {OpId::linear, OpId::gelu});
+    drop_fused_if_mixed(OpId::gate_up_silu, {OpId::linear, OpId::silu_mul});
+    return table;
+}
+
+DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }
+
+std::string OpTable::describe() const {
+    std::ostringstream s;
+    s << base->name;
+    bool first = true;
+    for (int i = 0; i < kNumOps; ++i) {
+        if (source[i] == base) continue;
+        s << (first ? " (" : ",") << op_name(static_cast<OpId>(i)) << "=" << source[i]->name;
+        first = false;
+    }
+    if (!first) s << ")";
+    return s.str();
+}
+
+void OpTable::setup(Stream stream) const {
+    std::vector<const Track*> done;
+    for (const Track* track : source) {
+        bool seen = false;
+        for (const Track* d : done) seen = seen || d == track;
+        if (seen || !track->setup) continue;
+        track->setup(stream);
+        done.push_back(track);
+    }
+}
+
+}  // namespace glmasr

@@ -1,0 +1,36 @@
+// host_backend.cpp — the Backend of the cpu track: plain host memory.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "glmasr/error.h"
+#include "glmasr/track.h"
+
+namespace glmasr {
+
+namespace {
+class HostBackend final : public Backend {
+public:
+    Device device() const override { return Device::Host; }
+    void* alloc(size_t bytes) override {
+        // 64-byte alignment keeps vector loads aligned; round the size up as aligned_alloc needs.
+        void* ptr = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+        if (!ptr) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+        return ptr;
+    }
+    void free(void* ptr) override { std::free(ptr); }
+    void upload(void* dst, const void* src, size_t bytes, Stream) override { std::memcpy(dst, src, bytes); }
+    void download(void* dst, const void* src, size_t bytes, Stream) override { std::memcpy(dst, src, bytes); }
+    void copy(void* dst, const void* src, size_t bytes, Stream) override { std::memmove(dst, src, bytes); }
+    void zero(void* dst, size_t bytes, Stream) override { std::memset(dst, 0, bytes); }
+    void synchronize(Stream) override {}
+    Stream stream() override { return nullptr; }
+};
+}  // namespace
+
+Backend& host_backend() {
+    static HostBackend backend;
+    return backend;
+}
+
+}  // namespace glmasr

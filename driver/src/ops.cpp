@@ -1,0 +1,86 @@
+// ops.cpp — op names, and the compositions that stand in for fused entries a track leaves null.
+#include <array>
+#include <string>
+
+#include "glmasr/dispatch.h"
+#include "glmasr/error.h"
+#include "glmasr/ops.h"
+
+namespace glmasr {
+
+namespace {
+constexpr std::array<const char*, kNumOps> kOpNames = {
+    "linear", "conv1d", "layernorm", "rmsnorm", "gelu", "silu_mul", "softmax", "rope_freqs",
+    "rope_apply", "attention_scores", "attention_output", "embedding", "add", "argmax",
+    "cache_write", "attention", "add_rmsnorm", "add_layernorm", "linear_gelu", "gate_up_silu"};
+}  // namespace
+
+const char* op_name(OpId op) { return kOpNames.at(static_cast<size_t>(op)); }
+
+bool op_from_name(const std::string& name, OpId* op) {
+    for (int i = 0; i < kNumOps; ++i) {
+        if (name == kOpNames[i]) {
+            *op = static_cast<OpId>(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+void run_attention(const Ops& ops, const Tensor& out, const Tensor& q, const Tensor& k,
+                   const Tensor& v, const Tensor& positions, const Tensor& scratch, int n_heads,
+                   int n_kv_heads, float scale, Stream stream) {
+    if (ops.attention) {
+        ops.attention(out, q, k, v, positions, scratch, n_heads, n_kv_heads, scale, stream);
+        return;
+    }
+    // scratch(Hq, Tq, Tk): scores, then probabilities in place.
+    ops.attention_scores(scratch, q, k, positions, n_heads, n_kv_heads, scale, stream);
+    const Tensor rows = scratch.reshape({scratch.dim(0) * scratch.dim(1), scratch.dim(2)});
+    ops.softmax(rows, rows, stream);
+    ops.attention_output(out, scratch, v, n_heads, n_kv_heads, stream);
+}
+
+void run_add_rmsnorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
+                     const Tensor& x, const Tensor& weight, float eps, Stream stream) {
+    if (ops.add_rmsnorm) {
+        ops.add_rmsnorm(residual, normed, x, weight, eps, stream);
+        return;
+    }
+    ops.add(residual, residual, x, stream);
+    ops.rmsnorm(normed, residual, weight, eps, stream);
+}
+
+void run_add_layernorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
+                       const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                       Stream stream) {
+    if (ops.add_layernorm) {
+        ops.add_layernorm(residual, normed, x, weight, bias, eps, stream);
+        return;
+    }
+    ops.add(residual, residual, x, stream);
+    ops.layernorm(normed, residual, weight, bias, eps, stream);
+}
+
+void run_linear_gelu(const Ops& ops, const Tensor& out, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, Stream stream) {
+    if (ops.linear_gelu) {
+        ops.linear_gelu(out, x, weight, bias, stream);
+        return;
+    }
+    ops.linear(out, x, weight, bias, stream);
+    ops.gelu(out, out, stream);
+}
+
+void run_gate_up_silu(const Ops& ops, const Tensor& out, const Tensor& x, const Tensor& w_gate,
+                      const Tensor& w_up, const Tensor& scratch, Stream stream) {
+    if (ops.gate_up_silu) {
+        ops.gate_up_silu(out, x, w_gate, w_up, scratch, stream);
+        return;
+    }
+    ops.linear(out, x, w_gate, Tensor{}, stream);
+    ops.linear(scratch, x, w_up, Tensor{}, stream);
+    ops.silu_mul(out, out, scratch, stream);
+}
+
+}  // namespace glmasr
