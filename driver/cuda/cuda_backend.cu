@@ -63,6 +63,45 @@ public:
     void synchronize(Stream s) override { CUDA_CHECK(cudaStreamSynchronize(s)); }
     Stream stream() override { return stream_; }
 
+    Mark mark(Stream s) override {
+        cudaEvent_t event;
+        CUDA_CHECK(cudaEventCreate(&event));
+        CUDA_CHECK(cudaEventRecord(event, s));
+        return Mark(event, [](void* e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
+    }
+    double elapsed_ms(const Mark& begin, const Mark& end) override {
+        auto b = static_cast<cudaEvent_t>(begin.get()), e = static_cast<cudaEvent_t>(end.get());
+        CUDA_CHECK(cudaEventSynchronize(e));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, b, e));
+        return ms;
+    }
+
+    bool supports_graphs() const override { return true; }
+    Graph capture(Stream s, const std::function<void()>& record) override {
+        CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        try {
+            record();
+        } catch (...) {
+            // Leave the stream usable: end the (now invalid) capture and drop its graph.
+            cudaGraph_t broken = nullptr;
+            cudaStreamEndCapture(s, &broken);
+            if (broken) cudaGraphDestroy(broken);
+            cudaGetLastError();
+            throw;
+        }
+        cudaGraph_t graph = nullptr;
+        CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+        cudaGraphExec_t exec = nullptr;
+        const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        CUDA_CHECK(err);
+        return Graph(exec, [](void* g) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g)); });
+    }
+    void replay(const Graph& graph, Stream s) override {
+        CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph.get()), s));
+    }
+
 private:
     cudaStream_t stream_ = nullptr;
 };
@@ -75,7 +114,7 @@ bool cuda_device_present() {
 
 Backend& cuda_backend() {
     if (!cuda_device_present())
-        throw Error("no CUDA device is visible (this machine has no usable GPU); use --track cpu");
+        throw InputError("no CUDA device is visible (this machine has no usable GPU); use --track cpu");
     static CudaBackend backend;
     return backend;
 }

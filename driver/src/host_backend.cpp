@@ -1,4 +1,5 @@
 // host_backend.cpp — the Backend of the cpu track: plain host memory.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,8 +26,28 @@ public:
     void zero(void* dst, size_t bytes, Stream) override { std::memset(dst, 0, bytes); }
     void synchronize(Stream) override {}
     Stream stream() override { return nullptr; }
+
+    Mark mark(Stream) override {
+        return std::make_shared<Clock::time_point>(Clock::now());
+    }
+    double elapsed_ms(const Mark& begin, const Mark& end) override {
+        const auto& t0 = *static_cast<Clock::time_point*>(begin.get());
+        const auto& t1 = *static_cast<Clock::time_point*>(end.get());
+        return std::chrono::duration<double, std::milli>(t1 - t0).count();
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
 };
 }  // namespace
+
+Backend::Graph Backend::capture(Stream, const std::function<void()>&) {
+    throw Error(std::string("CUDA graphs are not available on ") + device_name(device()) + " memory");
+}
+
+void Backend::replay(const Graph&, Stream) {
+    throw Error(std::string("CUDA graphs are not available on ") + device_name(device()) + " memory");
+}
 
 Backend& host_backend() {
     static HostBackend backend;

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <array>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,19 @@ public:
     virtual void zero(void* dst, size_t bytes, Stream stream) = 0;
     virtual void synchronize(Stream stream) = 0;
     virtual Stream stream() = 0;  // the stream the driver runs on (null for host memory)
+
+    // Timing marks: elapsed_ms(a, b) waits for mark b and returns the time between the marks
+    // (CUDA events on the GPU, a steady clock on the host).
+    using Mark = std::shared_ptr<void>;
+    virtual Mark mark(Stream stream) = 0;
+    virtual double elapsed_ms(const Mark& begin, const Mark& end) = 0;
+
+    // CUDA graphs: record what a callback enqueues on `stream`, then replay it with one launch.
+    // Hosts have no graphs (supports_graphs() is false and capture() throws).
+    using Graph = std::shared_ptr<void>;
+    virtual bool supports_graphs() const { return false; }
+    virtual Graph capture(Stream stream, const std::function<void()>& record);
+    virtual void replay(const Graph& graph, Stream stream);
 };
 
 Backend& host_backend();

@@ -1,0 +1,309 @@
+// main.cpp — the `glmasr` command line.
+//
+//   glmasr transcribe clip.wav --model assets/models/glm-asr-tiny       text on stdout
+//   glmasr transcribe clip.wav --model DIR --track cpu --json --verbose
+//   glmasr transcribe clip.wav --random-weights tests/fixtures/configs/nano.json --max-new-tokens 64
+//   glmasr info --model DIR            (or --config config.json)
+//   glmasr tracks
+//
+// Exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file and the problem),
+// 1 internal error (a CUDA fault, a kernel that is not implemented, a bug).
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "glmasr/audio.h"
+#include "glmasr/config.h"
+#include "glmasr/error.h"
+#include "glmasr/features.h"
+#include "glmasr/model.h"
+#include "glmasr/safetensors.h"
+#include "glmasr/tokenizer.h"
+#include "glmasr/track.h"
+#include "glmasr/weights.h"
+
+namespace fs = std::filesystem;
+using namespace glmasr;
+
+namespace {
+
+struct TranscribeArgs {
+    std::vector<std::string> files;
+    std::string model_dir;
+    std::string random_config;  // --random-weights CONFIG
+    uint64_t seed = 0;
+    std::string tokenizer_path;
+    std::string track = "auto";
+    std::string ops_spec;
+    int max_new_tokens = 500;
+    bool force_length = false;
+    bool truncate = false;
+    bool json = false;
+    bool verbose = false;
+    bool no_graphs = false;
+};
+
+std::string with_commas(int64_t n) {
+    std::string digits = std::to_string(n), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+std::string require_file(const fs::path& path, const std::string& what) {
+    if (!fs::exists(path)) throw InputError(path.string() + ": " + what + " not found");
+    return path.string();
+}
+
+// "auto" picks the reference track when a GPU is present and says so; never silently.
+std::string resolve_track(const std::string& track, bool quiet) {
+    if (track != "auto") return track;
+    const std::string chosen = gpu_available() ? "reference" : "cpu";
+    if (!quiet)
+        std::cerr << "glmasr: " << (chosen == "cpu" ? "no GPU found, using" : "GPU found, using")
+                  << " the " << chosen << " track (choose with --track)\n";
+    return chosen;
+}
+
+// The prompt used with random weights when no tokenizer is given: the real prompt's length
+// (3 + N + 13 tokens around the audio), text positions filled with token 0.
+std::vector<int> synthetic_prompt(const ModelConfig& config, int n_audio) {
+    std::vector<int> ids(3, 0);
+    ids.insert(ids.end(), n_audio, config.audio_token_id);
+    ids.insert(ids.end(), 13, 0);
+    return ids;
+}
+
+int run_transcribe(const TranscribeArgs& args) {
+    const bool random = !args.random_config.empty();
+    if (random == !args.model_dir.empty())
+        throw InputError("transcribe: give exactly one of --model DIR or --random-weights CONFIG");
+
+    const std::string track = resolve_track(args.track, args.json);
+    OpTable table = OpTable::build(track, args.ops_spec);
+    Backend& backend = backend_for(table.device);
+
+    ModelConfig config;
+    ModelWeights weights;
+    std::optional<Tokenizer> tokenizer;
+    if (random) {
+        config = ModelConfig::load(args.random_config);
+        weights = random_weights(config, table, backend, args.seed);
+        if (!args.tokenizer_path.empty()) tokenizer.emplace(Tokenizer::load(args.tokenizer_path));
+    } else {
+        const fs::path dir(args.model_dir);
+        if (!fs::is_directory(dir)) throw InputError(args.model_dir + ": model directory not found");
+        config = ModelConfig::load(require_file(dir / "config.json", "config.json"));
+        tokenizer.emplace(Tokenizer::load(require_file(dir / "tokenizer.json", "tokenizer.json")));
+        weights = load_weights(require_file(dir / "model.safetensors", "model.safetensors"), config,
+                               table, backend);
+        if (args.verbose && !weights.unused_tensors.empty()) {
+            std::cerr << "glmasr: " << weights.unused_tensors.size()
+                      << " tensor(s) in the checkpoint are not used by the model:";
+            for (const auto& name : weights.unused_tensors) std::cerr << " " << name;
+            std::cerr << "\n";
+        }
+    }
+    if (tokenizer && tokenizer->token_to_id("<|pad|>") != config.audio_token_id)
+        throw InputError("tokenizer.json: <|pad|> has id " +
+                         std::to_string(tokenizer->token_to_id("<|pad|>")) +
+                         " but config.json says audio_token_id " +
+                         std::to_string(config.audio_token_id));
+
+    Model model(config, std::move(weights), table);
+    FeatureConfig feature_config;
+    feature_config.n_mels = config.audio.num_mel_bins;
+    feature_config.merge_factor = config.merge_factor;
+    LogMelExtractor extractor(feature_config);
+
+    GenerateOptions options;
+    options.max_new_tokens = args.max_new_tokens;
+    options.ignore_eos = args.force_length || random;
+    options.use_graphs = !args.no_graphs;
+
+    int exit_code = kExitOk;
+    for (const std::string& file : args.files) {
+        try {
+            const AudioClip clip = load_audio(file, feature_config.sample_rate);
+            const double seconds = static_cast<double>(clip.samples.size()) / clip.sample_rate;
+            float peak = 0;
+            for (float s : clip.samples) peak = std::max(peak, std::fabs(s));
+            if (peak < 1e-5f)
+                throw InputError(file + ": the audio is silent (peak amplitude " +
+                                 std::to_string(peak) + "); nothing to transcribe");
+            const double max_seconds = feature_config.max_windows() * feature_config.chunk_seconds;
+            if (seconds > max_seconds && !args.truncate)
+                throw InputError(file + ": " + std::to_string(static_cast<int>(seconds)) +
+                                 " s is longer than the model's " +
+                                 std::to_string(static_cast<int>(max_seconds)) +
+                                 " s limit; pass --truncate to transcribe the first " +
+                                 std::to_string(static_cast<int>(max_seconds)) + " s");
+            if (seconds > max_seconds)
+                std::cerr << "glmasr: warning: " << file << " truncated to its first "
+                          << max_seconds << " s\n";
+
+            auto f0 = std::chrono::steady_clock::now();
+            const AudioFeatures features = extractor.extract(clip.samples);
+            const double features_ms = std::chrono::duration<double, std::milli>(
+                                           std::chrono::steady_clock::now() - f0).count();
+            GenerateResult result;
+            if (tokenizer) {
+                result = model.transcribe(features, *tokenizer, options);
+            } else {
+                const std::vector<float> audio = model.encode_audio(features);
+                result = model.generate(synthetic_prompt(config, features.total_audio_tokens()),
+                                        audio, options);
+            }
+            const std::string text = tokenizer ? tokenizer->decode(result.tokens, true) : "";
+            const StageTimes& t = result.times;
+            if (args.json) {
+                nlohmann::json out = {
+                    {"file", file}, {"text", text}, {"tokens", result.tokens},
+                    {"track", table.describe()}, {"audio_seconds", seconds},
+                    {"windows", features.n_windows}, {"audio_tokens", features.total_audio_tokens()},
+                    {"timing_ms", {{"features", features_ms}, {"encoder", t.encoder_ms},
+                                   {"projector", t.projector_ms}, {"prefill", t.prefill_ms},
+                                   {"decode", t.decode_ms}, {"decode_steps", t.decode_steps},
+                                   {"per_token", t.per_token_ms()}}}};
+                std::cout << out.dump() << std::endl;
+            } else {
+                if (args.files.size() > 1) std::cout << file << ": ";
+                if (tokenizer) {
+                    std::cout << text << std::endl;
+                } else {
+                    std::cout << "(random weights, no tokenizer) " << result.tokens.size() << " tokens\n";
+                }
+            }
+            if (args.verbose) {
+                std::fprintf(stderr,
+                             "glmasr: %s | track %s | %.2f s audio, %d window(s), %d audio tokens\n"
+                             "  features  %9.2f ms (host)\n  encoder   %9.2f ms\n"
+                             "  projector %9.2f ms\n  prefill   %9.2f ms\n"
+                             "  decode    %9.2f ms (%d steps, %.3f ms/token)\n",
+                             file.c_str(), table.describe().c_str(), seconds, features.n_windows,
+                             features.total_audio_tokens(), features_ms, t.encoder_ms,
+                             t.projector_ms, t.prefill_ms, t.decode_ms, t.decode_steps,
+                             t.per_token_ms());
+            }
+        } catch (const InputError& e) {
+            std::cerr << "glmasr: error: " << e.what() << "\n";
+            exit_code = kExitBadInput;
+        }
+    }
+    return exit_code;
+}
+
+int run_info(const std::string& model_dir, const std::string& config_path) {
+    if (model_dir.empty() == config_path.empty())
+        throw InputError("info: give exactly one of --model DIR or --config FILE");
+    const fs::path dir(model_dir);
+    const std::string cfg_file = config_path.empty() ? require_file(dir / "config.json", "config.json")
+                                                     : config_path;
+    const ModelConfig config = ModelConfig::load(cfg_file);
+    const EncoderConfig& e = config.audio;
+    const DecoderConfig& d = config.text;
+    const auto [unique, stored] = count_parameters(config);
+    std::printf("config:     %s\n", cfg_file.c_str());
+    std::printf("encoder:    %d layers x %d wide, %d heads (%d kv) x %d, FFN %d, rotary %d of %d dims, %d mels\n",
+                e.num_layers, e.hidden_size, e.num_heads, e.num_kv_heads, e.head_dim,
+                e.intermediate_size, e.rotary_dim(), e.head_dim, e.num_mel_bins);
+    std::printf("projector:  %d -> %d -> %d (merge %d frames)\n", config.projector_input(),
+                config.projector_hidden(), d.hidden_size, config.merge_factor);
+    std::printf("decoder:    %d layers x %d wide, %d heads (%d kv) x %d, FFN %d, vocab %d, %d positions\n",
+                d.num_layers, d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim,
+                d.intermediate_size, d.vocab_size, d.max_positions);
+    std::printf("parameters: %s unique (%s with the separate lm_head)\n", with_commas(unique).c_str(),
+                with_commas(stored).c_str());
+    if (!model_dir.empty()) {
+        const std::string weights_file = require_file(dir / "model.safetensors", "model.safetensors");
+        const SafeTensorsFile file(weights_file);
+        std::map<std::string, int> dtypes;
+        for (const std::string& name : file.names()) dtypes[dtype_name(file.find(name)->dtype)]++;
+        std::printf("weights:    %s, %zu tensors (", weights_file.c_str(), file.names().size());
+        bool first = true;
+        for (const auto& [dtype, n] : dtypes) {
+            std::printf("%s%d %s", first ? "" : ", ", n, dtype.c_str());
+            first = false;
+        }
+        std::printf(")\n");
+        const Tokenizer tokenizer = Tokenizer::load(require_file(dir / "tokenizer.json", "tokenizer.json"));
+        std::printf("tokenizer:  %d tokens, <|pad|> = %d\n", tokenizer.vocab_size(),
+                    tokenizer.token_to_id("<|pad|>"));
+    }
+    return kExitOk;
+}
+
+int run_tracks() {
+    for (const std::string& name : known_track_names()) {
+        try {
+            const Track& track = get_track(name);
+            std::printf("%-10s %-5s weights %-4s  %s\n", track.name, device_name(track.device),
+                        dtype_name(track.weight_dtype), track.summary);
+        } catch (const Error& e) {
+            std::printf("%-10s unavailable: %s\n", name.c_str(), e.what());
+        }
+    }
+    std::printf("GPU present: %s\n", gpu_available() ? "yes" : "no");
+    return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"GLM-ASR Kernel Lab: speech to text through swappable kernel tracks"};
+    app.require_subcommand(1);
+
+    TranscribeArgs t;
+    CLI::App* transcribe = app.add_subcommand("transcribe", "transcribe audio files (WAV, FLAC, ...)");
+    transcribe->add_option("files", t.files, "audio files")->required();
+    transcribe->add_option("--model", t.model_dir, "model directory (config.json, model.safetensors, tokenizer.json)");
+    transcribe->add_option("--random-weights", t.random_config, "build this config.json with seeded random weights (timing)");
+    transcribe->add_option("--seed", t.seed, "seed for --random-weights");
+    transcribe->add_option("--tokenizer", t.tokenizer_path, "tokenizer.json for --random-weights");
+    transcribe->add_option("--track", t.track, "cpu, baseline, reference, student, or auto (GPU if present)");
+    transcribe->add_option("--ops", t.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
+    transcribe->add_option("--max-new-tokens", t.max_new_tokens, "most tokens to generate")->check(CLI::PositiveNumber);
+    transcribe->add_flag("--force-length", t.force_length, "ignore stop tokens: always generate --max-new-tokens");
+    transcribe->add_flag("--truncate", t.truncate, "transcribe the first 630 s of longer audio instead of failing");
+    transcribe->add_flag("--json", t.json, "one JSON object per file");
+    transcribe->add_flag("--verbose", t.verbose, "timing per stage on stderr");
+    transcribe->add_flag("--no-graphs", t.no_graphs, "do not record the decode step as a CUDA graph");
+
+    std::string info_model, info_config;
+    CLI::App* info = app.add_subcommand("info", "describe a model directory or a config");
+    info->add_option("--model", info_model, "model directory");
+    info->add_option("--config", info_config, "a config.json alone");
+
+    app.add_subcommand("tracks", "list the kernel tracks this build has");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? kExitOk : kExitBadInput;
+    }
+    try {
+        if (transcribe->parsed()) return run_transcribe(t);
+        if (info->parsed()) return run_info(info_model, info_config);
+        return run_tracks();
+    } catch (const InputError& e) {
+        std::cerr << "glmasr: error: " << e.what() << "\n";
+        return kExitBadInput;
+    } catch (const Error& e) {
+        std::cerr << "glmasr: error: " << e.what() << "\n";
+        return e.exit_code();
+    } catch (const std::exception& e) {
+        std::cerr << "glmasr: internal error: " << e.what() << "\n";
+        return kExitInternal;
+    }
+}

@@ -1,0 +1,424 @@
+// model.cpp — the GLM-ASR forward pass, written once against the kernel contract (ops.h).
+//
+// Read it top to bottom like llama2.c's forward(): every block is preceded by the PyTorch
+// expression of transformers' GlmAsrForConditionalGeneration it mirrors (model-spec §3–§6).
+// All buffers are allocated when the Model is built (encoder) or when a prompt first needs more
+// context (decoder); the decode step itself only enqueues ops, so on a GPU it is recorded once
+// as a CUDA graph and replayed for every token.
+#include "glmasr/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "glmasr/dispatch.h"
+#include "glmasr/error.h"
+
+namespace glmasr {
+
+std::vector<int> build_prompt(const Tokenizer& tokenizer, int n_audio_tokens,
+                              const std::string& instruction) {
+    // GlmAsrProcessor renders the chat template with one <|pad|> and then repeats it
+    // n_audio_tokens times; the whole string is tokenised at once (special tokens split first).
+    std::string text = "<|user|>\n<|begin_of_audio|>";
+    text.reserve(text.size() + 7 * static_cast<size_t>(n_audio_tokens) + 128);
+    for (int i = 0; i < n_audio_tokens; ++i) text += "<|pad|>";
+    text += "<|end_of_audio|><|user|>\n" + instruction + "<|assistant|>\n";
+    return tokenizer.encode(text);
+}
+
+namespace {
+
+// A device buffer owned by the Model (freed with it).
+struct Buffer {
+    Backend* backend = nullptr;
+    void* ptr = nullptr;
+    Buffer() = default;
+    Buffer(Backend& b, size_t bytes) : backend(&b), ptr(b.alloc(bytes)) {}
+    Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr) { o.ptr = nullptr; }
+    Buffer& operator=(Buffer&& o) noexcept {
+        std::swap(backend, o.backend);
+        std::swap(ptr, o.ptr);
+        return *this;
+    }
+    ~Buffer() {
+        if (ptr) backend->free(ptr);
+    }
+};
+
+}  // namespace
+
+struct Model::Impl {
+    Backend& backend;
+    Stream stream;
+    std::vector<Buffer> owned;
+
+    Tensor make(DType dtype, std::initializer_list<int64_t> dims) {
+        Tensor t(nullptr, dtype, backend.device(), dims);
+        owned.emplace_back(backend, t.bytes());
+        t.data = owned.back().ptr;
+        return t;
+    }
+
+    // ---- encoder activations for one 30 s window (T_mel = 3000 frames, T = 1500 after conv2)
+    Tensor mel;          // (T_mel, n_mels)   the window's log-mel, time-major
+    Tensor conv1_out;    // (T_mel, De)
+    Tensor enc_x;        // (T, De)           residual stream
+    Tensor enc_normed;   // (T, De)           layernorm output; after the last layer, the
+                         //                   encoder output, read as (T/4, 4·De) by the projector
+    Tensor enc_q;        // (T, Hq·hd)
+    Tensor enc_k, enc_v; // (T, Hkv·hd)
+    Tensor enc_attn;     // (T, Hq·hd)
+    Tensor enc_proj;     // (T, De)           attention / MLP output before the residual add
+    Tensor enc_ffn;      // (T, F)
+    Tensor enc_scores;   // (Hq, T, T)        only if the attention op is the 3-kernel composition
+    Tensor enc_pos;      // (T) i32           0..T−1: positions restart in every window
+    Tensor enc_cos, enc_sin;  // (T, rotary/2)
+    Tensor proj_hidden;  // (T/4, 2·Dt)
+    Tensor proj_out;     // (T/4, Dt)
+
+    // ---- decoder state, sized for `capacity` positions (prompt + generated tokens)
+    int capacity = 0;
+    int max_rows = 0;    // largest prompt (prefill rows) the buffers hold
+    std::vector<Buffer> dec_owned;
+    std::vector<Tensor> k_cache, v_cache;  // per layer (capacity, Hkv·hd)
+    Tensor dec_x, dec_normed;              // (rows, Dt)
+    Tensor dec_q, dec_attn;                // (rows, Hq·hd)
+    Tensor dec_k, dec_v;                   // (rows, Hkv·hd)
+    Tensor dec_proj;                       // (rows, Dt)
+    Tensor dec_gate, dec_up;               // (rows, F)
+    Tensor dec_scores;                     // (Hq, rows, capacity) for the 3-kernel composition
+    Tensor dec_ids, dec_pos;               // (rows) i32
+    Tensor dec_cos, dec_sin;               // (capacity, hd/2)
+    Tensor logits;                         // (1, V)
+    Tensor next_id;                        // (1) i32: argmax output, next step's input id
+    Backend::Graph decode_graph;           // the recorded decode step (GPU only)
+
+    double last_projector_ms = 0;          // projector share of the last encode_audio call
+
+    explicit Impl(Backend& b) : backend(b), stream(b.stream()) {}
+
+    // One decoder pass over `rows` tokens whose embeddings are in dec_x and positions in
+    // dec_pos; leaves the final-norm output in dec_normed. Enqueue only: capture-safe.
+    void decoder_layers(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int rows);
+
+    Tensor make_decoder(DType dtype, std::initializer_list<int64_t> dims) {
+        Tensor t(nullptr, dtype, backend.device(), dims);
+        dec_owned.emplace_back(backend, t.bytes());
+        t.data = dec_owned.back().ptr;
+        return t;
+    }
+};
+
+Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
+    : config_(std::move(config)), weights_(std::move(weights)), table_(std::move(table)) {
+    Backend& backend = backend_for(table_.device);
+    impl_ = std::make_unique<Impl>(backend);
+    Impl& m = *impl_;
+    table_.setup(m.stream);
+
+    const EncoderConfig& e = config_.audio;
+    const FeatureConfig features;
+    const int t_mel = features.window_frames();
+    const int t_enc = (t_mel + 2 * 1 - 3) / 2 + 1;  // conv2: kernel 3, stride 2, padding 1
+    if (t_enc > e.max_positions)
+        throw InputError("config.json: audio_config.max_position_embeddings (" +
+                         std::to_string(e.max_positions) + ") is smaller than the " +
+                         std::to_string(t_enc) + " encoder frames of a 30 s window");
+    const int q_width = e.num_heads * e.head_dim, kv_width = e.num_kv_heads * e.head_dim;
+    m.mel = m.make(DType::F32, {t_mel, e.num_mel_bins});
+    m.conv1_out = m.make(DType::F32, {t_mel, e.hidden_size});
+    m.enc_x = m.make(DType::F32, {t_enc, e.hidden_size});
+    m.enc_normed = m.make(DType::F32, {t_enc, e.hidden_size});
+    m.enc_q = m.make(DType::F32, {t_enc, q_width});
+    m.enc_k = m.make(DType::F32, {t_enc, kv_width});
+    m.enc_v = m.make(DType::F32, {t_enc, kv_width});
+    m.enc_attn = m.make(DType::F32, {t_enc, q_width});
+    m.enc_proj = m.make(DType::F32, {t_enc, e.hidden_size});
+    m.enc_ffn = m.make(DType::F32, {t_enc, e.intermediate_size});
+    if (!table_.ops.attention) m.enc_scores = m.make(DType::F32, {e.num_heads, t_enc, t_enc});
+    m.enc_pos = m.make(DType::I32, {t_enc});
+    m.enc_cos = m.make(DType::F32, {t_enc, e.rotary_dim() / 2});
+    m.enc_sin = m.make(DType::F32, {t_enc, e.rotary_dim() / 2});
+    const int tokens_per_window = t_enc / config_.merge_factor;
+    m.proj_hidden = m.make(DType::F32, {tokens_per_window, config_.projector_hidden()});
+    m.proj_out = m.make(DType::F32, {tokens_per_window, config_.text.hidden_size});
+
+    std::vector<int32_t> positions(t_enc);
+    std::iota(positions.begin(), positions.end(), 0);
+    backend.upload(m.enc_pos.data, positions.data(), m.enc_pos.bytes(), m.stream);
+    table_.ops.rope_freqs(m.enc_cos, m.enc_sin, e.rope_theta, m.stream);
+    backend.synchronize(m.stream);
+}
+
+Model::~Model() = default;
+
+std::vector<float> Model::encode_audio(const AudioFeatures& features,
+                                       std::vector<float>* encoder_out) {
+    Impl& m = *impl_;
+    const Ops& ops = table_.ops;
+    const EncoderConfig& e = config_.audio;
+    const ModelWeights& w = weights_;
+    const int t_mel = static_cast<int>(m.mel.dim(0)), n_mels = static_cast<int>(m.mel.dim(1));
+    const int t_enc = static_cast<int>(m.enc_x.dim(0));
+    const int d_text = config_.text.hidden_size;
+    if (features.n_mels != n_mels || features.n_frames != t_mel)
+        throw InputError("features are (" + std::to_string(features.n_mels) + " mels, " +
+                         std::to_string(features.n_frames) + " frames) but the model expects (" +
+                         std::to_string(n_mels) + ", " + std::to_string(t_mel) + ")");
+
+    std::vector<float> audio_embeddings(static_cast<size_t>(features.total_audio_tokens()) * d_text);
+    if (encoder_out) encoder_out->resize(static_cast<size_t>(features.n_windows) * t_enc * e.hidden_size);
+    std::vector<float> mel_time_major(static_cast<size_t>(t_mel) * n_mels);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(e.head_dim));
+    size_t rows_done = 0;
+    std::vector<Backend::Mark> projector_marks;  // (begin, end) pairs, one per window
+
+    for (int win = 0; win < features.n_windows; ++win) {
+        // input_features (n_mels, T_mel) → time-major (T_mel, n_mels), the layout conv1d takes.
+        const float* window = features.mel.data() + static_cast<size_t>(win) * n_mels * t_mel;
+        for (int c = 0; c < n_mels; ++c)
+            for (int t = 0; t < t_mel; ++t) mel_time_major[static_cast<size_t>(t) * n_mels + c] = window[static_cast<size_t>(c) * t_mel + t];
+        m.backend.upload(m.mel.data, mel_time_major.data(), m.mel.bytes(), m.stream);
+
+        // x = gelu(conv1(input_features)); x = gelu(conv2(x)).transpose(1, 2)
+        ops.conv1d(m.conv1_out, m.mel, w.conv1_w, w.conv1_b, 1, 1, m.stream);
+        ops.gelu(m.conv1_out, m.conv1_out, m.stream);
+        ops.conv1d(m.enc_x, m.conv1_out, w.conv2_w, w.conv2_b, 2, 1, m.stream);
+        ops.gelu(m.enc_x, m.enc_x, m.stream);
+
+        // for layer in layers: pre-LN attention and MLP blocks (model-spec §3.3)
+        ops.layernorm(m.enc_normed, m.enc_x, w.encoder[0].ln1_w, w.encoder[0].ln1_b,
+                      e.layer_norm_eps, m.stream);
+        for (size_t l = 0; l < w.encoder.size(); ++l) {
+            const EncoderLayerWeights& L = w.encoder[l];
+            // q, k, v = q_proj(h), k_proj(h) (no bias), v_proj(h); partial RoPE on q and k
+            ops.linear(m.enc_q, m.enc_normed, L.q_w, L.q_b, m.stream);
+            ops.linear(m.enc_k, m.enc_normed, L.k_w, Tensor{}, m.stream);
+            ops.linear(m.enc_v, m.enc_normed, L.v_w, L.v_b, m.stream);
+            ops.rope_apply(m.enc_q, m.enc_cos, m.enc_sin, m.enc_pos, e.num_heads, m.stream);
+            ops.rope_apply(m.enc_k, m.enc_cos, m.enc_sin, m.enc_pos, e.num_kv_heads, m.stream);
+            // attn = softmax(q kᵀ / √hd) v over all 1500 frames: bidirectional, no mask
+            run_attention(ops, m.enc_attn, m.enc_q, m.enc_k, m.enc_v, Tensor{}, m.enc_scores,
+                          e.num_heads, e.num_kv_heads, scale, m.stream);
+            // x = x + o_proj(attn); h = post_attention_layernorm(x)
+            ops.linear(m.enc_proj, m.enc_attn, L.o_w, L.o_b, m.stream);
+            run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, L.ln2_w, L.ln2_b,
+                              e.layer_norm_eps, m.stream);
+            // x = x + fc2(gelu(fc1(h))); h = next layer's input_layernorm(x), or the final norm
+            run_linear_gelu(ops, m.enc_ffn, m.enc_normed, L.fc1_w, L.fc1_b, m.stream);
+            ops.linear(m.enc_proj, m.enc_ffn, L.fc2_w, L.fc2_b, m.stream);
+            const bool last = l + 1 == w.encoder.size();
+            const Tensor& norm_w = last ? w.enc_norm_w : w.encoder[l + 1].ln1_w;
+            const Tensor& norm_b = last ? w.enc_norm_b : w.encoder[l + 1].ln1_b;
+            run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, norm_w, norm_b,
+                              e.layer_norm_eps, m.stream);
+        }
+        if (encoder_out)
+            m.backend.download(encoder_out->data() + static_cast<size_t>(win) * t_enc * e.hidden_size,
+                               m.enc_normed.data, m.enc_normed.bytes(), m.stream);
+
+        // Projector on the valid tokens of this window only (rows are independent):
+        // merged = h.reshape(T/4, 4·De); emb = linear_2(gelu(linear_1(merged)))
+        const int n_tokens = features.audio_tokens[win];
+        if (n_tokens == 0) continue;
+        projector_marks.push_back(m.backend.mark(m.stream));
+        const Tensor merged = m.enc_normed.reshape({t_enc / config_.merge_factor,
+                                                    config_.merge_factor * e.hidden_size});
+        run_linear_gelu(ops, m.proj_hidden.rows(0, n_tokens), merged.rows(0, n_tokens),
+                        w.proj1_w, w.proj1_b, m.stream);
+        ops.linear(m.proj_out.rows(0, n_tokens), m.proj_hidden.rows(0, n_tokens), w.proj2_w,
+                   w.proj2_b, m.stream);
+        m.backend.download(audio_embeddings.data() + rows_done * d_text, m.proj_out.data,
+                           static_cast<size_t>(n_tokens) * d_text * sizeof(float), m.stream);
+        projector_marks.push_back(m.backend.mark(m.stream));
+        rows_done += n_tokens;
+    }
+    m.backend.synchronize(m.stream);
+    m.last_projector_ms = 0;
+    for (size_t i = 0; i + 1 < projector_marks.size(); i += 2)
+        m.last_projector_ms += m.backend.elapsed_ms(projector_marks[i], projector_marks[i + 1]);
+    return audio_embeddings;
+}
+
+GenerateResult Model::generate(const std::vector<int>& prompt_ids,
+                               const std::vector<float>& audio_embeddings,
+                               const GenerateOptions& options) {
+    Impl& m = *impl_;
+    const Ops& ops = table_.ops;
+    const DecoderConfig& d = config_.text;
+    const ModelWeights& w = weights_;
+    const int S = static_cast<int>(prompt_ids.size());
+    if (S == 0) throw InputError("empty prompt");
+    if (options.max_new_tokens < 1) throw InputError("--max-new-tokens must be at least 1");
+    const int needed = S + options.max_new_tokens;
+    if (needed > d.max_positions)
+        throw InputError("prompt (" + std::to_string(S) + " tokens) + max new tokens (" +
+                         std::to_string(options.max_new_tokens) + ") exceed the decoder's " +
+                         std::to_string(d.max_positions) + " positions");
+
+    // Where the audio rows go: the k-th <|pad|> takes the k-th audio embedding (masked_scatter).
+    std::vector<int> audio_rows;
+    for (int i = 0; i < S; ++i) {
+        if (prompt_ids[i] < 0 || prompt_ids[i] >= d.vocab_size)
+            throw InputError("prompt token id " + std::to_string(prompt_ids[i]) +
+                             " is outside the vocabulary");
+        if (prompt_ids[i] == config_.audio_token_id) audio_rows.push_back(i);
+    }
+    const size_t n_audio = audio_embeddings.size() / d.hidden_size;
+    if (audio_rows.size() != n_audio)
+        throw InputError("the prompt has " + std::to_string(audio_rows.size()) +
+                         " audio placeholders but the audio gave " + std::to_string(n_audio) +
+                         " embeddings");
+
+    // (Re)allocate the decoder state when this prompt needs more than the last one.
+    if (needed > m.capacity || S > m.max_rows) {
+        m.decode_graph.reset();
+        m.dec_owned.clear();
+        m.k_cache.clear();
+        m.v_cache.clear();
+        m.capacity = std::max(needed, m.capacity);
+        m.max_rows = std::max(S, m.max_rows);
+        const int rows = m.max_rows, cap = m.capacity;
+        const int q_width = d.num_heads * d.head_dim, kv_width = d.num_kv_heads * d.head_dim;
+        for (int l = 0; l < d.num_layers; ++l) {
+            m.k_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
+            m.v_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
+        }
+        m.dec_x = m.make_decoder(DType::F32, {rows, d.hidden_size});
+        m.dec_normed = m.make_decoder(DType::F32, {rows, d.hidden_size});
+        m.dec_q = m.make_decoder(DType::F32, {rows, q_width});
+        m.dec_attn = m.make_decoder(DType::F32, {rows, q_width});
+        m.dec_k = m.make_decoder(DType::F32, {rows, kv_width});
+        m.dec_v = m.make_decoder(DType::F32, {rows, kv_width});
+        m.dec_proj = m.make_decoder(DType::F32, {rows, d.hidden_size});
+        m.dec_gate = m.make_decoder(DType::F32, {rows, d.intermediate_size});
+        m.dec_up = m.make_decoder(DType::F32, {rows, d.intermediate_size});
+        if (!ops.attention) m.dec_scores = m.make_decoder(DType::F32, {d.num_heads, rows, cap});
+        m.dec_ids = m.make_decoder(DType::I32, {rows});
+        m.dec_pos = m.make_decoder(DType::I32, {rows});
+        m.dec_cos = m.make_decoder(DType::F32, {cap, d.head_dim / 2});
+        m.dec_sin = m.make_decoder(DType::F32, {cap, d.head_dim / 2});
+        m.logits = m.make_decoder(DType::F32, {1, d.vocab_size});
+        m.next_id = m.make_decoder(DType::I32, {1});
+        ops.rope_freqs(m.dec_cos, m.dec_sin, d.rope_theta, m.stream);
+    }
+
+    GenerateResult result;
+    auto t0 = m.backend.mark(m.stream);
+
+    // ---- prefill: inputs_embeds = embed_tokens(input_ids), audio rows scattered in
+    std::vector<int32_t> positions(S);
+    std::iota(positions.begin(), positions.end(), 0);
+    m.backend.upload(m.dec_ids.data, prompt_ids.data(), S * sizeof(int32_t), m.stream);
+    m.backend.upload(m.dec_pos.data, positions.data(), S * sizeof(int32_t), m.stream);
+    ops.embedding(m.dec_x.rows(0, S), w.embed, m.dec_ids.rows(0, S), m.stream);
+    for (size_t k = 0; k < audio_rows.size();) {
+        size_t run = 1;  // the placeholders are consecutive: upload each run in one copy
+        while (k + run < audio_rows.size() && audio_rows[k + run] == audio_rows[k] + static_cast<int>(run)) ++run;
+        m.backend.upload(m.dec_x.rows(audio_rows[k], static_cast<int64_t>(run)).data,
+                         audio_embeddings.data() + k * d.hidden_size,
+                         run * d.hidden_size * sizeof(float), m.stream);
+        k += run;
+    }
+    m.decoder_layers(config_, w, ops, S);
+    // logits = lm_head(norm(h))[-1]; next = argmax(logits)
+    ops.linear(m.logits, m.dec_normed.rows(S - 1, 1), w.lm_head, Tensor{}, m.stream);
+    ops.argmax(m.next_id, m.logits, m.stream);
+    auto t1 = m.backend.mark(m.stream);
+    result.times.prefill_ms = m.backend.elapsed_ms(t0, t1);
+
+    // ---- decode: one token per step through the KV cache
+    auto step = [&]() {
+        ops.embedding(m.dec_x.rows(0, 1), w.embed, m.next_id, m.stream);
+        m.decoder_layers(config_, w, ops, 1);
+        ops.linear(m.logits, m.dec_normed.rows(0, 1), w.lm_head, Tensor{}, m.stream);
+        ops.argmax(m.next_id, m.logits, m.stream);
+    };
+    const bool graphs = options.use_graphs && m.backend.supports_graphs();
+    const std::vector<int>& eos = d.eos_token_ids;
+    std::vector<float> host_logits;
+    double decode_ms = 0;
+    for (int i = 0; i < options.max_new_tokens; ++i) {
+        int32_t token = 0;
+        if (options.on_logits) {
+            host_logits.resize(d.vocab_size);
+            m.backend.download(host_logits.data(), m.logits.data, m.logits.bytes(), m.stream);
+            options.on_logits(i, host_logits);
+        }
+        m.backend.download(&token, m.next_id.data, sizeof token, m.stream);
+        result.tokens.push_back(token);
+        const bool stop = std::find(eos.begin(), eos.end(), token) != eos.end();
+        if ((stop && !options.ignore_eos) || i + 1 == options.max_new_tokens) break;
+
+        auto s0 = m.backend.mark(m.stream);
+        const int32_t position = S + i;  // position of the token just produced
+        m.backend.upload(m.dec_pos.data, &position, sizeof position, m.stream);
+        if (graphs) {
+            if (!m.decode_graph) m.decode_graph = m.backend.capture(m.stream, step);
+            m.backend.replay(m.decode_graph, m.stream);
+        } else {
+            step();
+        }
+        auto s1 = m.backend.mark(m.stream);
+        decode_ms += m.backend.elapsed_ms(s0, s1);
+        ++result.times.decode_steps;
+    }
+    result.times.decode_ms = decode_ms;
+    return result;
+}
+
+void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& w,
+                                 const Ops& ops, int rows) {
+    Impl& m = *this;
+    const DecoderConfig& d = config.text;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
+    const Tensor x = m.dec_x.rows(0, rows), normed = m.dec_normed.rows(0, rows);
+    const Tensor q = m.dec_q.rows(0, rows), k = m.dec_k.rows(0, rows), v = m.dec_v.rows(0, rows);
+    const Tensor attn = m.dec_attn.rows(0, rows), proj = m.dec_proj.rows(0, rows);
+    const Tensor gate = m.dec_gate.rows(0, rows), up = m.dec_up.rows(0, rows);
+    const Tensor pos = m.dec_pos.rows(0, rows);
+    const Tensor scores = m.dec_scores.empty() ? Tensor{}
+                          : Tensor(m.dec_scores.data, DType::F32, m.dec_scores.device,
+                                   {d.num_heads, rows, m.capacity});
+
+    ops.rmsnorm(normed, x, w.decoder[0].norm1_w, d.rms_norm_eps, m.stream);
+    for (size_t l = 0; l < w.decoder.size(); ++l) {
+        const DecoderLayerWeights& L = w.decoder[l];
+        // q, k, v projections (no biases), full half-split RoPE, then append k, v to the cache
+        ops.linear(q, normed, L.q_w, Tensor{}, m.stream);
+        ops.linear(k, normed, L.k_w, Tensor{}, m.stream);
+        ops.linear(v, normed, L.v_w, Tensor{}, m.stream);
+        ops.rope_apply(q, m.dec_cos, m.dec_sin, pos, d.num_heads, m.stream);
+        ops.rope_apply(k, m.dec_cos, m.dec_sin, pos, d.num_kv_heads, m.stream);
+        ops.cache_write(m.k_cache[l], k, pos, m.stream);
+        ops.cache_write(m.v_cache[l], v, pos, m.stream);
+        // causal attention over the cache (key j visible to query i iff j ≤ pos[i]), GQA
+        run_attention(ops, attn, q, m.k_cache[l], m.v_cache[l], pos, scores, d.num_heads,
+                      d.num_kv_heads, scale, m.stream);
+        // h = x + o_proj(attn); normed = post_attention_layernorm(h)
+        ops.linear(proj, attn, L.o_w, Tensor{}, m.stream);
+        run_add_rmsnorm(ops, x, normed, proj, L.norm2_w, d.rms_norm_eps, m.stream);
+        // x = h + down(silu(gate(normed)) · up(normed)); normed = next input_layernorm / norm
+        run_gate_up_silu(ops, gate, normed, L.gate_w, L.up_w, up, m.stream);
+        ops.linear(proj, gate, L.down_w, Tensor{}, m.stream);
+        const bool last = l + 1 == w.decoder.size();
+        run_add_rmsnorm(ops, x, normed, proj, last ? w.final_norm_w : w.decoder[l + 1].norm1_w,
+                        d.rms_norm_eps, m.stream);
+    }
+}
+
+GenerateResult Model::transcribe(const AudioFeatures& features, const Tokenizer& tokenizer,
+                                 const GenerateOptions& options) {
+    Impl& m = *impl_;
+    auto t0 = m.backend.mark(m.stream);
+    const std::vector<float> audio = encode_audio(features);
+    auto t1 = m.backend.mark(m.stream);
+    const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
+    GenerateResult result = generate(prompt, audio, options);
+    result.times.projector_ms = m.last_projector_ms;
+    result.times.encoder_ms = m.backend.elapsed_ms(t0, t1) - m.last_projector_ms;
+    return result;
+}
+
+}  // namespace glmasr

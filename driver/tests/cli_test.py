@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `glmasr` command line (run by CTest: cli_test.py PATH_TO_GLMASR).
+
+Checks the transcript of the parity fixture model against what transformers generated, the
+parameter counts `glmasr info` reports for the real Nano config, and that every kind of bad
+input ends with exit code 2 and one clear line on stderr naming the file — never a crash.
+Standard library only.
+"""
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+import wave
+
+GLMASR = None
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURE = os.path.join(ROOT, "tests/fixtures/parity/mini_nano")
+MODEL = os.path.join(FIXTURE, "model")
+CLIP = os.path.join(FIXTURE, "clip.wav")
+NANO_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/nano.json")
+
+
+def run(*args, timeout=600):
+    return subprocess.run([GLMASR, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def write_wav(path, samples, rate=16000):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"".join(struct.pack("<h", max(-32768, min(32767, int(s * 32767))))
+                               for s in samples))
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    return json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def write_safetensors(path, header, payload):
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw + payload)
+
+
+class CliTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="glmasr-cli-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def copy_model(self):
+        dst = os.path.join(self.tmp, "model")
+        shutil.copytree(MODEL, dst)
+        return dst
+
+    def assert_bad_input(self, result, needle):
+        self.assertEqual(result.returncode, 2, f"stdout={result.stdout!r} stderr={result.stderr!r}")
+        lines = [l for l in result.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, f"expected one error line, got {result.stderr!r}")
+        self.assertIn(needle, lines[0])
+
+    # ---------------------------------------------------------------- what works
+    def test_transcript_matches_transformers(self):
+        with open(os.path.join(FIXTURE, "expected.json")) as f:
+            expected = json.load(f)
+        r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu",
+                "--max-new-tokens", str(expected["generate_max_new_tokens"]))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.rstrip("\n"), expected["generate_text"])
+
+    def test_json_output(self):
+        r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--max-new-tokens", "4",
+                "--json", "--verbose")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(len(out["tokens"]), 4)
+        self.assertEqual(out["track"], "cpu")
+        self.assertIn("decode", out["timing_ms"])
+        self.assertIn("encoder", r.stderr)  # --verbose: the timing breakdown
+
+    def test_info_reports_nano_parameters(self):
+        r = run("info", "--config", NANO_CONFIG)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("2,136,470,528 unique", r.stdout)
+        self.assertIn("2,257,843,200", r.stdout)
+
+    def test_info_on_model_dir(self):
+        r = run("info", "--model", MODEL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tensors", r.stdout)
+
+    def test_random_weights_small_config(self):
+        r = run("transcribe", CLIP, "--random-weights", os.path.join(MODEL, "config.json"),
+                "--track", "cpu", "--max-new-tokens", "5")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("5 tokens", r.stdout)
+
+    def test_tracks(self):
+        r = run("tracks")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("cpu", r.stdout)
+
+    # ---------------------------------------------------------------- bad input
+    def test_missing_audio(self):
+        path = os.path.join(self.tmp, "nope.wav")
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
+
+    def test_empty_audio_file(self):
+        path = os.path.join(self.tmp, "empty.wav")
+        open(path, "wb").close()
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
+
+    def test_wav_without_samples(self):
+        path = os.path.join(self.tmp, "zero.wav")
+        write_wav(path, [])
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
+
+    def test_corrupt_audio(self):
+        path = os.path.join(self.tmp, "noise.wav")
+        with open(path, "wb") as f:
+            f.write(os.urandom(4096))
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
+
+    def test_truncated_flac(self):
+        path = os.path.join(self.tmp, "cut.flac")
+        with open(path, "wb") as f:
+            f.write(b"fLaC\x00\x00\x00\x22" + b"\x00" * 10)
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
+
+    def test_unsupported_format(self):
+        path = os.path.join(self.tmp, "notes.mp4")
+        with open(path, "w") as f:
+            f.write("this is not audio\n" * 50)
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
+
+    def test_silent_audio(self):
+        path = os.path.join(self.tmp, "silence.wav")
+        write_wav(path, [0.0] * 16000)
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), "silent")
+
+    def test_too_long_audio(self):
+        path = os.path.join(self.tmp, "long.wav")
+        rate, seconds = 8000, 631  # 8 kHz keeps the file small; it is resampled to 16 kHz
+        tone = [0.1 * math.sin(2 * math.pi * 440 * i / rate) for i in range(rate)]
+        with wave.open(path, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            frame = b"".join(struct.pack("<h", int(s * 32767)) for s in tone)
+            for _ in range(seconds):
+                w.writeframes(frame)
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), "630 s")
+
+    def test_missing_model_dir(self):
+        path = os.path.join(self.tmp, "no-model")
+        self.assert_bad_input(run("transcribe", CLIP, "--model", path, "--track", "cpu"), path)
+
+    def test_corrupt_safetensors(self):
+        model = self.copy_model()
+        path = os.path.join(model, "model.safetensors")
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 2)
+        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
+
+    def test_missing_tensor(self):
+        model = self.copy_model()
+        path = os.path.join(model, "model.safetensors")
+        header, payload = read_safetensors(path)
+        victim = next(k for k in header if "mlp.fc1.weight" in k)
+        del header[victim]
+        write_safetensors(path, header, payload)
+        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), "fc1")
+
+    def test_shape_contradicts_config(self):
+        model = self.copy_model()
+        path = os.path.join(model, "config.json")
+        with open(path) as f:
+            config = json.load(f)
+        config["text_config"]["intermediate_size"] += 8
+        with open(path, "w") as f:
+            json.dump(config, f)
+        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), "shape")
+
+    def test_corrupt_config(self):
+        model = self.copy_model()
+        path = os.path.join(model, "config.json")
+        with open(path, "w") as f:
+            f.write("{ not json")
+        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
+
+    def test_corrupt_tokenizer(self):
+        model = self.copy_model()
+        path = os.path.join(model, "tokenizer.json")
+        with open(path, "w") as f:
+            f.write('{"model": {"type": "Unigram"}}')
+        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
+
+    def test_unknown_track(self):
+        self.assert_bad_input(run("transcribe", CLIP, "--model", MODEL, "--track", "tpu"), "tpu")
+
+    def test_bad_ops_spec(self):
+        self.assert_bad_input(run("transcribe", CLIP, "--model", MODEL, "--track", "cpu",
+                                  "--ops", "frobnicate=cpu"), "frobnicate")
+
+    def test_usage_error(self):
+        r = run("transcribe")
+        self.assertEqual(r.returncode, 2)
+
+
+if __name__ == "__main__":
+    GLMASR = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)

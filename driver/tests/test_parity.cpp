@@ -1,0 +1,208 @@
+// test_parity.cpp — the driver reproduces Hugging Face transformers on the same weights.
+//
+// Fixtures (tests/fixtures/parity/<case>/, made by tools/make_parity_fixtures.py with
+// transformers' GlmAsrForConditionalGeneration in fp32) hold a random-weight GLM-ASR, a clip, and
+// what HF computed: log-mel features, encoder output, audio embeddings, input ids, the logits of
+// the first decode steps and the greedy token ids. Every track must reproduce the token ids
+// exactly; features and logits within tolerances that depend on the track's precision.
+// GPU tracks are skipped (not passed) on machines without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "glmasr/audio.h"
+#include "glmasr/features.h"
+#include "glmasr/model.h"
+#include "glmasr/safetensors.h"
+#include "glmasr/tokenizer.h"
+#include "glmasr/track.h"
+#include "glmasr/weights.h"
+
+namespace fs = std::filesystem;
+using namespace glmasr;
+
+namespace {
+
+fs::path source_dir() {
+    const char* dir = std::getenv("GLMASR_SOURCE_DIR");
+    return dir ? fs::path(dir) : fs::current_path();
+}
+
+std::vector<std::string> parity_cases() {
+    std::vector<std::string> cases;
+    const fs::path root = source_dir() / "tests/fixtures/parity";
+    if (fs::exists(root))
+        for (const auto& entry : fs::directory_iterator(root))
+            if (fs::exists(entry.path() / "expected.json")) cases.push_back(entry.path().filename());
+    std::sort(cases.begin(), cases.end());
+    return cases;
+}
+
+struct Comparison {
+    double max_abs = 0, max_ref = 0, rel_l2 = 0;
+};
+
+Comparison compare(const float* got, const float* ref, size_t n) {
+    Comparison c;
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const double d = std::fabs(static_cast<double>(got[i]) - ref[i]);
+        c.max_abs = std::isnan(got[i]) ? INFINITY : std::max(c.max_abs, d);
+        c.max_ref = std::max(c.max_ref, std::fabs(static_cast<double>(ref[i])));
+        diff2 += d * d;
+        ref2 += static_cast<double>(ref[i]) * ref[i];
+    }
+    c.rel_l2 = std::sqrt(diff2 / std::max(ref2, 1e-30));
+    return c;
+}
+
+std::vector<float> read_tensor(const SafeTensorsFile& file, const std::string& name) {
+    const SafeTensorEntry* entry = file.find(name);
+    if (!entry) throw std::runtime_error("fixture lacks " + name);
+    std::vector<float> values(entry->numel());
+    file.read_f32(name, entry->shape, values.data());
+    return values;
+}
+
+// Tolerances per track: the cpu and baseline tracks compute in fp32 like the fixture; the
+// reference uses bf16 weights and tensor cores, so its logits may move by ~1e-2 relative.
+struct Tolerance {
+    double encoder_rel, logits_rel;
+};
+Tolerance tolerance_for(const std::string& track) {
+    if (track == "reference") return {3e-2, 3e-2};
+    return {1e-3, 1e-3};
+}
+
+class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(Parity, ReproducesTransformers) {
+    const auto& [track_name, case_name] = GetParam();
+    if (track_name != "cpu" && !gpu_available()) GTEST_SKIP() << "no GPU: " << track_name << " not run";
+
+    const fs::path dir = source_dir() / "tests/fixtures/parity" / case_name;
+    nlohmann::json expected;
+    std::ifstream(dir / "expected.json") >> expected;
+    const fs::path model_dir = dir / expected["model"].get<std::string>();
+    const SafeTensorsFile reference((dir / "expected.safetensors").string());
+
+    // Features: host code shared by every track, compared once per case (cpu run only).
+    const ModelConfig config = ModelConfig::load((model_dir / "config.json").string());
+    const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
+    FeatureConfig feature_config;
+    feature_config.n_mels = config.audio.num_mel_bins;
+    const LogMelExtractor extractor(feature_config);
+    const AudioClip clip = load_audio((dir / "clip.wav").string(), 16000);
+    const AudioFeatures features = extractor.extract(clip.samples);
+    ASSERT_EQ(features.n_windows, expected["windows"].get<int>());
+    ASSERT_EQ(features.total_audio_tokens(), expected["audio_tokens"].get<int>());
+    for (int w = 0; w < features.n_windows; ++w)
+        EXPECT_EQ(features.valid_frames[w], expected["valid_frames"][w].get<int>());
+    if (track_name == "cpu") {
+        const std::vector<float> head = read_tensor(reference, "features_head");
+        const std::vector<float> edge = read_tensor(reference, "features_edge");
+        const int n_mels = features.n_mels, n_frames = features.n_frames;
+        const int head_frames = static_cast<int>(head.size() / (features.n_windows * n_mels));
+        const int edge_frames = static_cast<int>(edge.size() / (features.n_windows * n_mels));
+        double max_err = 0;
+        for (int w = 0; w < features.n_windows; ++w) {
+            const int edge_start = expected["features_edge_start"][w].get<int>();
+            for (int c = 0; c < n_mels; ++c) {
+                const float* row = &features.mel[(static_cast<size_t>(w) * n_mels + c) * n_frames];
+                for (int t = 0; t < head_frames; ++t)
+                    max_err = std::max(max_err, std::fabs(double(row[t]) - head[(size_t(w) * n_mels + c) * head_frames + t]));
+                for (int t = 0; t < edge_frames; ++t)
+                    max_err = std::max(max_err, std::fabs(double(row[edge_start + t]) - edge[(size_t(w) * n_mels + c) * edge_frames + t]));
+            }
+        }
+        EXPECT_LE(max_err, 1e-4) << "log-mel features differ from WhisperFeatureExtractor";
+        const std::vector<float> sums = read_tensor(reference, "features_sum");
+        for (int w = 0; w < features.n_windows; ++w) {
+            double sum = 0;
+            for (size_t i = 0; i < size_t(n_mels) * n_frames; ++i) sum += features.mel[size_t(w) * n_mels * n_frames + i];
+            EXPECT_NEAR(sum, sums[w], 1e-4 * size_t(n_mels) * n_frames) << "window " << w;
+        }
+    }
+
+    // Prompt ids: built exactly as GlmAsrProcessor does.
+    const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
+    ASSERT_EQ(prompt, expected["input_ids"].get<std::vector<int>>());
+
+    const Tolerance tol = tolerance_for(track_name);
+    try {
+        const OpTable table = OpTable::build(track_name);
+        Backend& backend = backend_for(table.device);
+        Model model(config, load_weights((model_dir / "model.safetensors").string(), config, table, backend), table);
+
+        // Encoder output (first/last rows of each window) and audio embeddings.
+        std::vector<float> encoder_out;
+        const std::vector<float> audio = model.encode_audio(features, &encoder_out);
+        const std::vector<float> enc_ref = read_tensor(reference, "encoder_head_tail");
+        const int d_enc = config.audio.hidden_size;
+        const size_t t_enc = encoder_out.size() / (size_t(features.n_windows) * d_enc);
+        const size_t kept = enc_ref.size() / (size_t(features.n_windows) * d_enc);  // 32 head + 16 tail
+        std::vector<float> enc_got;
+        for (int w = 0; w < features.n_windows; ++w)
+            for (size_t r = 0; r < kept; ++r) {
+                const size_t row = r < 32 ? r : t_enc - (kept - r);
+                const float* src = &encoder_out[(size_t(w) * t_enc + row) * d_enc];
+                enc_got.insert(enc_got.end(), src, src + d_enc);
+            }
+        const Comparison enc = compare(enc_got.data(), enc_ref.data(), enc_ref.size());
+        EXPECT_LE(enc.rel_l2, tol.encoder_rel) << "encoder output, max abs err " << enc.max_abs;
+
+        const std::vector<float> audio_ref = read_tensor(reference, "audio_embeds");
+        ASSERT_EQ(audio.size(), audio_ref.size());
+        const Comparison emb = compare(audio.data(), audio_ref.data(), audio_ref.size());
+        EXPECT_LE(emb.rel_l2, tol.encoder_rel) << "audio embeddings, max abs err " << emb.max_abs;
+
+        // Forced greedy decoding: logits of the first steps, then every token id.
+        const std::vector<float> logits_ref = read_tensor(reference, "logits");
+        const int vocab = config.text.vocab_size;
+        const int logit_steps = expected["logit_steps"].get<int>();
+        GenerateOptions options;
+        options.max_new_tokens = expected["forced_steps"].get<int>();
+        options.ignore_eos = true;
+        options.on_logits = [&](int step, const std::vector<float>& logits) {
+            if (step >= logit_steps) return;
+            const Comparison c = compare(logits.data(), &logits_ref[size_t(step) * vocab], vocab);
+            EXPECT_LE(c.rel_l2, tol.logits_rel) << "logits of step " << step << ", max abs err " << c.max_abs;
+            EXPECT_LE(c.max_abs, tol.logits_rel * c.max_ref) << "logits of step " << step;
+        };
+        // HF's embeddings come from the fixture so that a small encoder difference cannot hide
+        // or cause a decoder mismatch: each half is checked on its own.
+        const GenerateResult forced = model.generate(prompt, audio_ref, options);
+        EXPECT_EQ(forced.tokens, expected["forced_tokens"].get<std::vector<int>>());
+
+        // generate(): stops at the config's stop ids; the decoded text is what the CLI prints.
+        GenerateOptions natural;
+        natural.max_new_tokens = expected["generate_max_new_tokens"].get<int>();
+        const GenerateResult result = model.generate(prompt, audio, natural);
+        EXPECT_EQ(result.tokens, expected["generate_tokens"].get<std::vector<int>>());
+        EXPECT_EQ(tokenizer.decode(result.tokens, true), expected["generate_text"].get<std::string>());
+    } catch (const Error& e) {
+        FAIL() << track_name << ": " << e.what();
+    }
+}
+
+std::vector<std::tuple<std::string, std::string>> parity_params() {
+    std::vector<std::tuple<std::string, std::string>> params;
+    for (const std::string& track : {"cpu", "baseline", "reference"})
+        for (const std::string& c : parity_cases()) params.emplace_back(track, c);
+    return params;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(parity_params()),
+                         [](const auto& info) {
+                             return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
+
+TEST(ParityFixtures, Present) {
+    EXPECT_GE(parity_cases().size(), 2u) << "tests/fixtures/parity/ should hold at least two cases";
+}
+
+}  // namespace

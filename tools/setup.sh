@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# setup.sh — install the Debian packages the lab builds against, if any are missing.
+#   tools/setup.sh            install what is missing (apt-get; needs root or sudo)
+#   tools/setup.sh --check    only report what is missing (exit 1 if anything is)
+# The CUDA tracks are built when nvcc is on the PATH (CUDA toolkit, not installed here).
+set -euo pipefail
+
+packages=(build-essential cmake ninja-build pkgconf python3
+          libsndfile1-dev libsoxr-dev libfftw3-dev libpcre2-dev
+          nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all build dependencies are installed"
+  exit 0
+fi
+echo "setup: missing packages: ${missing[*]}"
+[ "${1:-}" = "--check" ] && exit 1
+
+if ! command -v apt-get >/dev/null; then
+  echo "setup: error: apt-get not found; install the equivalent of: ${missing[*]}" >&2
+  exit 1
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then sudo="sudo"; else
+    echo "setup: error: not root and no sudo; as root run: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: installed ${missing[*]}"
