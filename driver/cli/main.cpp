@@ -4,6 +4,7 @@
 //   glmasr transcribe clip.wav --model DIR --track cpu --json --verbose
 //   glmasr transcribe clip.wav --random-weights tests/fixtures/configs/nano.json --max-new-tokens 64
 //   glmasr info --model DIR            (or --config config.json)
+//   glmasr bench --tracks baseline,reference --decode-steps 64
 //   glmasr tracks
 //
 // Exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file and the problem),
@@ -20,6 +21,7 @@
 #include <optional>
 #include <sstream>
 
+#include "commands.h"
 #include "glmasr/audio.h"
 #include "glmasr/config.h"
 #include "glmasr/error.h"
@@ -73,15 +75,6 @@ std::string resolve_track(const std::string& track, bool quiet) {
         std::cerr << "glmasr: " << (chosen == "cpu" ? "no GPU found, using" : "GPU found, using")
                   << " the " << chosen << " track (choose with --track)\n";
     return chosen;
-}
-
-// The prompt used with random weights when no tokenizer is given: the real prompt's length
-// (3 + N + 13 tokens around the audio), text positions filled with token 0.
-std::vector<int> synthetic_prompt(const ModelConfig& config, int n_audio) {
-    std::vector<int> ids(3, 0);
-    ids.insert(ids.end(), n_audio, config.audio_token_id);
-    ids.insert(ids.end(), 13, 0);
-    return ids;
 }
 
 int run_transcribe(const TranscribeArgs& args) {
@@ -161,7 +154,7 @@ int run_transcribe(const TranscribeArgs& args) {
                 result = model.transcribe(features, *tokenizer, options);
             } else {
                 const std::vector<float> audio = model.encode_audio(features);
-                result = model.generate(synthetic_prompt(config, features.total_audio_tokens()),
+                result = model.generate(cli::synthetic_prompt(config, features.total_audio_tokens()),
                                         audio, options);
             }
             const std::string text = tokenizer ? tokenizer->decode(result.tokens, true) : "";
@@ -284,6 +277,19 @@ int main(int argc, char** argv) {
     info->add_option("--model", info_model, "model directory");
     info->add_option("--config", info_config, "a config.json alone");
 
+    cli::BenchArgs b;
+    std::string bench_tracks = "auto";
+    CLI::App* bench = app.add_subcommand("bench", "time tracks end to end on one workload (Nano shapes by default)");
+    bench->add_option("--config", b.config_path, "random weights of this config.json (default: the real Nano's shapes)");
+    bench->add_option("--model", b.model_dir, "a real checkpoint directory instead");
+    bench->add_option("--tracks", bench_tracks, "comma-separated tracks, timed interleaved; speedups are against the first");
+    bench->add_option("--seconds", b.seconds, "synthetic audio length");
+    bench->add_option("--decode-steps", b.decode_steps, "forced decode steps");
+    bench->add_option("--warmup", b.warmup, "untimed rounds first");
+    bench->add_option("--repeats", b.repeats, "timed rounds (median reported)");
+    bench->add_option("--seed", b.seed, "seed of the random weights");
+    bench->add_flag("--json", b.json, "machine-readable output");
+
     app.add_subcommand("tracks", "list the kernel tracks this build has");
 
     try {
@@ -295,6 +301,13 @@ int main(int argc, char** argv) {
     try {
         if (transcribe->parsed()) return run_transcribe(t);
         if (info->parsed()) return run_info(info_model, info_config);
+        if (bench->parsed()) {
+            b.tracks.clear();
+            std::stringstream names(bench_tracks);
+            for (std::string name; std::getline(names, name, ',');)
+                if (!name.empty()) b.tracks.push_back(resolve_track(name, b.json));
+            return cli::run_bench(b);
+        }
         return run_tracks();
     } catch (const InputError& e) {
         std::cerr << "glmasr: error: " << e.what() << "\n";

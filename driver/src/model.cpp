@@ -94,7 +94,7 @@ struct Model::Impl {
     Tensor next_id;                        // (1) i32: argmax output, next step's input id
     Backend::Graph decode_graph;           // the recorded decode step (GPU only)
 
-    double last_projector_ms = 0;          // projector share of the last encode_audio call
+    StageTimes last_encode;                // encoder_ms, projector_ms of the last encode_audio
 
     explicit Impl(Backend& b) : backend(b), stream(b.stream()) {}
 
@@ -173,6 +173,7 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
     const float scale = 1.0f / std::sqrt(static_cast<float>(e.head_dim));
     size_t rows_done = 0;
     std::vector<Backend::Mark> projector_marks;  // (begin, end) pairs, one per window
+    const Backend::Mark begin = m.backend.mark(m.stream);
 
     for (int win = 0; win < features.n_windows; ++win) {
         // input_features (n_mels, T_mel) → time-major (T_mel, n_mels), the layout conv1d takes.
@@ -234,12 +235,15 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
         projector_marks.push_back(m.backend.mark(m.stream));
         rows_done += n_tokens;
     }
-    m.backend.synchronize(m.stream);
-    m.last_projector_ms = 0;
+    const Backend::Mark end = m.backend.mark(m.stream);
+    m.last_encode = StageTimes{};
     for (size_t i = 0; i + 1 < projector_marks.size(); i += 2)
-        m.last_projector_ms += m.backend.elapsed_ms(projector_marks[i], projector_marks[i + 1]);
+        m.last_encode.projector_ms += m.backend.elapsed_ms(projector_marks[i], projector_marks[i + 1]);
+    m.last_encode.encoder_ms = m.backend.elapsed_ms(begin, end) - m.last_encode.projector_ms;
     return audio_embeddings;
 }
+
+StageTimes Model::last_encode_times() const { return impl_->last_encode; }
 
 GenerateResult Model::generate(const std::vector<int>& prompt_ids,
                                const std::vector<float>& audio_embeddings,
@@ -410,14 +414,11 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
 
 GenerateResult Model::transcribe(const AudioFeatures& features, const Tokenizer& tokenizer,
                                  const GenerateOptions& options) {
-    Impl& m = *impl_;
-    auto t0 = m.backend.mark(m.stream);
     const std::vector<float> audio = encode_audio(features);
-    auto t1 = m.backend.mark(m.stream);
     const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
     GenerateResult result = generate(prompt, audio, options);
-    result.times.projector_ms = m.last_projector_ms;
-    result.times.encoder_ms = m.backend.elapsed_ms(t0, t1) - m.last_projector_ms;
+    result.times.encoder_ms = impl_->last_encode.encoder_ms;
+    result.times.projector_ms = impl_->last_encode.projector_ms;
     return result;
 }
 

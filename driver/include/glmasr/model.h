@@ -57,6 +57,8 @@ public:
     // copied to the host. `encoder_out`, if given, receives (n_windows, T_enc, De) on the host.
     std::vector<float> encode_audio(const AudioFeatures& features,
                                     std::vector<float>* encoder_out = nullptr);
+    // encoder_ms and projector_ms of the last encode_audio call.
+    StageTimes last_encode_times() const;
 
     // Greedy generation from a prompt whose <|pad|> rows take `audio_embeddings` in order.
     GenerateResult generate(const std::vector<int>& prompt_ids,
