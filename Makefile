@@ -3,6 +3,7 @@
 #   make demo                      set up, build, transcribe the shipped clip (GPU if present)
 #   make test                      set up, build, run the project's tests (ctest)
 #   make test_rmsnorm [TRACK=...]  one kernel's tests on one track (default: student)
+#   make grade [TRACK=student]     the autograder: kernel tests, accuracy, speed, report
 #   make setup                     install missing Debian build dependencies
 #   make clean
 BUILD ?= build
@@ -13,7 +14,7 @@ GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 DEMO_MODEL ?= tests/fixtures/parity/mini_nano/model
 DEMO_CLIP ?= tests/fixtures/parity/mini_nano/clip.wav
 
-.PHONY: all build setup demo test clean
+.PHONY: all build setup demo test grade clean
 all: build
 
 setup:
@@ -39,6 +40,10 @@ test: build
 test_%: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target test_$*
 	GLMASR_TRACK=$(TRACK) $(BUILD)/tests/test_$*
+
+# The autograder (grader/grade.py): writes grade-out/report.md and grade-out/results.json.
+grade: $(BUILD)/CMakeCache.txt
+	python3 grader/grade.py --track $(TRACK) --build $(BUILD) $(GRADE_FLAGS)
 
 clean:
 	rm -rf $(BUILD)

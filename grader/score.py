@@ -1,0 +1,275 @@
+"""score.py — rubric arithmetic, word error rate and report rendering for grade.py.
+
+Everything here is pure: it turns recorded results (what the child processes produced) into
+points and text, so it is tested without a GPU by grader/selftest.py.
+"""
+import math
+import re
+import tomllib
+
+# ----------------------------------------------------------------------------- rubric
+
+DEFAULTS = {
+    "kernels": {"partial": True, "timeout_seconds": 300, "visibility": "visible", "points": {}},
+    "accuracy": {"points": 0, "visibility": "visible", "full_wer": 0.05, "zero_wer": 0.30},
+    "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5},
+    "integrity": {"forbidden_symbols": ["cublas", "cudnn", "cutlass"], "allowed_foreign_ops": []},
+}
+
+
+def load_rubric(path):
+    with open(path, "rb") as f:
+        rubric = tomllib.load(f)
+    for section, values in DEFAULTS.items():
+        merged = dict(values)
+        merged.update(rubric.get(section, {}))
+        rubric[section] = merged
+    acc = rubric["accuracy"]
+    if not 0 <= acc["full_wer"] < acc["zero_wer"]:
+        raise ValueError(f"{path}: accuracy needs 0 <= full_wer < zero_wer")
+    return rubric
+
+
+# ----------------------------------------------------------------------------- WER
+
+def normalise(text):
+    """Lowercase, drop punctuation (apostrophes inside words stay), collapse whitespace."""
+    text = text.lower().replace("’", "'")
+    text = re.sub(r"[^\w\s']", " ", text)
+    words = [w.strip("'") for w in text.split()]
+    return [w for w in words if w]
+
+
+def word_errors(reference, hypothesis):
+    """Levenshtein distance between word lists: substitutions + deletions + insertions."""
+    ref, hyp = normalise(reference), normalise(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        previous, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (r != h))
+    return row[len(hyp)], len(ref)
+
+
+def clip_result(name, reference, hypothesis, error, private):
+    if hypothesis is None:
+        n = len(normalise(reference))
+        return {"clip": name, "reference": reference, "hypothesis": None, "errors": n,
+                "words": n, "wer": 1.0, "error": error, "private": private}
+    errors, words = word_errors(reference, hypothesis)
+    return {"clip": name, "reference": reference, "hypothesis": hypothesis, "errors": errors,
+            "words": words, "wer": errors / max(words, 1), "error": None, "private": private}
+
+
+# ----------------------------------------------------------------------------- kernel tests
+
+NOT_IMPLEMENTED = re.compile(r"not implemented: [^\n]*")
+
+
+def last_error_line(output):
+    lines = [l.strip() for l in output.splitlines() if l.strip()]
+    for line in reversed(lines):
+        if "error" in line.lower() or "not implemented" in line:
+            return line[:300]
+    return lines[-1][:300] if lines else ""
+
+
+def kernel_result_missing(message):
+    return {"status": "missing", "passed": 0, "total": 0, "message": message, "failures": []}
+
+
+def kernel_result(report, returncode, output, timed_out, timeout, seconds):
+    """Classify one kernel test run from its GoogleTest JSON report and exit status."""
+    result = {"passed": 0, "total": 0, "skipped": 0, "failures": [], "seconds": round(seconds, 1)}
+    not_implemented = NOT_IMPLEMENTED.search(output)
+    if timed_out:
+        result.update(status="timeout", message=f"timed out after {timeout} s (a kernel hangs?)")
+        return result
+    if report is None:
+        result.update(status="crashed", message=f"the test process died (exit {returncode}): "
+                      + last_error_line(output))
+        return result
+    for suite in report.get("testsuites", []):
+        for case in suite.get("testsuite", []):
+            if case.get("result") == "SKIPPED" or case.get("status") == "NOTRUN":
+                result["skipped"] += 1
+                continue
+            result["total"] += 1
+            failures = case.get("failures", [])
+            if failures:
+                text = failures[0].get("failure", "")
+                result["failures"].append(f"{suite['name']}.{case['name']}: {text.strip()[:400]}")
+            else:
+                result["passed"] += 1
+    if result["total"] == 0:
+        result.update(status="skipped", message="no test ran (no GPU?)")
+    elif result["passed"] == result["total"] and returncode != 0:
+        # A clean report from a failing process: someone wrote the report, not GoogleTest.
+        result.update(status="inconsistent", passed=0,
+                      message=f"report says all passed but the process exited {returncode}")
+    elif result["passed"] == result["total"]:
+        result.update(status="passed", message=f"{result['passed']} passed")
+    else:
+        result.update(status="failed", message=(not_implemented.group(0) if not_implemented else
+                      f"{result['total'] - result['passed']} of {result['total']} failed"))
+    return result
+
+
+# ----------------------------------------------------------------------------- grading
+
+def clamp01(x):
+    return max(0.0, min(1.0, x))
+
+
+def grade(results, rubric):
+    """Points for every rubric item, with the reason written next to each."""
+    items = []
+    integrity = results.get("integrity", {})
+    forbidden = integrity.get("symbols", [])
+    kc = rubric["kernels"]
+    for kernel, points in kc["points"].items():
+        r = results.get("kernels", {}).get(kernel)
+        if r is None:
+            items.append(item(f"kernel: {kernel}", 0, points, "not run", kc["visibility"]))
+            continue
+        share = r["passed"] / r["total"] if r["total"] else 0.0
+        if not kc["partial"] and share < 1:
+            share = 0.0
+        note = r["message"]
+        if forbidden:
+            share, note = 0.0, "forbidden library symbols in the track: " + ", ".join(forbidden[:5])
+        detail = "\n".join([note] + r.get("failures", [])[:5])
+        items.append(item(f"kernel: {kernel}", points * share, points, detail, kc["visibility"],
+                          extra={"status": r["status"], "passed": r["passed"], "total": r["total"]}))
+
+    ac = rubric["accuracy"]
+    clips = results.get("accuracy")
+    wer = None
+    if clips is not None and ac["points"]:
+        errors = sum(c["errors"] for c in clips)
+        words = sum(c["words"] for c in clips)
+        wer = errors / max(words, 1)
+        share = clamp01((ac["zero_wer"] - wer) / (ac["zero_wer"] - ac["full_wer"]))
+        failed = [c for c in clips if c["error"]]
+        note = f"WER {wer:.2%} over {len(clips)} clips ({words} words)"
+        if failed:
+            note += f"; {len(failed)} clip(s) failed: {failed[0]['error']}"
+        items.append(item("accuracy (WER)", ac["points"] * share, ac["points"], note,
+                          ac["visibility"], extra={"wer": wer}))
+
+    sc = rubric["speed"]
+    speed = results.get("speed")
+    speed_info = None
+    if speed is not None and sc["points"]:
+        share, note, speed_info = speed_share(speed, sc, results.get("track"))
+        items.append(item("speed vs baseline", sc["points"] * share, sc["points"], note,
+                          sc["visibility"], extra=speed_info))
+
+    total = sum(i["score"] for i in items)
+    maximum = sum(i["max_score"] for i in items)
+    return {"track": results.get("track"), "items": items, "score": total, "max_score": maximum,
+            "clips": clips or [], "wer": wer, "speed": speed_info, "integrity": integrity,
+            "execution_time": results.get("execution_time", 0)}
+
+
+def item(name, score, max_score, output, visibility, extra=None):
+    return {"name": name, "score": round(score, 2), "max_score": max_score, "output": output,
+            "visibility": visibility, "extra": extra or {}}
+
+
+def speed_share(speed, sc, track):
+    """Log-scale speed credit between 1× (baseline) and the reference's measured speedup."""
+    if "error" in speed:
+        return 0.0, speed["error"], None
+    tracks = speed["bench"]["tracks"]
+    by_name = {t["track"]: t for t in tracks}
+    base, ref = by_name.get("baseline"), by_name.get("reference")
+    graded = by_name.get(track)
+    if not (base and ref and graded):
+        return 0.0, "bench did not report baseline, reference and the graded track", None
+    t_base = base["median"]["end_to_end_ms"]
+    t_ref = ref["median"]["end_to_end_ms"]
+    t = graded["median"]["end_to_end_ms"]
+    s, s_ref = t_base / t, t_base / t_ref
+    info = {"baseline_ms": t_base, "track_ms": t, "reference_ms": t_ref, "speedup": s,
+            "reference_speedup": s_ref}
+    if not graded.get("tokens_stable", True):
+        return 0.0, "the graded track's output changed between timed runs", info
+    if graded["tokens"][:1] != base["tokens"][:1]:
+        return 0.0, "the timed run's first token differs from the baseline's (wrong result)", info
+    if s > sc["implausible"] * s_ref:
+        info["flagged"] = True
+        return 0.0, (f"speedup {s:.1f}x is implausible (reference {s_ref:.1f}x): flagged for "
+                     "review"), info
+    goal = s_ref * sc["target"]
+    if goal <= 1.0:
+        return 0.0, f"the reference is not faster than the baseline here ({s_ref:.2f}x)", info
+    share = clamp01(math.log(max(s, 1e-9)) / math.log(goal))
+    return share, (f"{t:.1f} ms vs baseline {t_base:.1f} ms = {s:.2f}x (reference "
+                   f"{s_ref:.2f}x)"), info
+
+
+# ----------------------------------------------------------------------------- output
+
+def gradescope_results(graded):
+    """Gradescope's results.json: every test defaults to its computed score, never to full."""
+    tests = [{"name": i["name"], "score": i["score"], "max_score": i["max_score"],
+              "status": "passed" if i["score"] >= i["max_score"] else "failed",
+              "output": i["output"], "visibility": i["visibility"]} for i in graded["items"]]
+    out = {"score": round(graded["score"], 2), "execution_time": round(graded["execution_time"], 1),
+           "output": f"track {graded['track']}: {graded['score']:.1f} / {graded['max_score']}",
+           "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+    if graded["speed"]:
+        out["leaderboard"] = [
+            {"name": "end-to-end ms", "value": round(graded["speed"]["track_ms"], 2), "order": "asc"},
+            {"name": "speedup", "value": round(graded["speed"]["speedup"], 2), "order": "desc"}]
+    return out
+
+
+def render_terminal(graded):
+    lines = [f"GLM-ASR Kernel Lab — grading track '{graded['track']}'", ""]
+    lines.append(f"{'item':<24} {'score':>12}  details")
+    lines.append("-" * 78)
+    for i in graded["items"]:
+        first = i["output"].splitlines()[0] if i["output"] else ""
+        lines.append(f"{i['name']:<24} {i['score']:>5.1f} / {i['max_score']:<4}  {first}")
+    lines.append("-" * 78)
+    lines.append(f"{'total':<24} {graded['score']:>5.1f} / {graded['max_score']}")
+    if graded["clips"]:
+        lines += ["", f"{'clip':<22} {'WER':>6}  transcript"]
+        for c in graded["clips"]:
+            text = c["hypothesis"] if c["hypothesis"] is not None else f"ERROR: {c['error']}"
+            lines.append(f"{c['clip'][:22]:<22} {c['wer']:>6.1%}  {text[:60]}")
+    return "\n".join(lines)
+
+
+def render_markdown(graded):
+    md = [f"# Grade report — track `{graded['track']}`", "",
+          f"**Total: {graded['score']:.1f} / {graded['max_score']}**", "",
+          "| item | score | max | details |", "|---|---:|---:|---|"]
+    for i in graded["items"]:
+        details = i["output"].replace("\n", "<br>").replace("|", "\\|")
+        md.append(f"| {i['name']} | {i['score']:.1f} | {i['max_score']} | {details} |")
+    if graded["clips"]:
+        md += ["", "## Transcriptions", "", "| clip | WER | reference | transcript |",
+               "|---|---:|---|---|"]
+        for c in graded["clips"]:
+            if c["private"]:
+                md.append(f"| (private) | {c['wer']:.1%} | | |")
+                continue
+            hyp = c["hypothesis"] if c["hypothesis"] is not None else f"**error:** {c['error']}"
+            md.append(f"| {c['clip']} | {c['wer']:.1%} | {c['reference']} | {hyp} |")
+    if graded["speed"]:
+        s = graded["speed"]
+        md += ["", "## Speed (median end-to-end, Nano shapes, CUDA events)", "",
+               "| track | ms | speedup vs baseline |", "|---|---:|---:|",
+               f"| baseline | {s['baseline_ms']:.1f} | 1.00x |",
+               f"| {graded['track']} | {s['track_ms']:.1f} | {s['speedup']:.2f}x |",
+               f"| reference | {s['reference_ms']:.1f} | {s['reference_speedup']:.2f}x |"]
+    integrity = graded["integrity"]
+    md += ["", "## Integrity", ""]
+    if integrity.get("checked"):
+        md.append("Forbidden symbols: " + (", ".join(integrity["symbols"]) or "none"))
+    else:
+        md.append("Library symbol check not applicable to this track.")
+    return "\n".join(md) + "\n"

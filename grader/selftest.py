@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Self-tests of the grader's arithmetic and rendering on recorded results (no GPU needed).
+
+    python3 grader/selftest.py
+"""
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import score  # noqa: E402
+
+RUBRIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rubric.toml")
+
+
+def gtest_report(cases):
+    """A GoogleTest JSON report: cases = [(suite, name, failure message or None or 'SKIP')]."""
+    suites = {}
+    for suite, name, failure in cases:
+        entry = {"name": name, "status": "RUN",
+                 "result": "SKIPPED" if failure == "SKIP" else "COMPLETED"}
+        if failure and failure != "SKIP":
+            entry["failures"] = [{"failure": failure, "type": ""}]
+        suites.setdefault(suite, []).append(entry)
+    return {"testsuites": [{"name": s, "testsuite": c} for s, c in suites.items()]}
+
+
+def bench(ms, tokens=None, stable=True):
+    return {"bench": {"tracks": [
+        {"track": name, "median": {"end_to_end_ms": t}, "tokens": (tokens or {}).get(name, [5, 6]),
+         "tokens_stable": stable} for name, t in ms.items()]}}
+
+
+class Wer(unittest.TestCase):
+    def test_normalisation(self):
+        self.assertEqual(score.normalise("Concord returned, to ITS place—amidst the tents."),
+                         ["concord", "returned", "to", "its", "place", "amidst", "the", "tents"])
+        self.assertEqual(score.normalise("don't 'quote'"), ["don't", "quote"])
+
+    def test_errors(self):
+        self.assertEqual(score.word_errors("a b c d", "a b c d"), (0, 4))
+        self.assertEqual(score.word_errors("a b c d", "a x c d"), (1, 4))    # substitution
+        self.assertEqual(score.word_errors("a b c d", "a c d"), (1, 4))      # deletion
+        self.assertEqual(score.word_errors("a b c d", "a b b c d"), (1, 4))  # insertion
+        self.assertEqual(score.word_errors("a b", ""), (2, 2))
+        # Bag-of-words "accuracy" (the old course) would give 100 % here; WER does not.
+        self.assertEqual(score.word_errors("the cat sat", "sat cat the the the"), (4, 3))
+
+    def test_failed_clip_counts_every_word(self):
+        r = score.clip_result("x.wav", "one two three", None, "crashed", False)
+        self.assertEqual((r["errors"], r["words"], r["wer"]), (3, 3, 1.0))
+
+
+class Kernels(unittest.TestCase):
+    def test_passed(self):
+        r = score.kernel_result(gtest_report([("RMSNorm", "a", None), ("RMSNorm", "b", None)]),
+                                0, "", False, 300, 1.0)
+        self.assertEqual((r["status"], r["passed"], r["total"]), ("passed", 2, 2))
+
+    def test_not_implemented_message(self):
+        msg = "not implemented: rmsnorm — see docs/kernels/rmsnorm.md"
+        r = score.kernel_result(gtest_report([("RMSNorm", "a", "student: " + msg)]), 1, msg,
+                                False, 300, 1.0)
+        self.assertEqual(r["status"], "failed")
+        self.assertEqual(r["message"], msg)
+
+    def test_crash_and_timeout(self):
+        self.assertEqual(score.kernel_result(None, -11, "Segmentation fault", False, 300, 1)["status"],
+                         "crashed")
+        self.assertEqual(score.kernel_result(None, None, "", True, 300, 300)["status"], "timeout")
+
+    def test_forged_report_is_rejected(self):
+        r = score.kernel_result(gtest_report([("Linear", "a", None)]), 1, "", False, 300, 1)
+        self.assertEqual((r["status"], r["passed"]), ("inconsistent", 0))
+
+    def test_all_skipped(self):
+        r = score.kernel_result(gtest_report([("Linear", "a", "SKIP")]), 0, "", False, 300, 1)
+        self.assertEqual((r["status"], r["total"]), ("skipped", 0))
+
+
+class Grading(unittest.TestCase):
+    def setUp(self):
+        self.rubric = score.load_rubric(RUBRIC)
+        passing = {"status": "passed", "passed": 4, "total": 4, "message": "4 passed", "failures": []}
+        self.results = {
+            "track": "student",
+            "integrity": {"checked": True, "symbols": []},
+            "kernels": {k: dict(passing) for k in self.rubric["kernels"]["points"]},
+            "accuracy": [score.clip_result("a.wav", "one two three four", "one two three four", None, False)],
+            "speed": bench({"baseline": 1000.0, "student": 1000.0, "reference": 10.0}),
+        }
+
+    def points(self, name, results=None):
+        graded = score.grade(results or self.results, self.rubric)
+        return next(i for i in graded["items"] if i["name"] == name)["score"], graded
+
+    def test_full_kernels_and_accuracy(self):
+        _, graded = self.points("accuracy (WER)")
+        kernel_total = sum(self.rubric["kernels"]["points"].values())
+        self.assertAlmostEqual(sum(i["score"] for i in graded["items"] if i["name"].startswith("kernel")),
+                               kernel_total)
+        self.assertEqual(self.points("accuracy (WER)")[0], self.rubric["accuracy"]["points"])
+
+    def test_partial_kernel_credit(self):
+        self.results["kernels"]["linear"] = {"status": "failed", "passed": 1, "total": 4,
+                                             "message": "3 of 4 failed", "failures": []}
+        self.assertAlmostEqual(self.points("kernel: linear")[0], self.rubric["kernels"]["points"]["linear"] / 4)
+
+    def test_forbidden_symbols_zero_kernels(self):
+        self.results["integrity"]["symbols"] = ["cublasSgemm_v2"]
+        self.assertEqual(self.points("kernel: linear")[0], 0)
+
+    def test_wer_interpolation(self):
+        ac = self.rubric["accuracy"]
+        mid = (ac["full_wer"] + ac["zero_wer"]) / 2
+        words = 1000
+        errors = round(mid * words)
+        self.results["accuracy"] = [{"clip": "a", "reference": "", "hypothesis": "", "errors": errors,
+                                     "words": words, "wer": errors / words, "error": None, "private": False}]
+        self.assertAlmostEqual(self.points("accuracy (WER)")[0], ac["points"] / 2, places=1)
+
+    def test_speed_log_scale(self):
+        pts = self.rubric["speed"]["points"]
+        self.assertEqual(self.points("speed vs baseline")[0], 0)            # 1x: nothing
+        self.results["speed"] = bench({"baseline": 1000.0, "student": 10.0, "reference": 10.0})
+        self.assertEqual(self.points("speed vs baseline")[0], pts)          # reference speed: all
+        self.results["speed"] = bench({"baseline": 1000.0, "student": 100.0, "reference": 10.0})
+        self.assertAlmostEqual(self.points("speed vs baseline")[0], pts / 2)  # 10x of 100x: half
+
+    def test_implausible_speed_flagged(self):
+        self.results["speed"] = bench({"baseline": 1000.0, "student": 1.0, "reference": 10.0})
+        score_, graded = self.points("speed vs baseline")
+        self.assertEqual(score_, 0)
+        self.assertTrue(graded["speed"]["flagged"])
+
+    def test_wrong_timed_result(self):
+        self.results["speed"] = bench({"baseline": 1000.0, "student": 10.0, "reference": 10.0},
+                                      tokens={"baseline": [1, 2], "student": [3, 2], "reference": [1, 2]})
+        self.assertEqual(self.points("speed vs baseline")[0], 0)
+
+    def test_baseline_track_gets_no_speed_points(self):
+        self.results["track"] = "baseline"
+        self.results["speed"] = bench({"baseline": 1000.0, "reference": 10.0})
+        self.assertEqual(self.points("speed vs baseline")[0], 0)
+
+    def test_results_json_and_reports(self):
+        self.results["kernels"]["rmsnorm"] = {"status": "failed", "passed": 0, "total": 3,
+                                              "message": "not implemented: rmsnorm", "failures": []}
+        graded = score.grade(self.results, self.rubric)
+        gs = score.gradescope_results(graded)
+        json.dumps(gs)
+        self.assertEqual(gs["score"], round(graded["score"], 2))
+        rms = next(t for t in gs["tests"] if t["name"] == "kernel: rmsnorm")
+        self.assertEqual((rms["score"], rms["status"]), (0, "failed"))
+        for t in gs["tests"]:
+            self.assertTrue({"name", "score", "max_score", "status", "output", "visibility"} <= set(t))
+        self.assertEqual(gs["leaderboard"][0]["order"], "asc")
+        self.assertIn("not implemented: rmsnorm", score.render_terminal(graded))
+        self.assertIn("| kernel: rmsnorm | 0.0 |", score.render_markdown(graded))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
