@@ -1,0 +1,99 @@
+// audio.cpp — audio files in, mono float PCM at the model's rate out.
+//
+// libsndfile decodes (WAV, FLAC and the other formats it knows) to float in [-1, 1]; channels
+// are averaged; libsoxr resamples with its very-high-quality filter. The HF pipeline also feeds
+// mono float at 16 kHz: a file that is already 16 kHz mono is passed through untouched, so
+// parity fixtures see exactly the samples transformers saw.
+#include "glmasr/audio.h"
+
+#include <sndfile.h>
+#include <soxr.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "glmasr/error.h"
+
+namespace glmasr {
+
+namespace {
+
+struct SndFile {
+    SNDFILE* handle = nullptr;
+    ~SndFile() {
+        if (handle) sf_close(handle);
+    }
+};
+
+}  // namespace
+
+AudioClip load_audio(const std::string& path, int target_rate) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) throw InputError(path + ": file not found");
+    if (fs::is_directory(path, ec)) throw InputError(path + ": is a directory, not an audio file");
+    if (fs::file_size(path, ec) == 0) throw InputError(path + ": empty file");
+
+    SF_INFO info{};
+    SndFile file;
+    file.handle = sf_open(path.c_str(), SFM_READ, &info);
+    if (!file.handle)
+        throw InputError(path + ": not a readable audio file (" + sf_strerror(nullptr) +
+                         "); WAV and FLAC are supported");
+    if (info.channels < 1 || info.samplerate < 1)
+        throw InputError(path + ": invalid header (" + std::to_string(info.channels) + " channels, " +
+                         std::to_string(info.samplerate) + " Hz)");
+    if (info.frames <= 0) throw InputError(path + ": contains no audio samples");
+    constexpr sf_count_t kMaxFrames = sf_count_t(1) << 32;
+    if (info.frames > kMaxFrames) throw InputError(path + ": implausibly long (" + std::to_string(info.frames) + " frames)");
+
+    std::vector<float> interleaved(static_cast<size_t>(info.frames) * info.channels);
+    const sf_count_t got = sf_readf_float(file.handle, interleaved.data(), info.frames);
+    if (got != info.frames || sf_error(file.handle) != SF_ERR_NO_ERROR)
+        throw InputError(path + ": truncated or corrupt: read " + std::to_string(got) + " of " +
+                         std::to_string(info.frames) + " frames (" + sf_strerror(file.handle) + ")");
+
+    AudioClip clip;
+    clip.source_rate = info.samplerate;
+    clip.source_channels = info.channels;
+    std::vector<float> mono(static_cast<size_t>(info.frames));
+    for (sf_count_t i = 0; i < info.frames; ++i) {
+        double sum = 0;
+        for (int c = 0; c < info.channels; ++c) sum += interleaved[static_cast<size_t>(i) * info.channels + c];
+        const float v = static_cast<float>(sum / info.channels);
+        if (!std::isfinite(v)) throw InputError(path + ": contains non-finite samples (NaN or inf)");
+        mono[i] = v;
+    }
+    clip.samples = resample(mono, info.samplerate, target_rate);
+    clip.sample_rate = target_rate;
+    return clip;
+}
+
+std::vector<float> resample(const std::vector<float>& in, int from_rate, int to_rate) {
+    if (from_rate == to_rate || in.empty()) return in;
+    const size_t out_len = static_cast<size_t>(std::llround(static_cast<double>(in.size()) * to_rate / from_rate));
+    std::vector<float> out(out_len);
+    size_t done = 0;
+    const soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    const soxr_quality_spec_t quality = soxr_quality_spec(SOXR_VHQ, 0);
+    const soxr_error_t err = soxr_oneshot(from_rate, to_rate, 1, in.data(), in.size(), nullptr,
+                                          out.data(), out.size(), &done, &io, &quality, nullptr);
+    if (err) throw Error(std::string("resampling failed: ") + err);
+    out.resize(done);
+    return out;
+}
+
+void write_wav_pcm16(const std::string& path, const std::vector<float>& samples, int sample_rate) {
+    SF_INFO info{};
+    info.samplerate = sample_rate;
+    info.channels = 1;
+    info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+    SndFile file;
+    file.handle = sf_open(path.c_str(), SFM_WRITE, &info);
+    if (!file.handle) throw Error(path + ": cannot write WAV (" + sf_strerror(nullptr) + ")");
+    if (sf_writef_float(file.handle, samples.data(), static_cast<sf_count_t>(samples.size())) !=
+        static_cast<sf_count_t>(samples.size()))
+        throw Error(path + ": short write");
+}
+
+}  // namespace glmasr

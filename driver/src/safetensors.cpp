@@ -1,0 +1,212 @@
+// safetensors.cpp — memory-mapped reading and writing of the safetensors format, with every
+// field of the header validated before a byte of tensor data is trusted.
+#include "glmasr/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "glmasr/error.h"
+
+namespace glmasr {
+
+namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the reference implementation's limit
+
+bool parse_dtype(const std::string& name, DType* dtype) {
+    if (name == "F32") *dtype = DType::F32;
+    else if (name == "BF16") *dtype = DType::BF16;
+    else if (name == "F16") *dtype = DType::F16;
+    else return false;
+    return true;
+}
+
+const char* dtype_tag(DType dtype) {
+    switch (dtype) {
+        case DType::F32: return "F32";
+        case DType::BF16: return "BF16";
+        case DType::F16: return "F16";
+        case DType::I32: return "I32";
+    }
+    return "?";
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+}  // namespace
+
+int64_t SafeTensorEntry::numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+SafeTensorsFile::SafeTensorsFile(const std::string& path) : path_(path) {
+    auto fail = [&](const std::string& problem) { throw InputError(path + ": " + problem); };
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) fail(std::string("cannot open (") + std::strerror(errno) + ")");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail("not a regular file");
+    }
+    map_size_ = static_cast<size_t>(st.st_size);
+    if (map_size_ < 8) {
+        ::close(fd);
+        fail("too small to be a safetensors file (" + std::to_string(map_size_) + " bytes)");
+    }
+    map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (map_ == MAP_FAILED) {
+        map_ = nullptr;
+        fail("cannot map the file");
+    }
+    try {
+        const auto* bytes = static_cast<const unsigned char*>(map_);
+        uint64_t header_len = 0;
+        for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little endian
+        if (header_len == 0 || header_len > kMaxHeaderBytes || header_len > map_size_ - 8)
+            fail("header length " + std::to_string(header_len) + " does not fit the file (" +
+                 std::to_string(map_size_) + " bytes): truncated or not safetensors");
+        nlohmann::json header;
+        try {
+            header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+        } catch (const nlohmann::json::exception&) {
+            fail("the header is not valid JSON (truncated or not safetensors)");
+        }
+        if (!header.is_object()) fail("the header is not a JSON object");
+        const size_t data_size = map_size_ - 8 - header_len;
+        const unsigned char* data = bytes + 8 + header_len;
+        std::vector<std::pair<size_t, size_t>> ranges;
+        for (const auto& [name, info] : header.items()) {
+            if (name == "__metadata__") continue;
+            auto bad = [&](const std::string& problem) { fail("tensor '" + name + "': " + problem); };
+            if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
+                !info.contains("data_offsets"))
+                bad("needs dtype, shape and data_offsets");
+            SafeTensorEntry entry;
+            entry.name = name;
+            if (!info["dtype"].is_string() || !parse_dtype(info["dtype"].get<std::string>(), &entry.dtype))
+                bad("dtype " + info["dtype"].dump() + " is not supported (F32, BF16 or F16)");
+            if (!info["shape"].is_array()) bad("shape is not a list");
+            for (const auto& d : info["shape"]) {
+                if (!d.is_number_integer() || d.get<int64_t>() < 0) bad("shape " + info["shape"].dump() + " is invalid");
+                entry.shape.push_back(d.get<int64_t>());
+            }
+            const auto& off = info["data_offsets"];
+            if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+                bad("data_offsets must be two non-negative integers");
+            const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+            if (begin > end || end > data_size)
+                bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                    "] run past the end of the data (" + std::to_string(data_size) +
+                    " bytes): the file is truncated or corrupt");
+            entry.nbytes = static_cast<size_t>(end - begin);
+            if (entry.nbytes != static_cast<uint64_t>(entry.numel()) * dtype_size(entry.dtype))
+                bad("shape " + shape_text(entry.shape) + " of " + dtype_tag(entry.dtype) + " needs " +
+                    std::to_string(entry.numel() * dtype_size(entry.dtype)) + " bytes, data_offsets give " +
+                    std::to_string(entry.nbytes));
+            entry.data = data + begin;
+            ranges.emplace_back(begin, end);
+            entries_.emplace(name, std::move(entry));
+        }
+        std::sort(ranges.begin(), ranges.end());
+        for (size_t i = 1; i < ranges.size(); ++i)
+            if (ranges[i].first < ranges[i - 1].second) fail("two tensors overlap in the data section");
+    } catch (...) {
+        ::munmap(map_, map_size_);
+        map_ = nullptr;
+        throw;
+    }
+}
+
+SafeTensorsFile::~SafeTensorsFile() {
+    if (map_) ::munmap(map_, map_size_);
+}
+
+const SafeTensorEntry* SafeTensorsFile::find(const std::string& name) const {
+    auto it = entries_.find(name);
+    return it == entries_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> SafeTensorsFile::names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, entry] : entries_) out.push_back(name);
+    return out;  // std::map keeps them sorted
+}
+
+void SafeTensorsFile::read_f32(const std::string& name, const std::vector<int64_t>& expected_shape,
+                               float* out) const {
+    const SafeTensorEntry* e = find(name);
+    if (!e) throw InputError(path_ + ": tensor '" + name + "' is missing");
+    if (e->shape != expected_shape)
+        throw InputError(path_ + ": tensor '" + name + "' has shape " + shape_text(e->shape) +
+                         ", config.json implies " + shape_text(expected_shape));
+    const int64_t n = e->numel();
+    switch (e->dtype) {
+        case DType::F32:
+            std::memcpy(out, e->data, n * sizeof(float));
+            break;
+        case DType::BF16: {
+            const auto* src = static_cast<const uint16_t*>(e->data);
+            for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(src[i]);
+            break;
+        }
+        case DType::F16: {
+            const auto* src = static_cast<const uint16_t*>(e->data);
+            for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(src[i]);
+            break;
+        }
+        case DType::I32:
+            throw Error("read_f32: i32 tensors are never read as weights");
+    }
+    mark_used(name);
+}
+
+void SafeTensorsFile::mark_used(const std::string& name) const { used_.insert(name); }
+
+std::vector<std::string> SafeTensorsFile::unused() const {
+    std::vector<std::string> out;
+    for (const auto& [name, entry] : entries_)
+        if (!used_.count(name)) out.push_back(name);
+    return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafeTensorToWrite>& tensors) {
+    nlohmann::json header = nlohmann::json::object();
+    size_t offset = 0;
+    for (const auto& t : tensors) {
+        int64_t n = 1;
+        for (int64_t d : t.shape) n *= d;
+        const size_t bytes = static_cast<size_t>(n) * dtype_size(t.dtype);
+        header[t.name] = {{"dtype", dtype_tag(t.dtype)}, {"shape", t.shape},
+                          {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');  // align the data section like the reference
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw Error(path + ": cannot write");
+    const uint64_t len = text.size();
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xff));
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const auto& t : tensors) {
+        int64_t n = 1;
+        for (int64_t d : t.shape) n *= d;
+        out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(n * dtype_size(t.dtype)));
+    }
+    if (!out) throw Error(path + ": write failed");
+}
+
+}  // namespace glmasr
