@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "glmasr/audio.h"
+#include "glmasr/error.h"
 #include "glmasr/features.h"
 #include "glmasr/model.h"
 #include "glmasr/safetensors.h"
