@@ -288,6 +288,10 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
         for (int l = 0; l < d.num_layers; ++l) {
             m.k_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
             m.v_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
+            // Rows past the current position are masked out, but a 3-kernel attention still
+            // multiplies them by a zero probability: they must hold numbers, not garbage.
+            m.backend.zero(m.k_cache.back().data, m.k_cache.back().bytes(), m.stream);
+            m.backend.zero(m.v_cache.back().data, m.v_cache.back().bytes(), m.stream);
         }
         m.dec_x = m.make_decoder(DType::F32, {rows, d.hidden_size});
         m.dec_normed = m.make_decoder(DType::F32, {rows, d.hidden_size});

@@ -1,0 +1,99 @@
+// context.h — everything the reference track owns besides its kernels: the cuBLASLt handle and
+// workspace, the preallocated scratch buffers, and the run-time choices (GEMM rung, attention
+// path). One object, created once, so no handle or buffer hides in a global of some kernel file.
+//
+// Why preallocate: every op of the contract must be capture-safe (no cudaMalloc, no host sync),
+// so a whole decode step can be recorded as a CUDA graph. Scratch is therefore sized once, here,
+// for the largest case of GLM-ASR-Nano, and an op that would need more throws a clear Error
+// instead of allocating:
+//   * GEMM staging (bf16 copy of the activations, or the im2col columns of a conv): 8 Mi
+//     elements (16 MiB). The encoder's largest operand, fc2's 1500 x 5120, fits in one piece;
+//     longer inputs (a long decoder prefill, 8192 x 6144) are processed in row chunks.
+//   * cuBLASLt workspace: 32 MiB, NVIDIA's recommendation for Hopper.
+//   * tensor-core attention staging: K and V as bf16 hi and lo parts, 4 x kAttnKvElems (32 MiB),
+//     enough for a full 8192-row decoder KV cache (8192 x 512) or the encoder's 1500 x 1280.
+//   * flash-decoding partials: up to kMaxDecodeHeads query heads x kMaxDecodePartials key
+//     splits x (head_dim 128 + 2) floats (8.5 MiB).
+//
+// Lifetime: the context is created by the track's setup hook (or by the first op that needs it,
+// when a test calls ops directly) and lives until the process exits; it is never destroyed,
+// because tearing down cuBLAS after the CUDA runtime has shut down at exit is undefined.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "common.cuh"
+#include "glmasr/error.h"
+
+// CUBLAS_CHECK(expr): throws glmasr::Error with file:line and cuBLAS's status name.
+#define CUBLAS_CHECK(expr) ::glmasr::reference::check_cublas((expr), #expr, __FILE__, __LINE__)
+
+namespace glmasr::reference {
+
+void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line);
+
+// The GEMM ladder (gemm_ladder/): the same product computed five ways, for teaching. Chosen by
+// GLMASR_GEMM=naive|smem|regtile|wmma|cublas (default cublas); applies to linear/conv1d with
+// more than kGemvMaxRows rows. Decode-sized products (≤ kGemvMaxRows rows) always use the GEMV.
+enum class GemmRung { naive, smem, regtile, wmma, cublas };
+// The attention ladder, GLMASR_ATTENTION=three_kernel|flash_simt|flash_bf16|flash (default
+// flash): three_kernel leaves the fused `attention` entry null, so the driver composes
+// attention_scores → softmax → attention_output; flash_simt is the fused online softmax on CUDA
+// cores (f32); flash_bf16 moves both products to tensor cores in plain bf16; flash splits every
+// operand into two bf16 to keep f32-level accuracy on tensor cores. Decode steps (one query)
+// use flash-decoding in every fused variant.
+enum class AttentionPath { three_kernel, flash_simt, flash_bf16, flash };
+
+struct Settings {
+    GemmRung gemm = GemmRung::cublas;
+    AttentionPath attention = AttentionPath::flash;
+};
+// Reads GLMASR_GEMM and GLMASR_ATTENTION once (the first call); throws InputError on a value it
+// does not know.
+const Settings& settings();
+const char* rung_name(GemmRung rung);
+const char* attention_name(AttentionPath path);
+
+constexpr int kGemvMaxRows = 8;                         // M ≤ 8: bandwidth-bound GEMV path
+constexpr int64_t kStagingElems = 8ll * 1024 * 1024;    // bf16 GEMM operand staging
+constexpr size_t kLtWorkspaceBytes = 32ull << 20;
+constexpr int64_t kAttnKvElems = 4ll * 1024 * 1024;     // per staged K/V part
+constexpr int kMaxDecodeHeads = 64;
+constexpr int kMaxDecodePartials = 256;                 // key splits of one decode step
+constexpr int kMaxDecodeHeadDim = 128;
+
+class Context {
+public:
+    // The one context. Creates it on first use; creation allocates device memory, so it must not
+    // happen while `stream` is being captured into a graph (that throws a clear Error: run the
+    // track's setup hook first, as the driver does).
+    static Context& get(cudaStream_t stream);
+
+    cublasLtHandle_t lt = nullptr;
+    void* lt_workspace = nullptr;           // kLtWorkspaceBytes
+    bf16* staging = nullptr;                // (kStagingElems) bf16 GEMM A operand
+    bf16* attn_kv = nullptr;                // 4 x kAttnKvElems: K hi, K lo, V hi, V lo
+    float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
+    GemmRung gemm = GemmRung::cublas;
+    AttentionPath attention = AttentionPath::flash;
+
+    // cuBLASLt's heuristic search costs tens of microseconds of host time; its answer depends
+    // only on the problem and the pointer alignments, so it is remembered per key.
+    using AlgoKey = std::tuple<int, int, int, bool, int, int, int, int>;
+    bool find_algo(const AlgoKey& key, cublasLtMatmulAlgo_t* algo);
+    void remember_algo(const AlgoKey& key, const cublasLtMatmulAlgo_t& algo);
+
+private:
+    Context();
+    std::mutex algo_mutex_;
+    std::map<AlgoKey, cublasLtMatmulAlgo_t> algos_;
+};
+
+}  // namespace glmasr::reference

@@ -1,0 +1,259 @@
+// decode_attention.cu — attention of ONE new query per head against the whole KV cache (a
+// decode step), "flash-decoding": split the keys over many blocks, then combine.
+//
+// With one query there is no reuse to tile for; the work is reading the cache once, as fast as
+// possible. The flash kernel would put a whole block on each (head, 64 queries) tile and leave
+// most of the GPU idle; here instead:
+//   * GQA: the Hq / Hkv query heads that share a KV head are handled by the same warp, so each
+//     K and V row is read once, not once per query head (4× less traffic for GLM-ASR's 16/4).
+//   * Split-K: block (g, s) takes KV head g and key split s; its 4 warps take interleaved
+//     batches of the split's keys with the online softmax (running max m, sum l, output o) kept
+//     per query head in registers, and merge into one partial per split at the end. A lane owns
+//     D/32 consecutive dims: a K or V row slice is one coalesced 128-512-byte warp read, and a
+//     dot product is a warp shuffle-reduction.
+//   * Latency, not bandwidth, limits one warp: it issues the loads of kBatch = 8 keys before
+//     using any of them, and the 8 dot-product reductions interleave.
+//   * The number of valid keys (positions[0] + 1) is read on the device, so the launch shape
+//     depends only on the cache capacity: one CUDA graph serves every step. Splits are sized
+//     from the valid count, so the work spreads over the GPU whatever the position.
+//   * Each split writes its partial (o, m, l); decode_combine_kernel rescales the partials to a
+//     common max and normalises: out = Σ o_s·2^(m_s−M) / Σ l_s·2^(m_s−M).
+// Scores are in base 2 (q pre-scaled by scale·log2 e; exp2f, ≤ 2 ulp), as in flash_attention.cu.
+// The two kernels live in one file because neither means anything without the other.
+#include <algorithm>
+#include <string>
+
+#include "common.cuh"
+#include "glmasr/cuda_check.h"
+#include "kernels.h"
+
+namespace glmasr::reference {
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kNegInf = -__builtin_huge_valf();
+constexpr int kDecodeWarps = 4;
+constexpr int kDecodeMaxGroup = 4;    // query heads per warp (GLM-ASR: 4; more: grid.z splits)
+constexpr int kBatch = 8;             // keys whose loads are issued together
+constexpr int kMinKeysPerSplit = 64;  // below this, a split costs more to combine than to read
+constexpr int kCombineGroups = 8;     // partials summed in parallel per output dim
+
+template <int E>
+__device__ __forceinline__ void load_slice(float (&dst)[E], const float* src, bool vec) {
+    if constexpr (E == 4) {
+        if (vec) {
+            const float4 t = __ldg(reinterpret_cast<const float4*>(src));
+            dst[0] = t.x; dst[1] = t.y; dst[2] = t.z; dst[3] = t.w;
+            return;
+        }
+    } else if constexpr (E == 2) {
+        if (vec) {
+            const float2 t = __ldg(reinterpret_cast<const float2*>(src));
+            dst[0] = t.x; dst[1] = t.y;
+            return;
+        }
+    }
+#pragma unroll
+    for (int e = 0; e < E; ++e) dst[e] = src[e];
+}
+
+// Grid: (Hkv, n_splits, ceil(group / kDecodeMaxGroup)); block: kDecodeWarps warps.
+// Split s covers keys [s·len, (s+1)·len) ∩ [0, valid), len an even share of the valid keys (at
+// least kMinKeysPerSplit); its warps take interleaved batches of kBatch keys, then merge their
+// running (m, l, o) in shared memory into the split's one partial. Splits past the valid keys
+// write an empty partial (m = −inf), which the combine skips.
+template <int D>
+__global__ void __launch_bounds__(kDecodeWarps * kWarpSize)
+decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D) unnormalised
+                        float* __restrict__ part_ml,         // (Hq, n_splits, 2): m, l
+                        const float* __restrict__ q,         // (1, Hq·D)
+                        const float* __restrict__ k,         // (Tk, Hkv·D)
+                        const float* __restrict__ v,         // (Tk, Hkv·D)
+                        const int* __restrict__ positions,   // (1) or null
+                        int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
+    constexpr int E = D / kWarpSize;  // dims per lane
+    __shared__ float sm_o[kDecodeWarps][kDecodeMaxGroup][D];
+    pdl_wait();
+    __shared__ float sm_m[kDecodeWarps][kDecodeMaxGroup], sm_l[kDecodeWarps][kDecodeMaxGroup];
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    const int g = blockIdx.x, group = Hq / Hkv, n_splits = gridDim.y;
+    const int h0 = g * group + blockIdx.z * kDecodeMaxGroup;
+    const int n_heads = min(kDecodeMaxGroup, group - static_cast<int>(blockIdx.z) * kDecodeMaxGroup);
+
+    const int valid = max(0, positions ? min(positions[0] + 1, Tk) : Tk);
+    int len = max((valid + n_splits - 1) / n_splits, kMinKeysPerSplit);
+    len = (len + kBatch - 1) / kBatch * kBatch;
+    const int begin = min(static_cast<int>(blockIdx.y) * len, valid), end = min(valid, begin + len);
+
+    float qr[kDecodeMaxGroup][E], acc[kDecodeMaxGroup][E], m[kDecodeMaxGroup], l[kDecodeMaxGroup];
+#pragma unroll
+    for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
+        m[hh] = kNegInf;
+        l[hh] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+            qr[hh][e] = hh < n_heads ? q[(h0 + hh) * D + lane * E + e] * scale_log2 : 0.0f;
+            acc[hh][e] = 0.0f;
+        }
+    }
+
+    const size_t stride = static_cast<size_t>(Hkv) * D;
+    const float* kb = k + g * D + lane * E;
+    const float* vb = v + g * D + lane * E;
+    for (int j0 = begin + warp * kBatch; j0 < end; j0 += kDecodeWarps * kBatch) {
+        // Issue all loads of the batch first: kBatch rows of K and V in flight per warp.
+        float kr[kBatch][E], vr[kBatch][E];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            if (j0 + b < end) {
+                load_slice<E>(kr[b], kb + (j0 + b) * stride, vec);
+                load_slice<E>(vr[b], vb + (j0 + b) * stride, vec);
+            } else {
+#pragma unroll
+                for (int e = 0; e < E; ++e) kr[b][e] = vr[b][e] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
+            if (hh >= n_heads) break;  // uniform across the warp
+            float s[kBatch];
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                s[b] = 0.0f;
+#pragma unroll
+                for (int e = 0; e < E; ++e) s[b] = fmaf(qr[hh][e], kr[b][e], s[b]);
+            }
+            // kBatch independent butterflies, interleaved.
+#pragma unroll
+            for (int o = kWarpSize / 2; o > 0; o >>= 1)
+#pragma unroll
+                for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], o);
+            float mx = kNegInf;
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                if (j0 + b >= end) s[b] = kNegInf;
+                mx = fmaxf(mx, s[b]);
+            }
+            const float m_new = fmaxf(m[hh], mx);    // finite: key j0 is valid
+            const float corr = exp2f(m[hh] - m_new);  // m = −inf (first batch) → 0
+            float sum = 0.0f, pv[E];
+#pragma unroll
+            for (int e = 0; e < E; ++e) pv[e] = 0.0f;
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) {
+                const float pb = exp2f(s[b] - m_new);  // −inf → 0
+                sum += pb;
+#pragma unroll
+                for (int e = 0; e < E; ++e) pv[e] = fmaf(pb, vr[b][e], pv[e]);
+            }
+            l[hh] = l[hh] * corr + sum;
+#pragma unroll
+            for (int e = 0; e < E; ++e) acc[hh][e] = fmaf(acc[hh][e], corr, pv[e]);
+            m[hh] = m_new;
+        }
+    }
+
+    // Merge the warps' states: M = max m_w, o = Σ o_w·2^(m_w − M), l likewise.
+#pragma unroll
+    for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) sm_o[warp][hh][lane * E + e] = acc[hh][e];
+        if (lane == 0) {
+            sm_m[warp][hh] = m[hh];
+            sm_l[warp][hh] = l[hh];
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < n_heads * D; i += blockDim.x) {
+        const int hh = i / D, d = i % D;
+        float M = kNegInf;
+#pragma unroll
+        for (int w = 0; w < kDecodeWarps; ++w) M = fmaxf(M, sm_m[w][hh]);
+        float o = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kDecodeWarps; ++w) {
+            const float wt = sm_m[w][hh] == kNegInf ? 0.0f : exp2f(sm_m[w][hh] - M);
+            o = fmaf(sm_o[w][hh][d], wt, o);
+            L = fmaf(sm_l[w][hh], wt, L);
+        }
+        const size_t slot = static_cast<size_t>(h0 + hh) * n_splits + blockIdx.y;
+        part_o[slot * D + d] = o;
+        if (d == 0) {
+            part_ml[2 * slot] = M;
+            part_ml[2 * slot + 1] = L;
+        }
+    }
+}
+
+// Grid: (Hq, ceil(D / 32)); block: 32 dims × kCombineGroups groups of splits.
+// out(1, Hq·D) = Σ o_s·2^(m_s − M) / Σ l_s·2^(m_s − M) over the splits s of each head.
+__global__ void __launch_bounds__(kWarpSize * kCombineGroups)
+decode_combine_kernel(float* __restrict__ out,            // (1, Hq·D)
+                      const float* __restrict__ part_o,   // (Hq, n_splits, D)
+                      const float* __restrict__ part_ml,  // (Hq, n_splits, 2)
+                      int n_splits, int D) {
+    __shared__ float red_o[kCombineGroups][kWarpSize], red_l[kCombineGroups][kWarpSize];
+    pdl_wait();
+    const int h = blockIdx.x, lane = threadIdx.x % kWarpSize, grp = threadIdx.x / kWarpSize;
+    const int d = blockIdx.y * kWarpSize + lane;
+    const float* ml = part_ml + static_cast<size_t>(h) * n_splits * 2;
+    float M = kNegInf;
+    for (int s = lane; s < n_splits; s += kWarpSize) M = fmaxf(M, ml[2 * s]);
+    M = warp_max(M);  // every warp computes the same maximum
+    float o = 0.0f, L = 0.0f;
+#pragma unroll 4
+    for (int s = grp; s < n_splits; s += kCombineGroups) {
+        const float ms = ml[2 * s];
+        const float wt = ms == kNegInf ? 0.0f : exp2f(ms - M);
+        L = fmaf(ml[2 * s + 1], wt, L);
+        if (d < D) o = fmaf(part_o[(static_cast<size_t>(h) * n_splits + s) * D + d], wt, o);
+    }
+    red_o[grp][lane] = o;
+    red_l[grp][lane] = L;
+    __syncthreads();
+    if (grp == 0 && d < D) {
+        float so = 0.0f, sl = 0.0f;
+#pragma unroll
+        for (int gi = 0; gi < kCombineGroups; ++gi) {
+            so += red_o[gi][lane];
+            sl += red_l[gi][lane];
+        }
+        out[static_cast<size_t>(h) * D + d] = sl > 0.0f ? so / sl : 0.0f;
+    }
+}
+
+template <int D>
+void launch_decode(float* out, float* partials, const float* q, const float* k, const float* v,
+                   const int* positions, int Tk, int Hq, int Hkv, float scale, cudaStream_t stream) {
+    // Enough splits that a full cache gives each ~kMinKeysPerSplit keys.
+    const int n_splits = std::clamp((Tk + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1, kMaxDecodePartials);
+    const int group = Hq / Hkv;
+    float* part_o = partials;                                             // (Hq, n_splits, D)
+    float* part_ml = partials + static_cast<size_t>(Hq) * n_splits * D;   // (Hq, n_splits, 2)
+    const bool vec = aligned_to(k, 16) && aligned_to(v, 16);  // rows are D·4 bytes apart
+    const dim3 grid(Hkv, n_splits, (group + kDecodeMaxGroup - 1) / kDecodeMaxGroup);
+    launch_pdl(decode_attention_kernel<D>, grid, kDecodeWarps * kWarpSize, 0, stream, part_o, part_ml,
+               q, k, v, positions, Tk, Hq, Hkv, scale * kLog2e, vec);
+    const dim3 combine_grid(Hq, (D + kWarpSize - 1) / kWarpSize);
+    launch_pdl(decode_combine_kernel, combine_grid, kWarpSize * kCombineGroups, 0, stream, out, part_o,
+               part_ml, n_splits, D);
+}
+
+}  // namespace
+
+void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
+                      const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
+                      cudaStream_t stream) {
+    if (Hq > kMaxDecodeHeads)
+        throw Error("decode_attention: " + std::to_string(Hq) + " query heads exceed the " +
+                    std::to_string(kMaxDecodeHeads) + " the partial buffer holds (reference/context.h)");
+    switch (D) {
+        case 32: launch_decode<32>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, stream); break;
+        case 64: launch_decode<64>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, stream); break;
+        case 128: launch_decode<128>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, stream); break;
+        default: throw Error("decode_attention: head_dim " + std::to_string(D) + " has no decode kernel");
+    }
+}
+
+}  // namespace glmasr::reference

@@ -1,0 +1,404 @@
+// flash_attention_tc.cu — fused attention on tensor cores: the same online-softmax algorithm as
+// flash_attention.cu (read that first), with both products, S = q·kᵀ and o += p·v, computed by
+// mma.sync.m16n8k16 bf16 instructions with f32 accumulation (FlashAttention-2's structure).
+//
+// Two kernels, one algorithm:
+//   1. split_kv_kernel converts K and V once to bf16 (hi, and with kSplit the residual lo) in
+//      the context's staging buffers. Every query tile reads every key, so converting inside the
+//      attention kernel would redo it Tq / 64 times.
+//   2. flash_attention_tc_kernel: a block of 4 warps owns 64 queries of one head; each warp owns
+//      16 query rows for the whole pass, so row statistics never leave the warp. Per tile of kBK
+//      keys:
+//      * the bf16 K and V tiles arrive in shared memory by cp.async, double-buffered: the copy of
+//        tile t+1 runs while tile t is computed. Rows are padded by 8 bf16 so the 8 rows an
+//        ldmatrix reads fall in 8 different bank groups.
+//      * S (16 × kBK per warp) lives in mma accumulator registers: a lane holds rows lane/4 and
+//        lane/4 + 8, columns 2·(lane%4) + {0, 1} of each 8-key block; row max and row sum are two
+//        xor-shuffles over the 4 lanes of a row. K fragments come from ldmatrix, V fragments from
+//        ldmatrix.trans (V stays row-major in memory).
+//      * The accumulator layout of S is exactly the A-operand layout of the next product, so
+//        P = exp2(S − m) goes from registers straight into o += P·V.
+//
+// Precision: bf16 keeps 8 significant bits, not enough to match an f32 reference (a score
+// error of 2^−8·|s| is a relative error of the same size in the probability). With kSplit
+// every operand is split as x = hi + lo (two bf16 carrying ~16 bits) and each product takes
+// three mma: lo·hi + hi·lo + hi·hi (lo·lo is below the f32 rounding of the sum). That is 3× the
+// tensor-core work for f32-level results, still well ahead of the CUDA-core kernel. Without
+// kSplit (GLMASR_ATTENTION=flash_bf16): one mma per product, the precision of PyTorch's bf16
+// SDPA, which is what transformers runs for GLM-ASR.
+//
+// Measured (H100 80GB HBM3, encoder 1500 × 1500, 20 heads × 64, K/V conversion included):
+// 0.19 ms with the split (61 TFLOP/s of useful work), 0.115 ms plain bf16 (100 TFLOP/s).
+#include <algorithm>
+#include <string>
+
+#include "common.cuh"
+#include "glmasr/cuda_check.h"
+#include "kernels.h"
+
+namespace glmasr::reference {
+
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kNegInf = -__builtin_huge_valf();
+constexpr int kSplitThreads = 256;
+
+template <int D>
+struct TcTile {
+    static constexpr int kWarps = 4;
+    static constexpr int kThreads = kWarps * kWarpSize;
+    static constexpr int kBQ = 16 * kWarps;           // queries per block (16 per warp)
+    static constexpr int kBK = 32;                    // keys per step
+    // Blocks per SM to aim for: 4 (16 warps) keeps 480 encoder blocks in one wave on 132 SMs;
+    // it caps registers at 128 per thread, which D = 128 cannot meet.
+    static constexpr int kMinBlocks = D >= 128 ? 2 : 4;
+    static constexpr int kPitch = D + 8;              // bf16 per staged K or V row
+    static constexpr int kArray = kBK * kPitch;       // one staged array (K hi, K lo, V hi, V lo)
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(bf16)) * 2 * 4 * kArray;  // 2 stages
+};
+
+// c(16 × 8, f32) += a(16 × 16, bf16, row-major) · b(16 × 8, bf16, column-major)
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8 × 8 bf16 matrices from shared memory; lane i supplies the address of row i % 8 of
+// matrix i / 8. .trans delivers each matrix transposed.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* row) {
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bf16* row) {
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// 16 bytes global → shared, asynchronously; zero-filled when !valid.
+__device__ __forceinline__ void cp_async16(bf16* dst, const bf16* src, bool valid) {
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// (x, y) → packed bf16 pair hi (x in the low half, as mma expects), and the residual pair lo.
+__device__ __forceinline__ void split_pair(float x, float y, uint32_t& hi, uint32_t& lo) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    const float2 hf = __bfloat1622float2(h);
+    const __nv_bfloat162 l = __floats2bfloat162_rn(x - hf.x, y - hf.y);
+    hi = *reinterpret_cast<const uint32_t*>(&h);
+    lo = *reinterpret_cast<const uint32_t*>(&l);
+}
+
+// acc += a·b with the hi/lo split (3 mma) or plain bf16 (1 mma).
+template <bool kSplit>
+__device__ __forceinline__ void mma_acc(float (&c)[4], const uint32_t (&a_hi)[4],
+                                        const uint32_t (&a_lo)[4], uint32_t b_hi0, uint32_t b_hi1,
+                                        uint32_t b_lo0, uint32_t b_lo1) {
+    if constexpr (kSplit) {
+        mma_bf16(c, a_lo, b_hi0, b_hi1);  // small terms first
+        mma_bf16(c, a_hi, b_lo0, b_lo1);
+    }
+    mma_bf16(c, a_hi, b_hi0, b_hi1);
+}
+
+// The number of keys any query can see: all Tk, or max(positions) + 1.
+__device__ int visible_keys(const int* positions, int Tq, int Tk, int* scratch) {
+    if (!positions) return Tk;
+    int mx = -1;
+    for (int i = threadIdx.x; i < Tq; i += blockDim.x) mx = max(mx, positions[i]);
+    for (int o = kWarpSize / 2; o > 0; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (threadIdx.x == 0) *scratch = -1;
+    __syncthreads();
+    if (threadIdx.x % kWarpSize == 0) atomicMax(scratch, mx);
+    __syncthreads();
+    return min(*scratch + 1, Tk);
+}
+
+// k, v (Tk, width) f32 → bf16 hi (and lo with split) of the rows some query can see.
+// Grid-stride over 8-element chunks; rows past the visible keys are left alone (never read).
+__global__ void __launch_bounds__(kSplitThreads)
+split_kv_kernel(bf16* __restrict__ k_hi, bf16* __restrict__ k_lo,  // (Tk, width)
+                bf16* __restrict__ v_hi, bf16* __restrict__ v_lo,  // (Tk, width)
+                const float* __restrict__ k, const float* __restrict__ v,  // (Tk, width)
+                const int* __restrict__ positions,                   // (Tq) or null
+                int Tq, int Tk, int width, bool split) {
+    __shared__ int s_max;
+    const int rows = visible_keys(positions, Tq, Tk, &s_max);
+    const long long n = static_cast<long long>(rows) * width / 8;
+    for (long long c = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; c < n;
+         c += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const float4* kp = reinterpret_cast<const float4*>(k) + 2 * c;
+        const float4* vp = reinterpret_cast<const float4*>(v) + 2 * c;
+        for (int m = 0; m < 2; ++m) {
+            const float4 a = __ldg(m ? vp : kp), b = __ldg((m ? vp : kp) + 1);
+            uint4 hi, lo;
+            split_pair(a.x, a.y, hi.x, lo.x);
+            split_pair(a.z, a.w, hi.y, lo.y);
+            split_pair(b.x, b.y, hi.z, lo.z);
+            split_pair(b.z, b.w, hi.w, lo.w);
+            reinterpret_cast<uint4*>(m ? v_hi : k_hi)[c] = hi;
+            if (split) reinterpret_cast<uint4*>(m ? v_lo : k_lo)[c] = lo;
+        }
+    }
+}
+
+// Grid: (ceil(Tq / kBQ), Hq); block: kThreads; dynamic shared memory: kSmemBytes.
+template <int D, bool kSplit>
+__global__ void __launch_bounds__(TcTile<D>::kThreads, TcTile<D>::kMinBlocks)
+flash_attention_tc_kernel(float* __restrict__ out,            // (Tq, Hq·D)
+                          const float* __restrict__ q,        // (Tq, Hq·D)
+                          const bf16* __restrict__ k_hi,      // (Tk, Hkv·D)
+                          const bf16* __restrict__ k_lo,      // (Tk, Hkv·D), kSplit only
+                          const bf16* __restrict__ v_hi,      // (Tk, Hkv·D)
+                          const bf16* __restrict__ v_lo,      // (Tk, Hkv·D), kSplit only
+                          const int* __restrict__ positions,  // (Tq) or null
+                          int Tq, int Tk, int Hq, int Hkv, float scale_log2) {
+    using C = TcTile<D>;
+    constexpr int kSteps = D / 16;         // k-steps of q·kᵀ
+    constexpr int kKeyTiles = C::kBK / 8;  // 8-key column blocks of S
+    constexpr int kDimTiles = D / 8;       // 8-dim column blocks of o
+    constexpr int kArrays = kSplit ? 4 : 2;
+    extern __shared__ float4 smem4[];
+    bf16* stage = reinterpret_cast<bf16*>(smem4);  // [2 stages][K hi, V hi, K lo, V lo][kBK][kPitch]
+    __shared__ int s_kv_end;
+
+    const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
+    const int h = blockIdx.y, g = h / (Hq / Hkv), q0 = blockIdx.x * C::kBQ;
+    const size_t q_stride = static_cast<size_t>(Hq) * D, kv_stride = static_cast<size_t>(Hkv) * D;
+    const int fr = lane / 4, fc = (lane % 4) * 2;  // fragment row, column pair
+    const int row0 = q0 + warp * 16 + fr, row1 = row0 + 8;
+
+    if (tid == 0) s_kv_end = 0;
+    __syncthreads();
+    if (tid < C::kBQ && q0 + tid < Tq) atomicMax(&s_kv_end, positions ? min(positions[q0 + tid] + 1, Tk) : Tk);
+    const int lim0 = row0 >= Tq ? 0 : positions ? min(positions[row0] + 1, Tk) : Tk;
+    const int lim1 = row1 >= Tq ? 0 : positions ? min(positions[row1] + 1, Tk) : Tk;
+    __syncthreads();
+    const int kv_end = s_kv_end;
+    const int n_tiles = (kv_end + C::kBK - 1) / C::kBK;
+
+    // Stage tile t (keys t·kBK ..) into buffer t % 2: kArrays × kBK rows × D/8 chunks.
+    auto issue_tile = [&](int t) {
+        bf16* dst = stage + (t % 2) * 4 * C::kArray;
+        constexpr int kChunks = C::kBK * (D / 8);
+        for (int idx = tid; idx < kArrays * kChunks; idx += C::kThreads) {
+            const int a = idx / kChunks, r = (idx % kChunks) / (D / 8), c = (idx % (D / 8)) * 8;
+            const int j = t * C::kBK + r;
+            const bool valid = j < kv_end;
+            const bf16* src = a == 0 ? k_hi : a == 1 ? v_hi : a == 2 ? k_lo : v_lo;
+            cp_async16(dst + a * C::kArray + r * C::kPitch + c,
+                       src + (valid ? j * kv_stride + g * D + c : 0), valid);
+        }
+        cp_async_commit();
+    };
+    if (n_tiles > 0) issue_tile(0);
+
+    // This warp's 16 query rows as A fragments, pre-scaled into base 2 and split.
+    uint32_t qh[kSteps][4], ql[kSteps][4];
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int col = h * D + ks * 16 + half * 8 + fc;
+            float2 x0 = make_float2(0, 0), x1 = x0;
+            if (row0 < Tq) x0 = make_float2(q[row0 * q_stride + col], q[row0 * q_stride + col + 1]);
+            if (row1 < Tq) x1 = make_float2(q[row1 * q_stride + col], q[row1 * q_stride + col + 1]);
+            split_pair(x0.x * scale_log2, x0.y * scale_log2, qh[ks][half * 2], ql[ks][half * 2]);
+            split_pair(x1.x * scale_log2, x1.y * scale_log2, qh[ks][half * 2 + 1], ql[ks][half * 2 + 1]);
+        }
+
+    float o[kDimTiles][4];
+#pragma unroll
+    for (int dn = 0; dn < kDimTiles; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
+    float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;
+    // ldmatrix addressing: lane supplies row lane % 8 of matrix lane / 8.
+    const int lm_row = lane % 8, lm_mat = lane / 8;
+
+    for (int t = 0; t < n_tiles; ++t) {
+        if (t + 1 < n_tiles) {
+            issue_tile(t + 1);
+            cp_async_wait<1>();  // tile t has landed (t + 1 may still be in flight)
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads();
+        const bf16* kh_s = stage + (t % 2) * 4 * C::kArray;
+        const bf16* vh_s = kh_s + C::kArray;
+        const bf16* kl_s = kh_s + 2 * C::kArray;
+        const bf16* vl_s = kh_s + 3 * C::kArray;
+        const int kv0 = t * C::kBK;
+
+        // S = q·kᵀ: 16 rows × kBK keys per warp; one ldmatrix.x4 feeds two 8-key blocks.
+        float s[kKeyTiles][4];
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+            for (int nt = 0; nt < kKeyTiles; nt += 2) {
+                const int off = ((nt + lm_mat / 2) * 8 + lm_row) * C::kPitch + ks * 16 + (lm_mat % 2) * 8;
+                uint32_t bh[4], bl[4] = {0, 0, 0, 0};
+                ldmatrix_x4(bh, kh_s + off);
+                if constexpr (kSplit) ldmatrix_x4(bl, kl_s + off);
+                mma_acc<kSplit>(s[nt], qh[ks], ql[ks], bh[0], bh[1], bl[0], bl[1]);
+                mma_acc<kSplit>(s[nt + 1], qh[ks], ql[ks], bh[2], bh[3], bl[2], bl[3]);
+            }
+
+        // Online softmax on rows row0 (s[·][0..1]) and row1 (s[·][2..3]).
+        float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int key = kv0 + nt * 8 + fc + e;
+                if (key >= lim0) s[nt][e] = kNegInf;
+                if (key >= lim1) s[nt][2 + e] = kNegInf;
+                mx0 = fmaxf(mx0, s[nt][e]);
+                mx1 = fmaxf(mx1, s[nt][2 + e]);
+            }
+#pragma unroll
+        for (int x = 1; x <= 2; x <<= 1) {
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
+        }
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        const float corr0 = m0 == mn0 ? 1.0f : exp2f(m0 - mn0);
+        const float corr1 = m1 == mn1 ? 1.0f : exp2f(m1 - mn1);
+        m0 = mn0;
+        m1 = mn1;
+        float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                s[nt][e] = s[nt][e] == kNegInf ? 0.0f : exp2f(s[nt][e] - mn0);
+                s[nt][2 + e] = s[nt][2 + e] == kNegInf ? 0.0f : exp2f(s[nt][2 + e] - mn1);
+                sum0 += s[nt][e];
+                sum1 += s[nt][2 + e];
+            }
+        l0 = l0 * corr0 + sum0;  // per-lane share; the 4 lanes of a row are summed at the end
+        l1 = l1 * corr1 + sum1;
+#pragma unroll
+        for (int dn = 0; dn < kDimTiles; ++dn) {
+            o[dn][0] *= corr0; o[dn][1] *= corr0;
+            o[dn][2] *= corr1; o[dn][3] *= corr1;
+        }
+
+        // o += P·V, P straight from the S registers (accumulator layout = A layout); V
+        // fragments by ldmatrix.trans, one x4 for two 8-dim blocks.
+#pragma unroll
+        for (int kk = 0; kk < C::kBK / 16; ++kk) {
+            uint32_t ph[4], pl[4];
+            split_pair(s[2 * kk][0], s[2 * kk][1], ph[0], pl[0]);
+            split_pair(s[2 * kk][2], s[2 * kk][3], ph[1], pl[1]);
+            split_pair(s[2 * kk + 1][0], s[2 * kk + 1][1], ph[2], pl[2]);
+            split_pair(s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);
+#pragma unroll
+            for (int dn = 0; dn < kDimTiles; dn += 2) {
+                const int off = (kk * 16 + (lm_mat % 2) * 8 + lm_row) * C::kPitch + (dn + lm_mat / 2) * 8;
+                uint32_t bh[4], bl[4] = {0, 0, 0, 0};
+                ldmatrix_x4_trans(bh, vh_s + off);
+                if constexpr (kSplit) ldmatrix_x4_trans(bl, vl_s + off);
+                mma_acc<kSplit>(o[dn], ph, pl, bh[0], bh[1], bl[0], bl[1]);
+                mma_acc<kSplit>(o[dn + 1], ph, pl, bh[2], bh[3], bl[2], bl[3]);
+            }
+        }
+        __syncthreads();  // buffer t % 2 is refilled by the issue at step t + 1
+    }
+
+#pragma unroll
+    for (int x = 1; x <= 2; x <<= 1) {
+        l0 += __shfl_xor_sync(0xffffffffu, l0, x);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, x);
+    }
+    const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+#pragma unroll
+    for (int dn = 0; dn < kDimTiles; ++dn) {
+        const int col = h * D + dn * 8 + fc;
+        if (row0 < Tq) {
+            out[row0 * q_stride + col] = o[dn][0] * inv0;
+            out[row0 * q_stride + col + 1] = o[dn][1] * inv0;
+        }
+        if (row1 < Tq) {
+            out[row1 * q_stride + col] = o[dn][2] * inv1;
+            out[row1 * q_stride + col + 1] = o[dn][3] * inv1;
+        }
+    }
+}
+
+template <int D, bool kSplit>
+void launch_tc(Context& ctx, float* out, const float* q, const int* positions, int Tq, int Tk,
+               int Hq, int Hkv, float scale, cudaStream_t stream) {
+    using C = TcTile<D>;
+    const size_t n = static_cast<size_t>(Tk) * Hkv * D;
+    const dim3 grid(cuda::blocks_for(Tq, C::kBQ), Hq);
+    flash_attention_tc_kernel<D, kSplit><<<grid, C::kThreads, C::kSmemBytes, stream>>>(
+        out, q, ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n, positions,
+        Tq, Tk, Hq, Hkv, scale * kLog2e);
+    CUDA_CHECK_LAUNCH();
+}
+
+template <bool kSplit>
+void dispatch(Context& ctx, float* out, const float* q, const int* positions, int Tq, int Tk,
+              int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+    switch (D) {
+        case 32: launch_tc<32, kSplit>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
+        case 64: launch_tc<64, kSplit>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
+        case 128: launch_tc<128, kSplit>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
+        default: throw Error("flash_attention_tc: head_dim " + std::to_string(D) + " has no kernel");
+    }
+}
+
+template <int D>
+void allow_smem() {
+    for (auto kernel : {flash_attention_tc_kernel<D, true>, flash_attention_tc_kernel<D, false>})
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        TcTile<D>::kSmemBytes));
+}
+
+}  // namespace
+
+void configure_flash_attention_tc() {
+    allow_smem<32>();
+    allow_smem<64>();
+    allow_smem<128>();
+}
+
+bool flash_tc_fits(int Tk, int kv_width) {
+    return static_cast<long long>(Tk) * kv_width <= kAttnKvElems;
+}
+
+void flash_attention_tc(Context& ctx, float* out, const float* q, const float* k, const float* v,
+                        const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
+                        bool split, cudaStream_t stream) {
+    if (Tq == 0) return;
+    const int width = Hkv * D;
+    if (!flash_tc_fits(Tk, width))
+        throw Error("flash_attention_tc: a " + std::to_string(Tk) + " x " + std::to_string(width) +
+                    " KV cache exceeds the staging buffers (reference/context.h)");
+    if (!aligned_to(k, 16) || !aligned_to(v, 16))
+        throw Error("flash_attention_tc: k and v must be 16-byte aligned");
+    const size_t n = static_cast<size_t>(Tk) * width;
+    const long long chunks = static_cast<long long>(n / 8);
+    // Each block also scans the positions, so a few blocks per SM, striding, beat one per chunk.
+    const unsigned blocks = static_cast<unsigned>(std::min<long long>(cuda::blocks_for(chunks, kSplitThreads), 256));
+    split_kv_kernel<<<std::max(blocks, 1u), kSplitThreads, 0, stream>>>(
+        ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n, k, v, positions, Tq,
+        Tk, width, split);
+    CUDA_CHECK_LAUNCH();
+    if (split) dispatch<true>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else dispatch<false>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+}
+
+}  // namespace glmasr::reference

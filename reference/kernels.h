@@ -1,0 +1,149 @@
+// kernels.h — the raw launchers of the reference track, one group per .cu file.
+//
+// Conventions (style.md): outputs, inputs, sizes, stream; a shape comment on every pointer;
+// row-major, contiguous. Matrix weights are bf16 in PyTorch layout (Linear (out, in), Conv1d
+// (out, in, k)); activations, biases and norm weights are f32; every reduction accumulates in
+// f32. Launchers only enqueue work on `stream` (no sync, no allocation): capture-safe.
+// track.cu validates Tensors against the contract and then calls these.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "common.cuh"
+#include "context.h"
+
+namespace glmasr::reference {
+
+// ---- linear family (linear.cu: picks GEMV or GEMM, chunks rows through the staging buffer)
+
+enum class Epilogue { kNone, kGelu };  // applied after the bias
+
+// out(M, N) = epilogue(x(M, K) · w(N, K)ᵀ + bias(N)); bias may be null
+void linear(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int M,
+            int N, int K, Epilogue epilogue, cudaStream_t stream);
+// out(M, F) = silu(x · w_gateᵀ) · (x · w_upᵀ); scratch(M, F) holds the up projection when M is
+// above the GEMV range
+void gate_up_silu(Context& ctx, float* out, float* scratch, const float* x, const bf16* w_gate,
+                  const bf16* w_up, int M, int F, int K, cudaStream_t stream);
+// out(T_out, C_out) = conv1d(x(T_in, C_in), w(C_out, C_in, ksize)) + bias(C_out)
+void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,
+            int C_in, int C_out, int ksize, int stride, int padding, int T_out,
+            cudaStream_t stream);
+
+// ---- gemv.cu: M ≤ kGemvMaxRows, bandwidth-bound (the decode hot path)
+
+enum class GemvEpilogue { kBias, kBiasGelu, kSiluMul };
+// kBias / kBiasGelu: out(M, N) = [gelu](x(M, K) · w(N, K)ᵀ + bias(N)), w2 unused
+// kSiluMul:          out(M, N) = silu(x · wᵀ) · (x · w2ᵀ), bias unused
+void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const float* bias,
+               int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream);
+
+// ---- operand staging for the GEMM rungs
+
+// out(n) = bf16(x(n)), round to nearest even                                  (convert_bf16.cu)
+void convert_to_bf16(bf16* out, const float* x, long long n, cudaStream_t stream);
+// cols(t_count, C_in·ksize) bf16 = the receptive fields of output rows t_begin.. of a conv over
+// x(T_in, C_in), in the weight's (C_in, ksize) order; zero padding                  (im2col.cu)
+void im2col_bf16(bf16* cols, const float* x, int T_in, int C_in, int ksize, int stride,
+                 int padding, int t_begin, int t_count, cudaStream_t stream);
+
+// ---- GEMM rungs (gemm_ladder/): out(M, N) = a(M, K) · w(N, K)ᵀ + bias(N), bf16 in, f32 out
+
+using GemmFn = void (*)(Context& ctx, float* out, const bf16* a, const bf16* w, const float* bias,
+                        int M, int N, int K, cudaStream_t stream);
+void gemm_naive(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
+                int N, int K, cudaStream_t stream);
+void gemm_smem(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
+               int N, int K, cudaStream_t stream);
+void gemm_regtile(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
+                  int N, int K, cudaStream_t stream);
+void gemm_wmma(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
+               int N, int K, cudaStream_t stream);
+void gemm_cublas(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
+                 int N, int K, cudaStream_t stream);
+GemmFn gemm_for(GemmRung rung);
+
+// ---- norms (norm.cu). `out` may equal `x`; residual is read and written in place.
+
+// out(rows, dim) = x · rsqrt(mean(x²) + eps) · w(dim)
+void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, float eps,
+             cudaStream_t stream);
+// out(rows, dim) = (x − mean) / sqrt(var + eps) · w(dim) + b(dim)
+void layernorm(float* out, const float* x, const float* w, const float* b, int rows, int dim,
+               float eps, cudaStream_t stream);
+// residual(rows, dim) += x(rows, dim); normed = rmsnorm(residual)
+void add_rmsnorm(float* residual, float* normed, const float* x, const float* w, int rows,
+                 int dim, float eps, cudaStream_t stream);
+// residual(rows, dim) += x(rows, dim); normed = layernorm(residual)
+void add_layernorm(float* residual, float* normed, const float* x, const float* w, const float* b,
+                   int rows, int dim, float eps, cudaStream_t stream);
+// The widest row the norm kernels hold in registers.
+constexpr int kNormMaxDim = 8192;
+
+// ---- elementwise (elementwise.cu); out may equal an input
+
+void gelu(float* out, const float* x, long long n, cudaStream_t stream);                  // (n)
+void silu_mul(float* out, const float* gate, const float* up, long long n, cudaStream_t stream);
+void add(float* out, const float* a, const float* b, long long n, cudaStream_t stream);
+
+// ---- the rest of the contract
+
+// out(rows, cols) = row softmax of x; −inf → 0; a row of only −inf gives zeros  (softmax.cu)
+void softmax(float* out, const float* x, int rows, int cols, cudaStream_t stream);
+// cos/sin(n_positions, half) = cos/sin(p · theta^(−2j / (2·half)))             (rope_freqs.cu)
+void rope_freqs(float* cos, float* sin, int n_positions, int half, float theta,
+                cudaStream_t stream);
+// x(T, n_heads·head_dim) rotated in place (half-split on the first 2·half dims of each head);
+// cos/sin(n_positions, half); positions(T)                                      (rope_apply.cu)
+void rope_apply(float* x, const float* cos, const float* sin, const int* positions, int T,
+                int n_heads, int head_dim, int half, int n_positions, cudaStream_t stream);
+// out(T, D) = f32(table(V, D)[ids(T)])                                           (embedding.cu)
+void embedding_bf16(float* out, const bf16* table, const int* ids, int T, int D, int V,
+                    cudaStream_t stream);
+// out(rows) = first index of the maximum of each row of x(rows, cols); NaN counts as the
+// maximum (as torch.argmax)                                                        (argmax.cu)
+void argmax(int* out, const float* x, int rows, int cols, cudaStream_t stream);
+// cache(cap, W)[positions[i]] = rows(T, W)[i]                                  (cache_write.cu)
+void cache_write(float* cache, const float* rows, const int* positions, int T, int W, int cap,
+                 cudaStream_t stream);
+
+// ---- attention. q(Tq, Hq·D), k/v(Tk, Hkv·D), GQA: query head h reads kv head h / (Hq/Hkv).
+// positions(Tq) or null: with positions, key j is visible to query i iff j ≤ positions[i].
+
+// scores(Hq, Tq, Tk) = scale · q·kᵀ, hidden entries −inf                   (attention_scores.cu)
+void attention_scores(float* scores, const float* q, const float* k, const int* positions,
+                      int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
+// out(Tq, Hq·D) = probs(Hq, Tq, Tk) · v                                    (attention_output.cu)
+void attention_output(float* out, const float* probs, const float* v, int Tq, int Tk, int Hq,
+                      int Hkv, int D, cudaStream_t stream);
+// Fused attention, never materialising the scores. Picks, by ctx.attention and the shape:
+// flash-decoding for one query (D ∈ {32, 64, 128}); for many queries the tensor-core flash
+// kernel (flash, flash_bf16) or the CUDA-core one (flash_simt), D ∈ {32, 64, 128}; and the
+// one-warp-per-query kernel for any other D ≤ kAttentionMaxGenericDim.     (attention.cu, host)
+void attention(Context& ctx, float* out, const float* q, const float* k, const float* v,
+               const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
+               cudaStream_t stream);
+constexpr int kAttentionMaxGenericDim = 256;
+bool flash_supports(int D);
+void flash_attention(float* out, const float* q, const float* k, const float* v,
+                     const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
+                     cudaStream_t stream);                                    // (flash_attention.cu)
+// Tensor cores; k and v are first converted into ctx.attn_kv (bf16 hi/lo). split: three bf16 mma
+// per product (f32-level accuracy) instead of one.                          (flash_attention_tc.cu)
+void flash_attention_tc(Context& ctx, float* out, const float* q, const float* k, const float* v,
+                        const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
+                        bool split, cudaStream_t stream);
+// Whether a (Tk, kv_width) K/V pair fits the staging buffers of flash_attention_tc.
+bool flash_tc_fits(int Tk, int kv_width);
+// partials: kMaxDecodeHeads·kMaxDecodePartials·(D + 2) floats of scratch (Context)
+void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
+                      const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
+                      cudaStream_t stream);                                  // (decode_attention.cu)
+void attention_generic(float* out, const float* q, const float* k, const float* v,
+                       const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
+                       cudaStream_t stream);                                // (attention_generic.cu)
+// Raise the dynamic shared-memory limit of the flash kernels; called once by Context.
+void configure_flash_attention();
+void configure_flash_attention_tc();
+
+}  // namespace glmasr::reference
