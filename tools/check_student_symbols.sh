@@ -1,0 +1,72 @@
+#!/bin/sh
+# check_student_symbols.sh — proves that the student library does its own work: it must not use
+# vendor kernels (cuBLAS, cuDNN, CUTLASS) nor another track's code.
+#
+#   tools/check_student_symbols.sh build/student/libglmasr_student.a
+#
+# Exit 0: clean. Exit 1: forbidden symbols, listed one per line with the object file that holds
+# them. Exit 2: usage error, or the library could not be read (never reported as clean).
+# CTest runs it as `integrity.student_symbols` (student/CMakeLists.txt). Its own negative tests,
+# `integrity.detects_cublas` and `integrity.detects_foreign_track`, run it on libraries that call
+# cublasCreate_v2 and reference_track() (student/integrity/) and expect it to fail.
+#
+# Why symbols: a call into cuBLAS or cuDNN leaves an undefined symbol (cublasSgemm_v2, ...) in
+# the object that makes it; CUTLASS is header-only, so it shows up as *defined* template
+# instantiations named cutlass::... — hence every symbol is checked, defined or not, by its
+# mangled name (which contains the namespace and function names verbatim). The same way, a call
+# into the reference or baseline track (glmasr::reference::..., reference_track(),
+# get_track(...)) would pass the tests with someone else's kernels, and dlopen/dlsym would load a
+# library behind this check's back; both are rejected too. Set NM to use another nm.
+set -u
+
+usage() {
+    echo "usage: $0 LIBRARY.a   (e.g. build/student/libglmasr_student.a)" >&2
+    exit 2
+}
+[ $# -eq 1 ] || usage
+lib=$1
+nm_tool=${NM:-nm}
+
+if [ ! -f "$lib" ]; then
+    echo "check_student_symbols: $lib: no such file (build the library first)" >&2
+    exit 2
+fi
+
+# Portable format (-P): "name type [value size]" per symbol, a "lib.a[member.o]:" line before
+# each object's symbols. Names stay mangled (no -C) so each is one field without spaces.
+table=$("$nm_tool" -P "$lib") || {
+    echo "check_student_symbols: '$nm_tool -P $lib' failed; cannot inspect the library" >&2
+    exit 2
+}
+
+vendor='cublas|cudnn|cutlass'
+tracks='6glmasr9reference|6glmasr8baseline|reference_track|baseline_track|cpu_track|get_track|available_tracks|OpTable'
+loader='^(dlopen|dlmopen|dlsym|dlvsym)$'
+
+found=$(printf '%s\n' "$table" | awk -v vendor="$vendor" -v tracks="$tracks" -v loader="$loader" '
+    /\]:$/ { member = $0; sub(/\]:$/, "", member); sub(/^.*\[/, "", member); next }
+    NF < 2 { next }
+    {
+        name = $1
+        why = ""
+        if (tolower(name) ~ vendor) why = "vendor library (cuBLAS/cuDNN/CUTLASS)"
+        else if (name ~ tracks) why = "another track"
+        else if (name ~ loader) why = "run-time library loading"
+        if (why != "") printf "  %s: %s  [%s]\n", member, name, why
+    }')
+
+if [ -n "$found" ]; then
+    echo "check_student_symbols: $lib uses forbidden symbols:"
+    # Demangle for reading when c++filt is there; the raw names above are what was matched.
+    if command -v c++filt >/dev/null 2>&1; then
+        printf '%s\n' "$found" | c++filt
+    else
+        printf '%s\n' "$found"
+    fi
+    echo "The student track must compute everything with its own kernels (docs/tracks.md)."
+    exit 1
+fi
+
+count=$(printf '%s\n' "$table" | awk 'NF >= 2 && !/\]:$/' | wc -l)
+echo "check_student_symbols: $lib is clean ($count symbols checked)"
+exit 0
