@@ -163,6 +163,7 @@ def attempt_case(out_dir, case, model_name, seconds, seed, tokenizer, model_dir=
         model_dir = os.path.join(case_dir, "model")
         model.save_pretrained(model_dir, safe_serialization=True)
         rewrite_in_hub_layout(model, model_dir)
+        os.remove(os.path.join(model_dir, "generation_config.json"))  # not part of the Hub layout
         shutil.copy(TOKENIZER, os.path.join(model_dir, "tokenizer.json"))
         model_rel = "model"
         reloaded = GlmAsrForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
