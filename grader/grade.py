@@ -110,9 +110,11 @@ def run_accuracy(glmasr, track, rubric, private_dir):
     acc = rubric["accuracy"]
     clips = []
     for directory in [acc["clips"], private_dir or acc.get("private_clips", "")]:
-        if directory:
+        if directory and os.path.exists(os.path.join(ROOT, directory, "transcripts.tsv")):
             clips += [(p, t, directory != acc["clips"]) for p, t in
                       read_transcripts(os.path.join(ROOT, directory))]
+    if not clips:
+        return {"error": "no clips: " + os.path.join(acc["clips"], "transcripts.tsv") + " not found"}
     results = []
     for path, reference, private in clips:
         code, output, timed_out = run(
