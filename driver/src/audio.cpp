@@ -10,6 +10,8 @@
 #include <soxr.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "glmasr/error.h"
@@ -44,6 +46,18 @@ AudioClip load_audio(const std::string& path, int target_rate) {
         throw InputError(path + ": invalid header (" + std::to_string(info.channels) + " channels, " +
                          std::to_string(info.samplerate) + " Hz)");
     if (info.frames <= 0) throw InputError(path + ": contains no audio samples");
+    // libsndfile quietly shortens a WAV whose data chunk runs past the end of the file; its log
+    // says "data : <declared> (should be <present>)". Streaming writers declare 0 or 0xFFFFFFFF
+    // there on purpose: only a concrete size larger than what is present means a cut file.
+    char log[4096] = {};
+    sf_command(file.handle, SFC_GET_LOG_INFO, log, sizeof log);
+    if (const char* chunk = std::strstr(log, "data : ")) {
+        unsigned long long declared = 0, present = 0;
+        if (std::sscanf(chunk, "data : %llu (should be %llu)", &declared, &present) == 2 &&
+            declared > present && declared != 0xffffffffull)
+            throw InputError(path + ": truncated: the data chunk declares " + std::to_string(declared) +
+                             " bytes but the file holds " + std::to_string(present));
+    }
     constexpr sf_count_t kMaxFrames = sf_count_t(1) << 32;
     if (info.frames > kMaxFrames) throw InputError(path + ": implausibly long (" + std::to_string(info.frames) + " frames)");
 

@@ -132,6 +132,25 @@ class CliTest(unittest.TestCase):
             f.write(os.urandom(4096))
         self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
 
+    def test_truncated_wav(self):
+        path = os.path.join(self.tmp, "cut.wav")
+        write_wav(path, [0.3 * math.sin(i / 5) for i in range(16000)])
+        with open(path, "r+b") as f:
+            f.truncate(os.path.getsize(path) // 3)  # the header still promises 16000 frames
+        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
+
+    def test_missing_tokenizer(self):
+        model = self.copy_model()
+        path = os.path.join(model, "tokenizer.json")
+        os.remove(path)
+        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
+
+    def test_empty_safetensors(self):
+        model = self.copy_model()
+        path = os.path.join(model, "model.safetensors")
+        open(path, "wb").close()
+        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
+
     def test_truncated_flac(self):
         path = os.path.join(self.tmp, "cut.flac")
         with open(path, "wb") as f:
