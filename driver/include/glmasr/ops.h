@@ -81,7 +81,9 @@ struct Ops {
                              Stream stream);
 
     // Attention, step 3 of 3 — out(Tq, Hq·D) = probs(Hq, Tq, Tk) · v_g(h)(Tk, D), GQA as above.
-    // (Step 2 is `softmax` over the rows of probs viewed as (Hq·Tq, Tk).)
+    // (Step 2 is `softmax` over the rows of probs viewed as (Hq·Tq, Tk).) A key whose probability
+    // is exactly 0 contributes nothing and its v row must not be read: past the last position,
+    // the KV cache holds rows that were never written.
     void (*attention_output)(const Tensor& out, const Tensor& probs, const Tensor& v,
                              int n_heads, int n_kv_heads, Stream stream);
 
