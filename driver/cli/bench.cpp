@@ -96,6 +96,8 @@ struct TrackRun {
     OpTable table;
     std::unique_ptr<Model> model;
     double weight_bytes = 0;        // decoder bytes per token in this track's dtypes
+    size_t memory_before = 0;       // device memory in use before this track's model existed
+    size_t memory_after = 0;        // ... after its first run (weights, buffers, KV cache)
     std::vector<StageTimes> runs;
     std::vector<double> features_ms;
     std::vector<int> tokens;        // of the first timed run
@@ -148,6 +150,7 @@ int run_bench(const BenchArgs& args) {
         run.name = name;
         run.table = OpTable::build(name);
         Backend& backend = backend_for(run.table.device);
+        run.memory_before = backend.memory_in_use();
         ModelWeights weights = weights_path.empty()
                                    ? random_weights(config, run.table, backend, args.seed)
                                    : load_weights(weights_path, config, run.table, backend);
@@ -168,6 +171,7 @@ int run_bench(const BenchArgs& args) {
             const std::vector<float> audio = t.model->encode_audio(fresh);
             GenerateResult result = t.model->generate(prompt, audio, options);
             StageTimes times = result.times;
+            if (round == 0) t.memory_after = backend_for(t.table.device).memory_in_use();
             times.encoder_ms = t.model->last_encode_times().encoder_ms;
             times.projector_ms = t.model->last_encode_times().projector_ms;
             if (round < args.warmup) continue;
@@ -190,11 +194,11 @@ int run_bench(const BenchArgs& args) {
     if (!args.json)
         std::printf("%s | %.1f s audio (%d window(s)), %zu prompt tokens, %d decode steps | "
                     "median of %d after %d warm-up, interleaved\n\n"
-                    "%-10s %10s %10s %10s %10s %10s %11s %9s %9s %9s\n",
+                    "%-10s %10s %10s %10s %10s %10s %11s %9s %9s %9s %9s\n",
                     source.c_str(), args.seconds, features.n_windows, prompt.size(),
                     args.decode_steps, args.repeats, args.warmup, "track", "features",
                     "encoder", "projector", "prefill", "ms/token", "end-to-end", "enc TF/s",
-                    "dec GB/s", "speedup");
+                    "dec GB/s", "speedup", "mem GiB");
     const double first_e2e = [&] {
         std::vector<double> e;
         for (const StageTimes& t : tracks.front().runs) e.push_back(end_to_end_ms(t));
@@ -224,16 +228,19 @@ int run_bench(const BenchArgs& args) {
                                              {"per_token_ms", m_tok}, {"end_to_end_ms", m_e2e}}},
                                  {"encoder_tflops", tflops}, {"decode_weight_gbps", gbps},
                                  {"speedup_vs_first", first_e2e / m_e2e},
+                                 {"memory_bytes", t.memory_after - t.memory_before},
                                  {"tokens", t.tokens}, {"tokens_stable", t.tokens_stable}});
         if (!args.json)
-            std::printf("%-10s %10.2f %10.2f %10.2f %10.2f %10.3f %11.2f %9.1f %9.0f %8.2fx%s\n",
+            std::printf("%-10s %10.2f %10.2f %10.2f %10.2f %10.3f %11.2f %9.1f %9.0f %8.2fx %9.2f%s\n",
                         t.name.c_str(), m_feat, m_enc, m_proj, m_pre, m_tok, m_e2e, tflops, gbps,
-                        first_e2e / m_e2e, t.tokens_stable ? "" : "  (tokens varied between runs!)");
+                        first_e2e / m_e2e, (t.memory_after - t.memory_before) / double(1 << 30),
+                        t.tokens_stable ? "" : "  (tokens varied between runs!)");
     }
     if (args.json) std::cout << out.dump(1) << std::endl;
     else
         std::printf("\nTimes in ms (CUDA events on the GPU; features on the host). end-to-end = "
-                    "encoder + projector + prefill + decode. speedup is against the first track.\n");
+                    "encoder + projector + prefill + decode. speedup is against the first track. mem = device\n"
+                    "memory the track's model added (weights, activations, KV cache; host: resident set).\n");
     return kExitOk;
 }
 

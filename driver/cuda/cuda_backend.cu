@@ -62,6 +62,11 @@ public:
     }
     void synchronize(Stream s) override { CUDA_CHECK(cudaStreamSynchronize(s)); }
     Stream stream() override { return stream_; }
+    size_t memory_in_use() override {
+        size_t free_bytes = 0, total = 0;
+        CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+        return total - free_bytes;
+    }
 
     Mark mark(Stream s) override {
         cudaEvent_t event;

@@ -1,5 +1,8 @@
 // host_backend.cpp — the Backend of the cpu track: plain host memory.
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -26,6 +29,14 @@ public:
     void zero(void* dst, size_t bytes, Stream) override { std::memset(dst, 0, bytes); }
     void synchronize(Stream) override {}
     Stream stream() override { return nullptr; }
+    size_t memory_in_use() override {
+        long pages = 0, resident = 0;
+        if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+            if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+            std::fclose(f);
+        }
+        return static_cast<size_t>(resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    }
 
     Mark mark(Stream) override {
         return std::make_shared<Clock::time_point>(Clock::now());

@@ -30,6 +30,9 @@ public:
     virtual void zero(void* dst, size_t bytes, Stream stream) = 0;
     virtual void synchronize(Stream stream) = 0;
     virtual Stream stream() = 0;  // the stream the driver runs on (null for host memory)
+    // Bytes of device memory in use right now, by this process and the driver (CUDA), or the
+    // process's resident set size (host).
+    virtual size_t memory_in_use() = 0;
 
     // Timing marks: elapsed_ms(a, b) waits for mark b and returns the time between the marks
     // (CUDA events on the GPU, a steady clock on the host).
