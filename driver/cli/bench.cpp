@@ -97,7 +97,7 @@ struct TrackRun {
     std::unique_ptr<Model> model;
     double weight_bytes = 0;        // decoder bytes per token in this track's dtypes
     size_t memory_before = 0;       // device memory in use before this track's model existed
-    size_t memory_after = 0;        // ... after its first run (weights, buffers, KV cache)
+    size_t memory_after = 0;        // ... after its sizing run (weights, buffers, KV cache)
     std::vector<StageTimes> runs;
     std::vector<double> features_ms;
     std::vector<int> tokens;        // of the first timed run
@@ -156,6 +156,14 @@ int run_bench(const BenchArgs& args) {
                                    : load_weights(weights_path, config, run.table, backend);
         run.weight_bytes = decoder_bytes_per_token(config, run.table);
         run.model = std::make_unique<Model>(config, std::move(weights), run.table);
+        // One untimed sizing run, so the memory this track holds is measured before the next
+        // track's model exists (the decoder's buffers are allocated at the first generate).
+        GenerateOptions sizing;
+        sizing.max_new_tokens = args.decode_steps;
+        sizing.ignore_eos = true;
+        run.model->generate(prompt, run.model->encode_audio(features), sizing);
+        backend.synchronize(backend.stream());
+        run.memory_after = backend.memory_in_use();
         tracks.push_back(std::move(run));
     }
 
@@ -171,7 +179,6 @@ int run_bench(const BenchArgs& args) {
             const std::vector<float> audio = t.model->encode_audio(fresh);
             GenerateResult result = t.model->generate(prompt, audio, options);
             StageTimes times = result.times;
-            if (round == 0) t.memory_after = backend_for(t.table.device).memory_in_use();
             times.encoder_ms = t.model->last_encode_times().encoder_ms;
             times.projector_ms = t.model->last_encode_times().projector_ms;
             if (round < args.warmup) continue;
