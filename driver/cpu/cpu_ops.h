@@ -1,9 +1,15 @@
-// cpu_ops.h — the cpu track's implementation of every primitive of the kernel contract (ops.h).
+// cpu_ops.h — the cpu track's implementation of every primitive of the kernel contract (ops.h),
+// and the few helpers its files share. Private to driver/cpu/.
 //
 // Plain loops that follow the PyTorch definitions literally, parallelised over independent
-// outputs with OpenMP. Reductions (dot products, means, sums) accumulate in double: the oracle
-// should be more accurate than any GPU track it judges.
+// outputs with OpenMP. Reductions (dot products, means, sums) accumulate in double: the cpu
+// track is the oracle the GPU tracks are judged against, so its own rounding error must be far
+// below theirs (an f32 sum of n terms drifts by up to n·2⁻²⁴ relative; a double sum rounded once
+// to f32 is within half an f32 ulp for any length the model uses). Every result is a
+// deterministic function of the inputs: no reduction is split across threads.
 #pragma once
+
+#include <cstdint>
 
 #include "glmasr/ops.h"
 
@@ -30,10 +36,38 @@ void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream);
 void argmax(const Tensor& out, const Tensor& x, Stream);
 void cache_write(const Tensor& cache, const Tensor& rows, const Tensor& positions, Stream);
 
-// Contract checks shared by the files above: f32 (or i32) tensors in host memory.
+// ---------------------------------------------------------------- contract checks
+// Each throws glmasr::Error naming the op (a violated contract is a bug in the caller).
+
+// f32 (or i32) tensor in host memory.
 void expect_host_f32(const char* op, const char* what, const Tensor& t);
 void expect_host_i32(const char* op, const char* what, const Tensor& t);
+// A host f32 tensor with exactly 2 dimensions (any sizes): rows × columns.
+void expect_host_f32_matrix(const char* op, const char* what, const Tensor& t);
+// `t` has exactly the shape of `like` (same rank, same sizes).
+void expect_same_shape(const char* op, const char* what, const Tensor& t, const Tensor& like);
 // Head layout of attention: q width = Hq·D, kv width = Hkv·D, Hq divisible by Hkv. Returns D.
 int head_dim_of(const char* op, int64_t q_width, int64_t kv_width, int n_heads, int n_kv_heads);
+// Every positions[i] lies in [0, limit): a row index of a table or a cache.
+void expect_positions_below(const char* op, const char* what, const Tensor& positions,
+                            int64_t limit);
+
+// ---------------------------------------------------------------- the one dot product
+
+// Σ a[i]·b[i] over two contiguous f32 vectors, accumulated in double. kDotLanes independent
+// partial sums (lane l takes i ≡ l mod kDotLanes), added in lane order at the end: a single
+// running sum is a chain of dependent adds and runs about 3× slower, and the lane order is
+// fixed, so the result does not depend on the thread count or the machine.
+constexpr int kDotLanes = 8;
+inline double dot_f64(const float* a, const float* b, int64_t n) {
+    double lane[kDotLanes] = {};
+    int64_t i = 0;
+    for (; i + kDotLanes <= n; i += kDotLanes)
+        for (int l = 0; l < kDotLanes; ++l) lane[l] += static_cast<double>(a[i + l]) * b[i + l];
+    for (int l = 0; i < n; ++i, ++l) lane[l] += static_cast<double>(a[i]) * b[i];
+    double sum = 0.0;
+    for (int l = 0; l < kDotLanes; ++l) sum += lane[l];
+    return sum;
+}
 
 }  // namespace glmasr::cpu

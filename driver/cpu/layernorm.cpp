@@ -1,5 +1,9 @@
-// layernorm.cpp — out = (x − mean) / sqrt(var + eps) · weight + bias per row, biased variance
-// [torch.nn.LayerNorm]. Two passes per row in double.
+// layernorm.cpp — out(R, D) = (x − mean) / sqrt(var + eps) · weight(D) + bias(D) per row,
+// with the biased variance (divide by D)                                    [torch.nn.LayerNorm]
+// Two passes per row in double: the mean first, then Σ(x − mean)², which unlike E[x²] − mean²
+// does not cancel when |mean| ≫ std. eps sits inside the square root, as in PyTorch. Rows are
+// independent and split over threads; each element is read before it is written, so out may
+// alias x (the driver's add_layernorm composition normalises the residual it just updated).
 #include <cmath>
 
 #include "cpu_ops.h"
@@ -8,7 +12,7 @@ namespace glmasr::cpu {
 
 void layernorm(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
                float eps, Stream) {
-    expect_host_f32("layernorm", "x", x);
+    expect_host_f32_matrix("layernorm", "x", x);
     expect_host_f32("layernorm", "out", out);
     expect_host_f32("layernorm", "weight", weight);
     expect_host_f32("layernorm", "bias", bias);
@@ -16,18 +20,22 @@ void layernorm(const Tensor& out, const Tensor& x, const Tensor& weight, const T
     expect_shape("layernorm", "out", out, {R, D});
     expect_shape("layernorm", "weight", weight, {D});
     expect_shape("layernorm", "bias", bias, {D});
-    const float *X = x.f32(), *w = weight.f32(), *b = bias.f32();
-    float* Y = out.f32();
+    const float* X = x.f32();       // (R, D)
+    const float* w = weight.f32();  // (D)
+    const float* b = bias.f32();    // (D)
+    float* Y = out.f32();           // (R, D)
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < R; ++r) {
         const float* xr = X + r * D;
-        double mean = 0, var = 0;
-        for (int64_t i = 0; i < D; ++i) mean += xr[i];
-        mean /= D;
-        for (int64_t i = 0; i < D; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-        var /= D;
-        const double inv = 1.0 / std::sqrt(var + eps);
-        for (int64_t i = 0; i < D; ++i) Y[r * D + i] = static_cast<float>((xr[i] - mean) * inv * w[i] + b[i]);
+        float* yr = Y + r * D;
+        double sum = 0.0;
+        for (int64_t i = 0; i < D; ++i) sum += xr[i];
+        const double mean = sum / static_cast<double>(D);
+        double sum_sq = 0.0;
+        for (int64_t i = 0; i < D; ++i) sum_sq += (xr[i] - mean) * (xr[i] - mean);
+        const double inv_std = 1.0 / std::sqrt(sum_sq / static_cast<double>(D) + eps);
+        for (int64_t i = 0; i < D; ++i)
+            yr[i] = static_cast<float>((xr[i] - mean) * inv_std * w[i] + b[i]);
     }
 }
 

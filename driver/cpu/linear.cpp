@@ -1,35 +1,34 @@
-// linear.cpp — out(M, N) = x(M, K) · weight(N, K)ᵀ + bias(N)   [torch.nn.functional.linear]
-// Both x's rows and weight's rows are contiguous along K, so each output is one dot product of
-// two contiguous vectors; outputs are independent and split over threads.
+// linear.cpp — out(M, N) = x(M, K) · weight(N, K)ᵀ + bias(N)      [torch.nn.functional.linear]
+// PyTorch's weight layout (out_features, in_features) makes every output one dot product of two
+// contiguous rows, x[m, :] and weight[n, :]; the M·N outputs are independent and split over
+// threads. The dot product runs in double (cpu_ops.h), the bias is added before the one
+// rounding to f32.
 #include "cpu_ops.h"
-#include "glmasr/error.h"
 
 namespace glmasr::cpu {
 
 void linear(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, Stream) {
-    expect_host_f32("linear", "x", x);
-    expect_host_f32("linear", "weight", weight);
+    expect_host_f32_matrix("linear", "x", x);
+    expect_host_f32_matrix("linear", "weight", weight);
     expect_host_f32("linear", "out", out);
     const int64_t M = x.dim(0), K = x.dim(1), N = weight.dim(0);
     expect_shape("linear", "weight", weight, {N, K});
     expect_shape("linear", "out", out, {M, N});
-    const float* b = nullptr;
+    const float* b = nullptr;  // (N) or none
     if (!bias.empty()) {
         expect_host_f32("linear", "bias", bias);
         expect_shape("linear", "bias", bias, {N});
         b = bias.f32();
     }
-    const float* X = x.f32();
-    const float* W = weight.f32();
-    float* Y = out.f32();
+    const float* X = x.f32();       // (M, K)
+    const float* W = weight.f32();  // (N, K)
+    float* Y = out.f32();           // (M, N)
+    // collapse(2): decode steps have M = 1, so the rows alone would leave threads idle.
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t m = 0; m < M; ++m) {
         for (int64_t n = 0; n < N; ++n) {
-            const float* xr = X + m * K;
-            const float* wr = W + n * K;
-            double acc = 0;
-            for (int64_t k = 0; k < K; ++k) acc += static_cast<double>(xr[k]) * wr[k];
-            Y[m * N + n] = static_cast<float>(acc + (b ? b[n] : 0.0f));
+            const double acc = dot_f64(X + m * K, W + n * K, K);
+            Y[m * N + n] = static_cast<float>(b ? acc + b[n] : acc);
         }
     }
 }

@@ -1,5 +1,9 @@
-// rmsnorm.cpp — out = x · rsqrt(mean(x²) + eps) · weight per row   [LlamaRMSNorm: eps inside
-// the square root, weight applied after normalising].
+// rmsnorm.cpp — out(R, D) = x · rsqrt(mean(x²) + eps) · weight(D) per row    [LlamaRMSNorm]
+// HF: variance = hidden.pow(2).mean(-1); hidden * torch.rsqrt(variance + eps); weight * hidden.
+// eps is added to the mean square, inside the square root, and the weight multiplies after
+// normalising (no mean subtraction, no bias). The mean square is accumulated in double and the
+// product x · inv_rms · w rounded to f32 once. Rows are independent and split over threads;
+// each element is read before it is written, so out may alias x.
 #include <cmath>
 
 #include "cpu_ops.h"
@@ -7,21 +11,22 @@
 namespace glmasr::cpu {
 
 void rmsnorm(const Tensor& out, const Tensor& x, const Tensor& weight, float eps, Stream) {
-    expect_host_f32("rmsnorm", "x", x);
+    expect_host_f32_matrix("rmsnorm", "x", x);
     expect_host_f32("rmsnorm", "out", out);
     expect_host_f32("rmsnorm", "weight", weight);
     const int64_t R = x.dim(0), D = x.dim(1);
     expect_shape("rmsnorm", "out", out, {R, D});
     expect_shape("rmsnorm", "weight", weight, {D});
-    const float *X = x.f32(), *w = weight.f32();
-    float* Y = out.f32();
+    const float* X = x.f32();       // (R, D)
+    const float* w = weight.f32();  // (D)
+    float* Y = out.f32();           // (R, D)
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < R; ++r) {
         const float* xr = X + r * D;
-        double sum_sq = 0;
-        for (int64_t i = 0; i < D; ++i) sum_sq += static_cast<double>(xr[i]) * xr[i];
-        const double inv = 1.0 / std::sqrt(sum_sq / D + eps);
-        for (int64_t i = 0; i < D; ++i) Y[r * D + i] = static_cast<float>(xr[i] * inv * w[i]);
+        float* yr = Y + r * D;
+        const double mean_sq = dot_f64(xr, xr, D) / static_cast<double>(D);
+        const double inv_rms = 1.0 / std::sqrt(mean_sq + eps);
+        for (int64_t i = 0; i < D; ++i) yr[i] = static_cast<float>(xr[i] * inv_rms * w[i]);
     }
 }
 

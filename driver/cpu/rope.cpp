@@ -1,9 +1,16 @@
-// rope.cpp — rotary position embeddings, half-split ("rotate_half", NeoX style) as transformers
-// applies them, optionally on only the first rotary_dim dims of each head (partial RoPE).
+// rope.cpp — rotary position embeddings as transformers computes and applies them: the cos/sin
+// tables (rope_freqs), and the half-split rotation ("rotate_half", NeoX style) of the first
+// rotary_dim dims of every head (rope_apply). The encoder rotates 32 of its 64 dims per head
+// (partial RoPE), the decoder all 128 (model-spec §3.4, §5).
 //
-// rope_freqs mirrors HF's fp32 arithmetic step by step: inv_freq = 1 / theta^(2j / rotary_dim)
-// in float, angle = float(p) · inv_freq in float, then cos/sin of that float angle (evaluated in
-// double and rounded once, like a correctly rounded fp32 cos).
+// rope_freqs follows HF's f32 arithmetic step by step (LlamaRotaryEmbedding, "default" type):
+//   inv_freq = 1.0 / (theta ** (arange(0, dim, 2).float() / dim))    all in f32
+//   freqs    = inv_freq ⊗ position.float()                           one f32 multiply
+//   cos, sin = freqs.cos(), freqs.sin()
+// so the exponent, the power, the reciprocal and the angle are each rounded to f32 exactly
+// where PyTorch rounds them: at position 1000 an angle computed in double instead would differ
+// from HF's by up to ~1e-4 rad. Only cos/sin of that f32 angle are evaluated in double and rounded
+// once, i.e. correctly rounded, the best any f32 cos can do.
 #include <cmath>
 
 #include "cpu_ops.h"
@@ -12,14 +19,18 @@
 namespace glmasr::cpu {
 
 void rope_freqs(const Tensor& cos, const Tensor& sin, float theta, Stream) {
-    expect_host_f32("rope_freqs", "cos", cos);
+    expect_host_f32_matrix("rope_freqs", "cos", cos);
     expect_host_f32("rope_freqs", "sin", sin);
     const int64_t P = cos.dim(0), half = cos.dim(1);
     expect_shape("rope_freqs", "sin", sin, {P, half});
+    if (!(theta > 0.0f)) throw Error("rope_freqs: theta must be positive, got " + std::to_string(theta));
     const float rotary_dim = static_cast<float>(2 * half);
-    float *C = cos.f32(), *S = sin.f32();
+    float* C = cos.f32();  // (P, half)
+    float* S = sin.f32();  // (P, half)
+#pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < half; ++j) {
-        const float inv_freq = 1.0f / std::pow(theta, static_cast<float>(2 * j) / rotary_dim);
+        const float exponent = static_cast<float>(2 * j) / rotary_dim;
+        const float inv_freq = 1.0f / std::pow(theta, exponent);  // float overload: powf
         for (int64_t p = 0; p < P; ++p) {
             const float angle = static_cast<float>(p) * inv_freq;
             C[p * half + j] = static_cast<float>(std::cos(static_cast<double>(angle)));
@@ -28,33 +39,41 @@ void rope_freqs(const Tensor& cos, const Tensor& sin, float theta, Stream) {
     }
 }
 
+// x(T, H·head_dim), rotated in place; for each head, with c, s = cos/sin[positions[t], j]:
+//   x'[j] = x[j]·c − x[j+half]·s,   x'[j+half] = x[j+half]·c + x[j]·s     (j < half)
+// which is HF's q·cos + rotate_half(q)·sin with cos/sin = cat(freqs, freqs). Dims from
+// 2·half to head_dim pass through. Each pair is computed in double and rounded once.
 void rope_apply(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& positions,
                 int n_heads, Stream) {
-    expect_host_f32("rope_apply", "x", x);
-    expect_host_f32("rope_apply", "cos", cos);
+    expect_host_f32_matrix("rope_apply", "x", x);
+    expect_host_f32_matrix("rope_apply", "cos", cos);
     expect_host_f32("rope_apply", "sin", sin);
     expect_host_i32("rope_apply", "positions", positions);
     const int64_t T = x.dim(0), P = cos.dim(0), half = cos.dim(1);
     expect_shape("rope_apply", "sin", sin, {P, half});
     expect_shape("rope_apply", "positions", positions, {T});
-    if (n_heads <= 0 || x.dim(1) % n_heads) throw Error("rope_apply: width not divisible by n_heads");
+    if (n_heads <= 0 || x.dim(1) % n_heads)
+        throw Error("rope_apply: width " + std::to_string(x.dim(1)) + " is not " +
+                    std::to_string(n_heads) + " heads");
     const int64_t head_dim = x.dim(1) / n_heads;
-    if (2 * half > head_dim) throw Error("rope_apply: rotary dim larger than head_dim");
-    float* X = x.f32();
-    const float *C = cos.f32(), *S = sin.f32();
-    const int32_t* pos = positions.i32();
-    for (int64_t t = 0; t < T; ++t)
-        if (pos[t] < 0 || pos[t] >= P) throw Error("rope_apply: position " + std::to_string(pos[t]) + " outside the table");
+    if (2 * half > head_dim)
+        throw Error("rope_apply: rotary dim " + std::to_string(2 * half) + " exceeds head_dim " +
+                    std::to_string(head_dim));
+    expect_positions_below("rope_apply", "positions", positions, P);
+    float* X = x.f32();                    // (T, H·head_dim)
+    const float* Ct = cos.f32();           // (P, half)
+    const float* St = sin.f32();           // (P, half)
+    const int32_t* pos = positions.i32();  // (T)
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t t = 0; t < T; ++t) {
         for (int64_t h = 0; h < n_heads; ++h) {
-            float* v = X + t * n_heads * head_dim + h * head_dim;
-            const float* c = C + pos[t] * half;
-            const float* s = S + pos[t] * half;
+            float* v = X + (t * n_heads + h) * head_dim;
+            const float* c = Ct + pos[t] * half;
+            const float* s = St + pos[t] * half;
             for (int64_t j = 0; j < half; ++j) {
-                const float a = v[j], b = v[j + half];
-                v[j] = a * c[j] - b * s[j];         // x·cos + rotate_half(x)·sin, first half
-                v[j + half] = b * c[j] + a * s[j];  // second half
+                const double a = v[j], b = v[j + half];
+                v[j] = static_cast<float>(a * c[j] - b * s[j]);
+                v[j + half] = static_cast<float>(b * c[j] + a * s[j]);
             }
         }
     }

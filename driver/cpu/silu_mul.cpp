@@ -1,20 +1,22 @@
-// silu_mul.cpp — out = silu(gate) · up with silu(g) = g / (1 + e^−g): the SwiGLU of the Llama
-// MLP, down(silu(gate(x)) · up(x)). Element-wise; out may be gate or up.
+// silu_mul.cpp — out(R, F) = silu(gate(R, F)) · up(R, F), silu(g) = g / (1 + e^−g): the SwiGLU
+// of the Llama MLP, down_proj(act_fn(gate_proj(x)) * up_proj(x)). Element-wise, evaluated in
+// double and rounded once; out may be gate or up. For a very negative g, e^−g overflows to +inf
+// and g / inf = −0: the correct limit, never a NaN.
 #include <cmath>
 
 #include "cpu_ops.h"
-#include "glmasr/error.h"
 
 namespace glmasr::cpu {
 
 void silu_mul(const Tensor& out, const Tensor& gate, const Tensor& up, Stream) {
-    expect_host_f32("silu_mul", "gate", gate);
+    expect_host_f32_matrix("silu_mul", "gate", gate);
     expect_host_f32("silu_mul", "up", up);
     expect_host_f32("silu_mul", "out", out);
-    if (gate.numel() != up.numel() || out.numel() != gate.numel())
-        throw Error("silu_mul: shapes differ: " + out.str() + ", " + gate.str() + ", " + up.str());
-    const float *G = gate.f32(), *U = up.f32();
-    float* Y = out.f32();
+    expect_same_shape("silu_mul", "up", up, gate);
+    expect_same_shape("silu_mul", "out", out, gate);
+    const float* G = gate.f32();  // (R, F)
+    const float* U = up.f32();    // (R, F)
+    float* Y = out.f32();         // (R, F)
     const int64_t n = gate.numel();
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {

@@ -1,33 +1,56 @@
-// softmax.cpp — row softmax, out = exp(x − max) / Σ exp(x − max), computed in double.
-// −inf entries (masked attention scores) become 0; a row that is entirely −inf has no
-// distribution and is written as zeros rather than NaN.
+// softmax.cpp — row softmax: out(R, C) = exp(x − max) / Σ exp(x − max); out may be x.
+// Subtracting the row maximum keeps exp from overflowing (scores of 100 are ordinary); it does
+// not change the result. Masked attention scores are −inf and become exactly 0.
+// A row that is entirely −inf (no visible key) has no distribution: PyTorch returns NaN there;
+// this contract writes zeros instead, so such a row contributes nothing downstream. A NaN or
+// +inf entry makes its row NaN, as in PyTorch.
+// exp and the sum are evaluated in double; each row's exps are kept in a per-thread buffer, so
+// exp runs once per element and every output is rounded to f32 once.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "cpu_ops.h"
 
 namespace glmasr::cpu {
 
 void softmax(const Tensor& out, const Tensor& x, Stream) {
-    expect_host_f32("softmax", "x", x);
+    expect_host_f32_matrix("softmax", "x", x);
     expect_host_f32("softmax", "out", out);
     const int64_t R = x.dim(0), C = x.dim(1);
     expect_shape("softmax", "out", out, {R, C});
-    const float* X = x.f32();
-    float* Y = out.f32();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < R; ++r) {
-        const float* xr = X + r * C;
-        float* yr = Y + r * C;
-        double max = -std::numeric_limits<double>::infinity();
-        for (int64_t i = 0; i < C; ++i) max = std::max(max, static_cast<double>(xr[i]));
-        if (std::isinf(max) && max < 0) {
-            for (int64_t i = 0; i < C; ++i) yr[i] = 0.0f;
-            continue;
+    const float* X = x.f32();  // (R, C)
+    float* Y = out.f32();      // (R, C)
+    const double minus_inf = -std::numeric_limits<double>::infinity();
+#pragma omp parallel
+    {
+        std::vector<double> e(C);  // exp(x − max) of the current row
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < R; ++r) {
+            const float* xr = X + r * C;
+            float* yr = Y + r * C;
+            bool has_nan = false;
+            double max = minus_inf;
+            for (int64_t i = 0; i < C; ++i) {
+                has_nan = has_nan || std::isnan(xr[i]);
+                max = std::max(max, static_cast<double>(xr[i]));
+            }
+            if (has_nan) {  // std::max skips NaN; PyTorch's row is all NaN
+                std::fill(yr, yr + C, std::numeric_limits<float>::quiet_NaN());
+                continue;
+            }
+            if (max == minus_inf) {  // fully masked row: zeros (see above)
+                std::fill(yr, yr + C, 0.0f);
+                continue;
+            }
+            double sum = 0.0;
+            for (int64_t i = 0; i < C; ++i) {
+                e[i] = std::exp(xr[i] - max);  // exp(−inf) = 0; max = +inf gives NaN, as torch
+                sum += e[i];
+            }
+            for (int64_t i = 0; i < C; ++i) yr[i] = static_cast<float>(e[i] / sum);
         }
-        double sum = 0;
-        for (int64_t i = 0; i < C; ++i) sum += std::exp(xr[i] - max);
-        for (int64_t i = 0; i < C; ++i) yr[i] = static_cast<float>(std::exp(xr[i] - max) / sum);
     }
 }
 

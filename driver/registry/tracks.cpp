@@ -132,8 +132,6 @@ OpTable OpTable::build(const std::string& default_track, const std::string& spec
     return table;
 }
 
-DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }
-
 std::string OpTable::describe() const {
     std::ostringstream s;
     s << base->name;

@@ -6,9 +6,14 @@
 // decoder) are refused with the key's name, never silently ignored.
 #include "glmasr/config.h"
 
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 
 #include "glmasr/error.h"
 
@@ -17,6 +22,14 @@ namespace glmasr {
 namespace {
 
 using json = nlohmann::json;
+
+// A float as JSON prints it best: the shortest decimal that reads back as the same float
+// (1e-05, not 9.999999747378752e-06 as the widened double would print).
+double tidy(float value) {
+    char text[32];
+    const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+    return std::strtod(std::string(text, end).c_str(), nullptr);
+}
 
 struct Reader {
     const std::string& file;
@@ -34,9 +47,16 @@ struct Reader {
             if constexpr (std::is_same_v<T, bool>) {
                 if (!v.is_boolean()) fail(name, "expected true or false");
             } else if constexpr (std::is_integral_v<T>) {
+                // json's get<int>() silently truncates 64-bit values: check the range first.
                 if (!v.is_number_integer()) fail(name, "expected an integer, got " + v.dump());
+                const bool fits = v.is_number_unsigned()
+                                      ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                                      : v.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) &&
+                                            v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
+                if (!fits) fail(name, v.dump() + " is out of range");
             } else if constexpr (std::is_floating_point_v<T>) {
                 if (!v.is_number()) fail(name, "expected a number, got " + v.dump());
+                if (!std::isfinite(v.get<T>())) fail(name, v.dump() + " is out of range");
             } else {
                 if (!v.is_string()) fail(name, "expected a string, got " + v.dump());
             }
@@ -56,20 +76,62 @@ struct Reader {
         if (get<bool>(obj, section, key, false)) fail(section + "." + key, "true is not supported");
     }
 
-    // rope_parameters (transformers ≥ 5) or the older top-level keys.
-    void read_rope(const json& obj, const std::string& section, float* theta, float* partial) const {
-        if (obj.contains("rope_scaling") && !obj["rope_scaling"].is_null())
-            fail(section + ".rope_scaling", "RoPE scaling is not supported");
-        *theta = get<float>(obj, section, "rope_theta", *theta);
-        if (partial) *partial = get<float>(obj, section, "partial_rotary_factor", *partial);
-        if (obj.contains("rope_parameters") && !obj["rope_parameters"].is_null()) {
-            const json& rope = obj["rope_parameters"];
-            if (!rope.is_object()) fail(section + ".rope_parameters", "expected an object");
-            const std::string sub = section + ".rope_parameters";
+    // head_dim, or hidden_size / num_attention_heads as transformers derives it when the key is
+    // absent; the derived form only makes sense when the heads split the width evenly.
+    int head_dim(const json& obj, const std::string& section, int hidden, int heads) const {
+        if (obj.contains("head_dim") && !obj["head_dim"].is_null()) return get<int>(obj, section, "head_dim", 0);
+        if (heads <= 0) return 0;  // validate() names the bad head count
+        if (hidden % heads)
+            fail(section + ".num_attention_heads", std::to_string(heads) + " heads do not divide hidden_size " +
+                                                       std::to_string(hidden) + " (and there is no head_dim)");
+        return hidden / heads;
+    }
+
+    // A sub-config's model_type, when given, must name the architecture this engine implements.
+    void require_model_type(const json& obj, const std::string& section, const std::string& expected) const {
+        const std::string v = get<std::string>(obj, section, "model_type", expected);
+        if (v != expected)
+            fail(section + ".model_type", "'" + v + "' is not supported (only '" + expected + "')");
+    }
+
+    // RoPE settings as transformers 5 resolves them: the dict is `rope_scaling` (transformers 4's
+    // name) if given, else `rope_parameters`, else the section's default dict; a top-level
+    // rope_theta / partial_rotary_factor only fills a key the dict lacks. GlmAsrConfig's default
+    // text dict carries rope_theta 10000, so there a lone top-level rope_theta is NOT used by
+    // transformers: a top-level value the dict overrides is refused here, not silently dropped.
+    // Only plain ("default") RoPE is implemented; any scaling type is refused.
+    void read_rope(const json& obj, const std::string& section, bool default_dict_has_theta,
+                   float* theta, float* partial) const {
+        std::string key = "rope_parameters";
+        if (obj.contains("rope_scaling") && !obj["rope_scaling"].is_null() && !obj["rope_scaling"].empty())
+            key = "rope_scaling";
+        std::string sub = section + "." + key;
+        std::optional<float> dict_theta, dict_partial;
+        if (obj.contains(key) && !obj[key].is_null()) {
+            const json& rope = obj[key];
+            if (!rope.is_object()) fail(sub, "expected an object");
             require_value(rope, sub, "rope_type", "default");
-            *theta = get<float>(rope, sub, "rope_theta", *theta);
-            if (partial) *partial = get<float>(rope, sub, "partial_rotary_factor", *partial);
+            require_value(rope, sub, "type", "default");  // transformers 4's name for rope_type
+            if (rope.contains("rope_theta")) dict_theta = get<float>(rope, sub, "rope_theta", *theta);
+            if (rope.contains("partial_rotary_factor"))
+                dict_partial = get<float>(rope, sub, "partial_rotary_factor", *partial);
+        } else if (default_dict_has_theta) {
+            dict_theta = *theta;
+            sub = "GlmAsrConfig's default " + sub;
         }
+        auto resolve = [&](const char* name, const std::optional<float>& from_dict, float* value) {
+            if (obj.contains(name) && !obj[name].is_null()) {
+                const float top = get<float>(obj, section, name, *value);
+                if (from_dict && *from_dict != top)
+                    fail(section + "." + name, json(tidy(top)).dump() + " contradicts " + sub + "." + name + " " +
+                                                   json(tidy(*from_dict)).dump() +
+                                                   ", which transformers uses (set it in rope_parameters)");
+                *value = top;
+            }
+            if (from_dict) *value = *from_dict;
+        };
+        resolve("rope_theta", dict_theta, theta);
+        resolve("partial_rotary_factor", dict_partial, partial);
     }
 };
 
@@ -79,7 +141,7 @@ ModelConfig ModelConfig::nano() { return ModelConfig{}; }
 
 ModelConfig ModelConfig::load(const std::string& path) {
     std::ifstream in(path);
-    if (!in) throw InputError(path + ": cannot open config.json");
+    if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
     json root;
     try {
         root = json::parse(in);
@@ -101,41 +163,45 @@ ModelConfig ModelConfig::load(const std::string& path) {
 
     const json& a = root["audio_config"];
     EncoderConfig& e = c.audio;
+    r.require_model_type(a, "audio_config", "glmasr_encoder");
     e.hidden_size = r.get<int>(a, "audio_config", "hidden_size", e.hidden_size);
     e.intermediate_size = r.get<int>(a, "audio_config", "intermediate_size", e.intermediate_size);
     e.num_layers = r.get<int>(a, "audio_config", "num_hidden_layers", e.num_layers);
     e.num_heads = r.get<int>(a, "audio_config", "num_attention_heads", e.num_heads);
     e.num_kv_heads = r.get<int>(a, "audio_config", "num_key_value_heads", e.num_heads);
-    e.head_dim = e.num_heads > 0 ? e.hidden_size / e.num_heads : 0;
-    e.head_dim = r.get<int>(a, "audio_config", "head_dim", e.head_dim);
+    e.head_dim = r.head_dim(a, "audio_config", e.hidden_size, e.num_heads);
     e.num_mel_bins = r.get<int>(a, "audio_config", "num_mel_bins", e.num_mel_bins);
     e.max_positions = r.get<int>(a, "audio_config", "max_position_embeddings", e.max_positions);
     r.require_value(a, "audio_config", "hidden_act", "gelu");
-    r.read_rope(a, "audio_config", &e.rope_theta, &e.partial_rotary_factor);
+    r.read_rope(a, "audio_config", false, &e.rope_theta, &e.partial_rotary_factor);
 
     const json& t = root["text_config"];
     DecoderConfig& d = c.text;
+    r.require_model_type(t, "text_config", "llama");
     d.vocab_size = r.get<int>(t, "text_config", "vocab_size", d.vocab_size);
     d.hidden_size = r.get<int>(t, "text_config", "hidden_size", d.hidden_size);
     d.intermediate_size = r.get<int>(t, "text_config", "intermediate_size", d.intermediate_size);
     d.num_layers = r.get<int>(t, "text_config", "num_hidden_layers", d.num_layers);
     d.num_heads = r.get<int>(t, "text_config", "num_attention_heads", d.num_heads);
     d.num_kv_heads = r.get<int>(t, "text_config", "num_key_value_heads", d.num_kv_heads);
-    d.head_dim = d.num_heads > 0 ? d.hidden_size / d.num_heads : 0;
-    d.head_dim = r.get<int>(t, "text_config", "head_dim", d.head_dim);
+    d.head_dim = r.head_dim(t, "text_config", d.hidden_size, d.num_heads);
     d.max_positions = r.get<int>(t, "text_config", "max_position_embeddings", d.max_positions);
     d.rms_norm_eps = r.get<float>(t, "text_config", "rms_norm_eps", d.rms_norm_eps);
     r.require_value(t, "text_config", "hidden_act", "silu");
     r.require_false(t, "text_config", "attention_bias");
     r.require_false(t, "text_config", "mlp_bias");
-    r.read_rope(t, "text_config", &d.rope_theta, nullptr);
+    float text_rotary_factor = 1.0f;  // the decoder rotates every dim of a head (model-spec §5)
+    r.read_rope(t, "text_config", true, &d.rope_theta, &text_rotary_factor);
+    if (text_rotary_factor != 1.0f)
+        r.fail("text_config.partial_rotary_factor", "only full rotary (1.0) is supported in the decoder");
     if (t.contains("eos_token_id") && !t["eos_token_id"].is_null()) {
         const json& eos = t["eos_token_id"];
         d.eos_token_ids.clear();
-        if (eos.is_number_integer()) d.eos_token_ids.push_back(eos.get<int>());
+        if (eos.is_number_integer()) d.eos_token_ids.push_back(r.get<int>(t, "text_config", "eos_token_id", 0));
         else if (eos.is_array()) {
             for (const json& id : eos) {
-                if (!id.is_number_integer()) r.fail("text_config.eos_token_id", "expected integers");
+                if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= d.vocab_size)
+                    r.fail("text_config.eos_token_id", id.dump() + " is not a token id of the vocabulary");
                 d.eos_token_ids.push_back(id.get<int>());
             }
         } else {
@@ -193,17 +259,17 @@ std::string ModelConfig::to_json() const {
           {"num_attention_heads", e.num_heads}, {"num_key_value_heads", e.num_kv_heads},
           {"head_dim", e.head_dim}, {"num_mel_bins", e.num_mel_bins},
           {"max_position_embeddings", e.max_positions}, {"hidden_act", "gelu"},
-          {"partial_rotary_factor", e.partial_rotary_factor},
-          {"rope_parameters", {{"rope_theta", e.rope_theta}, {"rope_type", "default"},
-                               {"partial_rotary_factor", e.partial_rotary_factor}}}}},
+          {"partial_rotary_factor", tidy(e.partial_rotary_factor)},
+          {"rope_parameters", {{"rope_theta", tidy(e.rope_theta)}, {"rope_type", "default"},
+                               {"partial_rotary_factor", tidy(e.partial_rotary_factor)}}}}},
         {"text_config",
          {{"model_type", "llama"}, {"vocab_size", d.vocab_size}, {"hidden_size", d.hidden_size},
           {"intermediate_size", d.intermediate_size}, {"num_hidden_layers", d.num_layers},
           {"num_attention_heads", d.num_heads}, {"num_key_value_heads", d.num_kv_heads},
           {"head_dim", d.head_dim}, {"max_position_embeddings", d.max_positions},
-          {"rms_norm_eps", d.rms_norm_eps}, {"hidden_act", "silu"}, {"attention_bias", false},
+          {"rms_norm_eps", tidy(d.rms_norm_eps)}, {"hidden_act", "silu"}, {"attention_bias", false},
           {"mlp_bias", false}, {"eos_token_id", d.eos_token_ids},
-          {"rope_parameters", {{"rope_theta", d.rope_theta}, {"rope_type", "default"}}}}}};
+          {"rope_parameters", {{"rope_theta", tidy(d.rope_theta)}, {"rope_type", "default"}}}}}};
     return root.dump(2);
 }
 

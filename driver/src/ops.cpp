@@ -5,6 +5,7 @@
 #include "glmasr/dispatch.h"
 #include "glmasr/error.h"
 #include "glmasr/ops.h"
+#include "glmasr/track.h"
 
 namespace glmasr {
 
@@ -14,6 +15,8 @@ constexpr std::array<const char*, kNumOps> kOpNames = {
     "rope_apply", "attention_scores", "attention_output", "embedding", "add", "argmax",
     "cache_write", "attention", "add_rmsnorm", "add_layernorm", "linear_gelu", "gate_up_silu"};
 }  // namespace
+
+DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }
 
 const char* op_name(OpId op) { return kOpNames.at(static_cast<size_t>(op)); }
 

@@ -65,7 +65,7 @@ struct ModelWeights {
 ModelWeights load_weights(const std::string& safetensors_path, const ModelConfig& config,
                           const OpTable& table, Backend& backend);
 
-// Seeded random weights of any config (normal, std 0.02; norm weights 1, biases small), for
+// Seeded random weights of any config (normal, std 0.02; norm weights 1, biases 0), for
 // timing without a checkpoint.
 ModelWeights random_weights(const ModelConfig& config, const OpTable& table, Backend& backend,
                             uint64_t seed);
