@@ -5,17 +5,19 @@
 namespace glmasr::test {
 namespace {
 
-class SiluMul : public ::testing::TestWithParam<int64_t> {};
+struct Shape { int64_t R, F; };
+
+class SiluMul : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(SiluMul, MatchesOracle) {
     GLMASR_REQUIRE_GPU();
-    const int64_t n = GetParam();
+    const int64_t R = GetParam().R, F = GetParam().F, n = R * F;
     for_each_track([&](const Track& track) {
         for (bool in_place : {false, true}) {
             SCOPED_TRACE(in_place ? "in place" : "out of place");
             Inputs in(n * 3 + in_place);
-            HostTensor gate = host(in.normal(n, 4.0f), {n}), up = host(in.normal(n), {n});
-            HostTensor ref = host(std::vector<float>(n), {n});
+            HostTensor gate = host(in.normal(n, 4.0f), {R, F}), up = host(in.normal(n), {R, F});
+            HostTensor ref = host(std::vector<float>(n), {R, F});
             cpu_track().ops.silu_mul(ref.view(), gate.view(), up.view(), nullptr);
             DeviceTensor dg(gate), du(up), out(ref);
             out.poison();
@@ -25,8 +27,11 @@ TEST_P(SiluMul, MatchesOracle) {
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, SiluMul, ::testing::Values(1, 19, 6144, 400 * 6144 + 5),
-                         [](const auto& info) { return "n" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Shapes, SiluMul, ::testing::Values(Shape{1, 1}, Shape{3, 19}, Shape{1, 6144},
+                                                           Shape{400, 6144}, Shape{111, 989}),
+                         [](const auto& info) {
+                             return std::to_string(info.param.R) + "x" + std::to_string(info.param.F);
+                         });
 
 }  // namespace
 }  // namespace glmasr::test
