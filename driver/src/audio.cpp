@@ -4,6 +4,10 @@
 // are averaged; libsoxr resamples with its very-high-quality filter. The HF pipeline also feeds
 // mono float at 16 kHz: a file that is already 16 kHz mono is passed through untouched, so
 // parity fixtures see exactly the samples transformers saw.
+//
+// A file the model cannot use is the user's problem, not ours: every such case (missing, empty,
+// a header without samples, a cut data chunk, a decoder error, an unknown format, NaN samples)
+// is one InputError "<path>: <problem>" before any work is done on it.
 #include "glmasr/audio.h"
 
 #include <sndfile.h>
@@ -41,14 +45,14 @@ AudioClip load_audio(const std::string& path, int target_rate) {
     file.handle = sf_open(path.c_str(), SFM_READ, &info);
     if (!file.handle)
         throw InputError(path + ": not a readable audio file (" + sf_strerror(nullptr) +
-                         "); WAV and FLAC are supported");
+                         "); expected WAV, FLAC or another format libsndfile reads");
     if (info.channels < 1 || info.samplerate < 1)
         throw InputError(path + ": invalid header (" + std::to_string(info.channels) + " channels, " +
                          std::to_string(info.samplerate) + " Hz)");
-    if (info.frames <= 0) throw InputError(path + ": contains no audio samples");
     // libsndfile quietly shortens a WAV whose data chunk runs past the end of the file; its log
-    // says "data : <declared> (should be <present>)". Streaming writers declare 0 or 0xFFFFFFFF
-    // there on purpose: only a concrete size larger than what is present means a cut file.
+    // says "data : <declared> (should be <present>)". Streaming writers declare 0xFFFFFFFF there
+    // on purpose: only a concrete size larger than what is present means a cut file. Checked
+    // before the frame count, so that a file cut right after its header is called truncated.
     char log[4096] = {};
     sf_command(file.handle, SFC_GET_LOG_INFO, log, sizeof log);
     if (const char* chunk = std::strstr(log, "data : ")) {
@@ -58,8 +62,10 @@ AudioClip load_audio(const std::string& path, int target_rate) {
             throw InputError(path + ": truncated: the data chunk declares " + std::to_string(declared) +
                              " bytes but the file holds " + std::to_string(present));
     }
+    if (info.frames <= 0) throw InputError(path + ": contains no audio samples");
     constexpr sf_count_t kMaxFrames = sf_count_t(1) << 32;
-    if (info.frames > kMaxFrames) throw InputError(path + ": implausibly long (" + std::to_string(info.frames) + " frames)");
+    if (info.frames > kMaxFrames)
+        throw InputError(path + ": implausibly long (" + std::to_string(info.frames) + " frames)");
 
     std::vector<float> interleaved(static_cast<size_t>(info.frames) * info.channels);
     const sf_count_t got = sf_readf_float(file.handle, interleaved.data(), info.frames);
@@ -84,6 +90,8 @@ AudioClip load_audio(const std::string& path, int target_rate) {
 }
 
 std::vector<float> resample(const std::vector<float>& in, int from_rate, int to_rate) {
+    if (from_rate < 1 || to_rate < 1)
+        throw Error("resample: invalid rates " + std::to_string(from_rate) + " -> " + std::to_string(to_rate));
     if (from_rate == to_rate || in.empty()) return in;
     const size_t out_len = static_cast<size_t>(std::llround(static_cast<double>(in.size()) * to_rate / from_rate));
     std::vector<float> out(out_len);
@@ -105,6 +113,8 @@ void write_wav_pcm16(const std::string& path, const std::vector<float>& samples,
     SndFile file;
     file.handle = sf_open(path.c_str(), SFM_WRITE, &info);
     if (!file.handle) throw Error(path + ": cannot write WAV (" + sf_strerror(nullptr) + ")");
+    // Without clipping libsndfile wraps |x| > 1 around to the opposite sign.
+    sf_command(file.handle, SFC_SET_CLIPPING, nullptr, SF_TRUE);
     if (sf_writef_float(file.handle, samples.data(), static_cast<sf_count_t>(samples.size())) !=
         static_cast<sf_count_t>(samples.size()))
         throw Error(path + ": short write");

@@ -1,35 +1,63 @@
-// kernel_test.h — the harness of the per-kernel tests: every GPU track's op against the cpu
-// track (the oracle) on fresh random inputs.
+// kernel_test.h — the harness of the per-kernel tests (grader/tests/test_<kernel>.cpp): every
+// GPU track's op against the cpu track (the oracle: plain loops, sums in double) on fresh random
+// inputs. Do not modify: the grader runs these files as they are.
 //
-//   GLMASR_TRACK=student build/tests/test_rmsnorm      (make test_rmsnorm TRACK=student)
+//   make test_rmsnorm TRACK=student            (= GLMASR_TRACK=student build/tests/test_rmsnorm)
 //   GLMASR_TRACK=baseline,reference build/tests/test_linear --gtest_filter='Linear*'
-//   GLMASR_TEST_SEED=1234 ...                            (an instructor's hidden seed)
+//   GLMASR_TEST_SEED=1234 ...                   the instructor's hidden seed
+//   GLMASR_TEST_VERBOSE=1 ...                   print every comparison's error and budget share
+//   GLMASR_TRACK=cpu ...                        the oracle against itself: checks the harness on
+//                                               a machine without a GPU (slow on big shapes)
 //
-// Rules every test follows (grader/… and docs/grading.md rely on them):
-//   * inputs are fresh for every call, drawn with a random offset and scale, so that neither a
-//     cached result nor a trivial output (zeros) can pass;
-//   * outputs are poisoned with NaN before every GPU call, so an element a kernel forgets fails;
+// Rules every test follows (docs/grading.md relies on them):
+//   * fresh inputs for every call: each track is called twice per case, and every call draws
+//     new values (seeded by GLMASR_TEST_SEED, the test's name, the track and the call), with a
+//     random offset and scale per tensor, so neither a cached result nor a trivial output
+//     (zeros, a copy of the input) can pass;
+//   * outputs are poisoned with NaN before every GPU call, so an element a kernel never writes
+//     fails (the mismatch list says "poison: never written");
 //   * matrix weights go to a track in its own dtype (bf16 for the reference); the oracle gets
-//     the same rounded values, so only the kernel's arithmetic is judged;
-//   * tolerances scale with the reduction length and the precision of the track's arithmetic,
-//     and a whole-tensor relative RMSE is checked too; NaN/Inf must match the oracle exactly;
-//   * without a GPU every test is skipped (reported as skipped, never passed).
+//     the same rounded values back as f32, so only the kernel's arithmetic is judged;
+//   * float outputs pass `close()` (error model below), integer outputs and copies `exact()`;
+//     NaN and ±inf must sit exactly where the oracle has them;
+//   * a kernel that throws (a student TODO throws glmasr::NotImplemented) fails its case with
+//     the message, naming the track; the process goes on with the next case;
+//   * without a GPU every case calls GTEST_SKIP(): CTest reports the test as skipped, not passed.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "glmasr/config.h"
 #include "glmasr/error.h"
 #include "glmasr/track.h"
 
 namespace glmasr::test {
+
+// GLM-ASR-Nano's shapes: the defaults of config.h are the real model (model-spec §3, §5).
+inline const ModelConfig kNano{};
+inline const int64_t kEncoderFrames = kNano.audio.max_positions;              // 1500 per 30 s
+inline const int64_t kProjectorRows = kEncoderFrames / kNano.merge_factor;     // 375
+inline const int64_t kMelFrames = 2 * kEncoderFrames;                         // 3000 (conv2 halves)
+inline const int64_t kDecoderKvWidth = int64_t(kNano.text.num_kv_heads) * kNano.text.head_dim;
+
+// How many times each case calls each track, every time with fresh inputs.
+constexpr int kCallsPerTrack = 2;
+
+// ------------------------------------------------------------------ environment
 
 // The GPU tracks under test: GLMASR_TRACK (comma-separated), default baseline and reference.
 inline std::vector<std::string> tracks_under_test() {
@@ -47,180 +75,531 @@ inline uint64_t test_seed() {
     return env && *env ? std::strtoull(env, nullptr, 10) : 20261122ull;
 }
 
-#define GLMASR_REQUIRE_GPU() \
-    if (!::glmasr::gpu_available()) GTEST_SKIP() << "no GPU: kernel tests need one"
+inline bool verbose() {
+    const char* env = std::getenv("GLMASR_TEST_VERBOSE");
+    return env && *env && std::strcmp(env, "0") != 0;
+}
 
-// Random inputs: normal values with a random offset and scale per tensor.
+// The tracks under test can run here: GPU tracks need a GPU. ("cpu", the oracle itself, runs
+// anywhere: GLMASR_TRACK=cpu checks the harness on a machine without a GPU.)
+inline bool tracks_can_run() {
+    for (const std::string& name : tracks_under_test())
+        if (name != "cpu" && !gpu_available()) return false;
+    return true;
+}
+
+#define GLMASR_REQUIRE_GPU() \
+    if (!::glmasr::test::tracks_can_run()) GTEST_SKIP() << "no GPU: the kernel tests need one"
+
+// "Suite.Case/param" of the running test; it names the inputs and the verdicts.
+inline std::string current_test_name() {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    return info ? std::string(info->test_suite_name()) + "." + info->name() : "unnamed";
+}
+
+// ------------------------------------------------------------------ random inputs
+
+// Random values for one call: the stream depends on the seed, the test, the track and the call
+// number, so every call sees values no earlier call saw, and a failure replays exactly. Values
+// are counter-based (element i of a tensor is a hash of the tensor's key and i), so the 121 M
+// entries of a vocabulary-sized table fill in parallel in a fraction of a second and do not
+// depend on the number of threads.
 class Inputs {
 public:
-    explicit Inputs(uint64_t salt) : rng_(test_seed() * 0x9e3779b97f4a7c15ull + salt) {}
+    Inputs(const std::string& track, int call) : key_(mix(track, call)) {}
+
+    // Normal values x = offset + s·N(0, 1), with s drawn from [0.5, 1.5]·scale and the offset
+    // from ±0.5·scale (offset = false keeps the mean at 0, for tensors whose sign matters).
     std::vector<float> normal(size_t n, float scale = 1.0f, bool offset = true) {
-        std::normal_distribution<float> dist(0.0f, 1.0f);
-        std::uniform_real_distribution<float> jitter(0.5f, 1.5f), shift(-0.5f, 0.5f);
-        const float s = scale * jitter(rng_), o = offset ? shift(rng_) * scale : 0.0f;
+        const uint64_t key = next();
+        const float s = scale * float(0.5 + uniform(next()));
+        const float o = offset ? float(uniform(next()) - 0.5) * scale : 0.0f;
         std::vector<float> v(n);
-        for (float& x : v) x = o + s * dist(rng_);
+#pragma omp parallel for schedule(static) if (n > (1u << 16))
+        for (int64_t i = 0; i < int64_t(n); ++i) v[i] = o + s * gaussian(key, uint64_t(i));
         return v;
     }
-    std::vector<int32_t> ints(size_t n, int lo, int hi) {
-        std::uniform_int_distribution<int> dist(lo, hi);
+    std::vector<int32_t> ints(size_t n, int lo, int hi) {  // uniform in [lo, hi]
         std::vector<int32_t> v(n);
-        for (int32_t& x : v) x = dist(rng_);
+        for (int32_t& x : v) x = lo + int32_t(next() % uint64_t(int64_t(hi) - lo + 1));
         return v;
     }
-    std::mt19937_64& rng() { return rng_; }
+    std::mt19937_64 engine() { return std::mt19937_64(next()); }  // for shuffles
 
 private:
-    std::mt19937_64 rng_;
+    static uint64_t splitmix64(uint64_t z) {
+        z += 0x9e3779b97f4a7c15ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    static double uniform(uint64_t bits) { return ((bits >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
+    static float gaussian(uint64_t key, uint64_t i) {  // Box–Muller on two hashed uniforms
+        const double u1 = uniform(splitmix64(key ^ (2 * i))), u2 = uniform(splitmix64(key ^ (2 * i + 1)));
+        return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+    }
+    static uint64_t mix(const std::string& track, int call) {
+        uint64_t h = 1469598103934665603ull;  // FNV-1a over "test|track|call", then the seed
+        for (char ch : current_test_name() + "|" + track + "|" + std::to_string(call))
+            h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+        return splitmix64(h ^ splitmix64(test_seed()));
+    }
+    uint64_t next() { return splitmix64(key_++); }
+    uint64_t key_;
 };
 
-// Host data seen by the oracle through a Tensor view.
+// ------------------------------------------------------------------ host and device tensors
+
+// Host data the oracle reads and writes through a Tensor view: f32 (f) or i32 (i).
 struct HostTensor {
     std::vector<float> f;
     std::vector<int32_t> i;
     std::vector<int64_t> shape;
+    bool is_i32 = false;
+
     Tensor view() {
-        Tensor t(i.empty() ? static_cast<void*>(f.data()) : static_cast<void*>(i.data()),
-                 i.empty() ? DType::F32 : DType::I32, Device::Host, {});
+        Tensor t(is_i32 ? static_cast<void*>(i.data()) : static_cast<void*>(f.data()),
+                 is_i32 ? DType::I32 : DType::F32, Device::Host, {});
         for (int64_t d : shape) t.shape[t.ndim++] = d;
         return t;
     }
+    int64_t numel() const {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        return n;
+    }
 };
-inline HostTensor host(std::vector<float> v, std::vector<int64_t> shape) { return {std::move(v), {}, std::move(shape)}; }
-inline HostTensor host_i32(std::vector<int32_t> v, std::vector<int64_t> shape) { return {{}, std::move(v), std::move(shape)}; }
+inline HostTensor host(std::vector<float> v, std::vector<int64_t> shape) {
+    return {std::move(v), {}, std::move(shape), false};
+}
+inline HostTensor host_i32(std::vector<int32_t> v, std::vector<int64_t> shape) {
+    return {{}, std::move(v), std::move(shape), true};
+}
+inline HostTensor zeros(std::vector<int64_t> shape) {
+    HostTensor t{{}, {}, std::move(shape), false};
+    t.f.assign(t.numel(), 0.0f);
+    return t;
+}
 
-// Round to the dtype a track stores (bf16 weights) and back, for the oracle.
+// Round to the dtype a track stores its matrix weights in (bf16, round to nearest even) and back
+// to f32, for the oracle: the GPU then sees exactly the values the oracle sees.
 inline std::vector<float> rounded(std::vector<float> v, DType dtype) {
-    if (dtype == DType::BF16)
-        for (float& x : v) x = bf16_to_f32(f32_to_bf16(x));
+    if (dtype != DType::BF16) return v;
+#pragma omp parallel for schedule(static) if (v.size() > (1u << 16))
+    for (int64_t i = 0; i < int64_t(v.size()); ++i) v[i] = bf16_to_f32(f32_to_bf16(v[i]));
     return v;
 }
 
-// A device copy of a host tensor in `dtype` (f32, bf16 or i32), freed with the object.
+// |t| elementwise: the oracle's product of absolute values sizes a product's budget.
+inline HostTensor absolute(HostTensor t) {
+#pragma omp parallel for schedule(static) if (t.f.size() > (1u << 16))
+    for (int64_t i = 0; i < int64_t(t.f.size()); ++i) t.f[i] = std::fabs(t.f[i]);
+    return t;
+}
+
+// The memory of the track under test (set by for_each_track): CUDA memory for a GPU track.
+inline Device& track_device() {
+    static Device device = Device::Cuda;
+    return device;
+}
+inline Backend& track_backend() { return backend_for(track_device()); }
+inline Stream track_stream() { return track_backend().stream(); }
+
+// A copy of a host tensor in the track's memory, in `dtype` (f32 or bf16 for floats; i32
+// tensors stay i32), freed with the object.
 class DeviceTensor {
 public:
-    DeviceTensor(const HostTensor& h, DType dtype = DType::F32) : backend_(&backend_for(Device::Cuda)) {
-        Tensor t(nullptr, h.i.empty() ? dtype : DType::I32, Device::Cuda, {});
-        for (int64_t d : h.shape) t.shape[t.ndim++] = d;
-        ptr_ = backend_->alloc(t.bytes());
-        t.data = ptr_;
-        view_ = t;
-        if (!h.i.empty()) {
-            backend_->upload(ptr_, h.i.data(), t.bytes(), backend_->stream());
-        } else if (dtype == DType::BF16) {
+    explicit DeviceTensor(const HostTensor& h, DType dtype = DType::F32) : backend_(&track_backend()) {
+        view_ = Tensor(nullptr, h.is_i32 ? DType::I32 : dtype, backend_->device(), {});
+        for (int64_t d : h.shape) view_.shape[view_.ndim++] = d;
+        if (view_.dtype == DType::F32 || view_.dtype == DType::I32) {
+            upload(h.is_i32 ? static_cast<const void*>(h.i.data()) : h.f.data());
+        } else if (view_.dtype == DType::BF16) {
             std::vector<uint16_t> bits(h.f.size());
-            for (size_t k = 0; k < bits.size(); ++k) bits[k] = f32_to_bf16(h.f[k]);
-            backend_->upload(ptr_, bits.data(), t.bytes(), backend_->stream());
+#pragma omp parallel for schedule(static) if (bits.size() > (1u << 16))
+            for (int64_t k = 0; k < int64_t(bits.size()); ++k) bits[k] = f32_to_bf16(h.f[k]);
+            upload(bits.data());
         } else {
-            backend_->upload(ptr_, h.f.data(), t.bytes(), backend_->stream());
+            throw Error(std::string("kernel_test.h: no device copy in ") + dtype_name(dtype));
         }
-        backend_->synchronize(backend_->stream());
     }
-    ~DeviceTensor() { backend_->free(ptr_); }
+    ~DeviceTensor() {
+        try {
+            if (ptr_) backend_->free(ptr_);
+        } catch (...) {  // never throw while unwinding from a kernel's error
+        }
+    }
     DeviceTensor(const DeviceTensor&) = delete;
     DeviceTensor& operator=(const DeviceTensor&) = delete;
 
     const Tensor& view() const { return view_; }
-    // Fill with NaN so that any element a kernel fails to write shows up.
+
+    // Fill with all-ones bytes (a NaN as f32, −1 as i32) so any element a kernel fails to write
+    // shows up. Synchronous: nothing may still be writing the buffer.
     void poison() {
+        std::vector<unsigned char> ones(view_.bytes(), 0xff);
         backend_->synchronize(backend_->stream());
-        std::vector<unsigned char> nan(view_.bytes(), 0xff);  // all-ones f32 is a NaN
-        backend_->upload(ptr_, nan.data(), nan.size(), backend_->stream());
+        backend_->upload(ptr_, ones.data(), ones.size(), backend_->stream());
         backend_->synchronize(backend_->stream());
     }
-    std::vector<float> download_f32() const {
+    // Waits for the stream (so a kernel's asynchronous error surfaces here), then copies back.
+    std::vector<float> download_f32() const { return download<float>(DType::F32); }
+    std::vector<int32_t> download_i32() const { return download<int32_t>(DType::I32); }
+
+private:
+    void upload(const void* src) {
+        ptr_ = backend_->alloc(std::max<size_t>(view_.bytes(), 1));
+        view_.data = ptr_;
+        backend_->upload(ptr_, src, view_.bytes(), backend_->stream());
         backend_->synchronize(backend_->stream());
-        std::vector<float> out(view_.numel());
-        backend_->download(out.data(), ptr_, view_.bytes(), backend_->stream());
-        return out;
     }
-    std::vector<int32_t> download_i32() const {
+    template <class T>
+    std::vector<T> download(DType expected) const {
+        if (view_.dtype != expected) throw Error("kernel_test.h: download of " + view_.str());
         backend_->synchronize(backend_->stream());
-        std::vector<int32_t> out(view_.numel());
+        std::vector<T> out(view_.numel());
         backend_->download(out.data(), ptr_, view_.bytes(), backend_->stream());
+        backend_->synchronize(backend_->stream());
         return out;
     }
 
-private:
     Backend* backend_;
     void* ptr_ = nullptr;
     Tensor view_;
 };
 
-inline Stream gpu_stream() { return backend_for(Device::Cuda).stream(); }
-inline void gpu_sync() { backend_for(Device::Cuda).synchronize(gpu_stream()); }
+// An optional device tensor (positions of a bidirectional attention are absent).
+inline Tensor view_or_empty(const std::unique_ptr<DeviceTensor>& t) { return t ? t->view() : Tensor{}; }
 
-// How precise a track's arithmetic is for an op: f32 (eps 2^-23), TF32 (2^-11, allowed in the
-// student's linear), or bf16 staging (2^-8: the reference rounds activations for tensor cores).
+// ------------------------------------------------------------------ error model
+//
+// A verdict has two parts (close() below):
+//   * per element, |got_i − ref_i| ≤ budget_i: a bound that no correct kernel exceeds (worst-case
+//     rounding of the operands, and accumulation errors at ~5σ);
+//   * over the whole tensor, rms(got − ref) ≤ rmse_bound: the *typical* error of a correct
+//     kernel, with a margin. It is the tighter check when reductions are long, and it catches a
+//     systematic error that hides inside the per-element budgets (a zero output, a dropped term).
+// Budgets are built from the oracle's output (and, for products, from the size of their terms):
+// relative_tolerance for ops whose result has the size of their inputs, product_tolerance for
+// dot products (linear, conv1d), and a few op-specific models in the test files.
+
+// The precision the contract lets a track use for the *operands* of its products
+// (docs/tracks.md, "Precision policy"); accumulation is always f32.
+//   F32:   f32 operands (every op but the GEMMs, and GEMV-sized products on every track);
+//   TF32:  the student's linear may run on tensor cores in TF32: 10 mantissa bits per operand,
+//          truncation allowed, so up to 2·2^-10 relative per product;
+//   BF16:  a track with bf16 weights stages the activations as bf16 for tensor-core GEMMs: 8 bits,
+//          round to nearest, 2^-9 per product (2^-8 leaves room for truncation).
 enum class Precision { F32, TF32, BF16 };
-inline double unit_roundoff(Precision p) {
+
+inline constexpr double kEpsF32 = 1.1920928955078125e-07;  // 2^-23, f32 machine epsilon
+
+inline double operand_roundoff(Precision p) {
     switch (p) {
-        case Precision::F32: return std::ldexp(1.0, -23);
-        case Precision::TF32: return std::ldexp(1.0, -11);
+        case Precision::F32: return 0;
+        case Precision::TF32: return std::ldexp(1.0, -9);
         case Precision::BF16: return std::ldexp(1.0, -8);
     }
     return 0;
 }
 
-// Compare a GPU result with the oracle; the verdict explains itself. Per element:
-//   |got − ref| ≤ tol · (|ref| + rms(ref)),  tol = c · u · √K  (K = reduction length),
-// plus a whole-tensor relative RMSE ≤ tol, and identical NaN/Inf positions.
-inline ::testing::AssertionResult close(const std::vector<float>& got, const std::vector<float>& ref,
-                                        int64_t reduction, Precision precision, double c = 8.0) {
-    if (got.size() != ref.size()) return ::testing::AssertionFailure() << "size " << got.size() << " vs " << ref.size();
-    double ref2 = 0;
-    size_t finite = 0;
-    for (float r : ref)
-        if (std::isfinite(r)) ref2 += double(r) * r, ++finite;
-    const double rms = finite ? std::sqrt(ref2 / finite) : 0.0;
-    const double tol = c * unit_roundoff(precision) * std::sqrt(double(std::max<int64_t>(reduction, 1)));
-    double diff2 = 0, worst_share = 0, max_abs = 0;
-    size_t bad = 0;
-    std::ostringstream first;
-    for (size_t i = 0; i < ref.size(); ++i) {
-        const float g = got[i], r = ref[i];
-        bool ok;
-        double share = 0;
-        if (!std::isfinite(r)) {
-            ok = std::isnan(r) ? std::isnan(g) : g == r;  // NaN ↔ NaN, ±inf ↔ same inf
-        } else if (!std::isfinite(g)) {
-            ok = false;
-            share = INFINITY;
-        } else {
-            const double d = std::fabs(double(g) - r), budget = tol * (std::fabs(r) + rms) + 1e-30;
-            diff2 += d * d;
-            max_abs = std::max(max_abs, d);
-            share = d / budget;
-            ok = share <= 1.0;
-        }
-        worst_share = std::max(worst_share, share);
-        if (!ok && bad++ < 5) first << "\n    [" << i << "] got " << g << ", expected " << r;
-    }
-    const double rel_rmse = std::sqrt(diff2 / std::max(ref2, 1e-30));
-    if (bad == 0 && rel_rmse <= tol)
-        return ::testing::AssertionSuccess() << "max abs err " << max_abs << ", " << 100 * worst_share << "% of budget";
-    return ::testing::AssertionFailure()
-           << bad << " of " << ref.size() << " elements out of tolerance (tol " << tol << " × (|ref| + "
-           << rms << ")), max abs err " << max_abs << ", relative RMSE " << rel_rmse << ", worst "
-           << worst_share << "× the budget; first mismatches:" << first.str();
-}
-
-// Run `body(track)` for every track under test, reporting errors (NotImplemented, a contract
-// violation, a CUDA fault) as failures that name the track, without crashing the process.
-template <class Body>
-void for_each_track(Body body) {
-    for (const std::string& name : tracks_under_test()) {
-        SCOPED_TRACE("track " + name);
-        try {
-            body(get_track(name));
-        } catch (const Error& e) {
-            ADD_FAILURE() << name << ": " << e.what();
-        }
-    }
-}
-
+// The precision a track's GEMM-backed ops (linear, conv1d, linear_gelu, gate_up_silu) are
+// judged at: bf16 staging where its weights are bf16, TF32 otherwise (allowed for the student).
 inline Precision matmul_precision(const Track& track) {
     return track.weight_dtype == DType::BF16 ? Precision::BF16 : Precision::TF32;
 }
+
+struct Tolerance {
+    std::vector<float> budget;  // per element
+    double rmse_bound = 0;      // on rms(got − ref) over the finite elements
+    std::string model;          // how the budget was made, for the verdict
+};
+
+// rms of the finite values (NaN rows of a KV cache and −inf scores are left out).
+inline double rms(const std::vector<float>& v) {
+    double s = 0;
+    size_t n = 0;
+    for (float x : v)
+        if (std::isfinite(x)) s += double(x) * x, ++n;
+    return n ? std::sqrt(s / n) : 0.0;
+}
+
+inline double rms_of_finite(const std::vector<float>& budget, const std::vector<float>& ref) {
+    double s = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < ref.size(); ++i)
+        if (std::isfinite(ref[i])) s += double(budget[i]) * budget[i], ++n;
+    return n ? std::sqrt(s / n) : 0.0;
+}
+
+inline std::string fmt(double v) {
+    std::ostringstream s;
+    s.precision(3);
+    s << v;
+    return s.str();
+}
+
+// budget_i = rel · (|ref_i| + scale), i.e. rtol = rel and atol = rel·scale, where scale is the
+// size the error is measured against: the rms of the reference by default (an element near zero
+// is not asked for more digits than the tensor has), or what the op's inputs make it (rms(v) for
+// attention, the input's rms for GELU's cancellation). rmse_bound = ½ · rms(budget) (≈ a relative
+// RMSE of rel when scale = rms(ref)).
+inline Tolerance relative_tolerance(const HostTensor& ref, double rel, double scale = 0) {
+    const double s = scale > 0 ? scale : rms(ref.f);
+    Tolerance tol;
+    tol.budget.resize(ref.f.size());
+    for (size_t i = 0; i < ref.f.size(); ++i) tol.budget[i] = float(rel * (std::fabs(ref.f[i]) + s));
+    tol.rmse_bound = 0.5 * rms_of_finite(tol.budget, ref.f);
+    tol.model = "rel " + fmt(rel) + " × (|ref| + " + fmt(s) + ")";
+    return tol;
+}
+
+// budget_i = rel · (|ref_i| + scale_i), with a scale per element.
+inline Tolerance scaled_tolerance(const HostTensor& ref, double rel, const std::vector<float>& scale,
+                                  const std::string& why) {
+    Tolerance tol;
+    tol.budget.resize(ref.f.size());
+    for (size_t i = 0; i < ref.f.size(); ++i) tol.budget[i] = float(rel * (std::fabs(ref.f[i]) + scale[i]));
+    tol.rmse_bound = 0.5 * rms_of_finite(tol.budget, ref.f);
+    tol.model = "rel " + fmt(rel) + " × (|ref| + " + why + ")";
+    return tol;
+}
+
+// An f32 reduction of length K whose result has the size of its inputs (norms, softmax, scores):
+// accumulated rounding grows like ε·√K (random walk; the oracle itself sums in double), plus a
+// few roundings outside the sum. c is the safety factor.
+inline Tolerance reduction_tolerance(const HostTensor& ref, int64_t K, double c = 8, double scale = 0) {
+    return relative_tolerance(ref, c * kEpsF32 * (std::sqrt(double(std::max<int64_t>(K, 1))) + 2), scale);
+}
+
+// Elementwise f32 maths (expf, erff, a few roundings): `ulps` units of ε.
+inline Tolerance elementwise_tolerance(const HostTensor& ref, double ulps = 16, double scale = 0) {
+    return relative_tolerance(ref, ulps * kEpsF32, scale);
+}
+
+// Dot products of length K: ref_i = Σ_k x_k·w_k (+ b), with magnitude_i = Σ_k |x_k·w_k| (+ |b|),
+// the oracle's product of the absolute values (CS267's |A|·|B|). The budget is measured against
+// the terms, not the result, so a result that cancels (x·w ≈ −b) is not asked for digits its
+// terms never had:
+//   per element  4 · ((u + ε)·magnitude_i + ε·√K·|ref_i|)
+//                (operand rounding u at its worst, the accumulation's random walk ~ε·magnitude
+//                plus its drift ~ε·√K·|ref|, each 4× over);
+//   rms          2 · rms((u + ε)·magnitude_i/√K + (u + ε·√K)·|ref_i|)
+//                (rounding errors of K terms add like a random walk, ~u·√(Σ (x_k·w_k)²), which
+//                is at least u·magnitude/√K; operands truncated to TF32 all shrink, so the sum
+//                drifts by ~u·|ref| as a whole).
+inline Tolerance product_tolerance(const HostTensor& ref, const HostTensor& magnitude, int64_t K,
+                                   Precision precision) {
+    const double u = operand_roundoff(precision) + kEpsF32, rootK = std::sqrt(double(std::max<int64_t>(K, 1)));
+    Tolerance tol;
+    tol.budget.resize(ref.f.size());
+    std::vector<float> typical(ref.f.size());
+    for (size_t i = 0; i < ref.f.size(); ++i) {
+        const double r = std::fabs(ref.f[i]), m = magnitude.f[i];
+        tol.budget[i] = float(4 * (u * m + kEpsF32 * rootK * r));
+        typical[i] = float(u * m / rootK + (u + kEpsF32 * rootK) * r);
+    }
+    tol.rmse_bound = 2 * rms_of_finite(typical, ref.f);
+    tol.model = "product of " + std::to_string(K) + " terms, operand roundoff " + fmt(u - kEpsF32);
+    return tol;
+}
+
+// LayerNorm over rows x(R, D): an f32 reduction over D, in which centring a row costs digits in
+// proportion to |mean| / sqrt(var + eps) (two passes or Welford; the one-pass E[x²] − E[x]²
+// loses them in proportion to its square and fails when the mean is large). A row of one value
+// is its own mean: nothing is lost.
+inline Tolerance layernorm_tolerance(const HostTensor& ref, const std::vector<float>& x, int64_t R, int64_t D,
+                                     double eps) {
+    double centring = 0;
+    for (int64_t r = 0; D > 1 && r < R; ++r) {
+        double m = 0, v = 0;
+        for (int64_t i = 0; i < D; ++i) m += x[r * D + i];
+        m /= D;
+        for (int64_t i = 0; i < D; ++i) v += (x[r * D + i] - m) * (x[r * D + i] - m);
+        centring = std::max(centring, std::fabs(m) / std::sqrt(v / D + eps));
+    }
+    return relative_tolerance(ref, 8 * kEpsF32 * (std::sqrt(double(D)) + 2) * (1 + centring));
+}
+
+// "[r, c]" for a flat index of a row-major shape.
+inline std::string index_str(size_t flat, const std::vector<int64_t>& shape) {
+    std::vector<int64_t> idx(shape.size());
+    for (size_t d = shape.size(); d-- > 0;) {
+        const int64_t n = std::max<int64_t>(shape[d], 1);
+        idx[d] = int64_t(flat) % n;
+        flat /= n;
+    }
+    std::ostringstream s;
+    s << "[";
+    for (size_t d = 0; d < idx.size(); ++d) s << (d ? ", " : "") << idx[d];
+    return s.str() + "]";
+}
+
+inline bool is_poison(float g) {
+    uint32_t bits;
+    std::memcpy(&bits, &g, sizeof bits);
+    return bits == 0xffffffffu;
+}
+
+// The track whose result the next verdicts judge (set by for_each_track), for messages.
+inline std::string& current_track() {
+    static std::string name;
+    return name;
+}
+
+// Records the largest share of the budgets a test used, per track, as a GoogleTest property
+// (it lands in the JSON/XML report: margins are visible without failing anything).
+inline void record_share(const std::string& what, const std::string& label, double share) {
+    static std::map<std::string, double> worst;
+    const std::string key = what + "." + current_track() + (label.empty() ? "" : "." + label);
+    double& w = worst[current_test_name() + "|" + key];
+    w = std::max(w, share);
+    ::testing::Test::RecordProperty(key, fmt(w));
+}
+
+// Compare a track's result with the oracle; the verdict explains itself: how many elements are
+// out of budget, the first ones with their indices, max abs and rel error, relative RMSE, and the
+// share of the budgets used. NaN and ±inf must sit exactly where the oracle has them.
+inline ::testing::AssertionResult close(const std::vector<float>& got, const HostTensor& ref,
+                                        const Tolerance& tol, const std::string& label = "") {
+    const std::string what = "[" + current_track() + "]" + (label.empty() ? "" : " " + label);
+    if (got.size() != ref.f.size() || tol.budget.size() != ref.f.size())
+        return ::testing::AssertionFailure()
+               << what << ": " << got.size() << " values, expected " << ref.f.size();
+    double diff2 = 0, ref2 = 0, worst = 0, max_abs = 0, max_rel = 0;
+    size_t bad = 0, finite = 0;
+    std::ostringstream first;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const float g = got[i], r = ref.f[i];
+        bool ok;
+        if (!std::isfinite(r)) {  // NaN ↔ NaN, −inf ↔ −inf, +inf ↔ +inf, nothing else
+            ok = std::isnan(r) ? std::isnan(g) : (std::isinf(g) && std::signbit(g) == std::signbit(r));
+        } else if (!std::isfinite(g)) {
+            ok = false;
+            worst = INFINITY;
+        } else {
+            const double d = std::fabs(double(g) - r), budget = tol.budget[i];
+            diff2 += d * d;
+            ref2 += double(r) * r;
+            ++finite;
+            max_abs = std::max(max_abs, d);
+            if (r != 0) max_rel = std::max(max_rel, d / std::fabs(r));
+            const double share = budget > 0 ? d / budget : (d > 0 ? INFINITY : 0);
+            worst = std::max(worst, share);
+            ok = share <= 1.0;
+        }
+        if (!ok && bad++ < 6) {
+            first << "\n    " << index_str(i, ref.shape) << " got " << g << ", expected " << r;
+            if (std::isfinite(r)) first << " (budget " << tol.budget[i] << ")";
+            if (is_poison(g)) first << " (poison: never written)";
+        }
+    }
+    const double rmse = finite ? std::sqrt(diff2 / finite) : 0.0;
+    const double rel_rmse = ref2 > 0 ? std::sqrt(diff2 / ref2) : rmse;
+    const bool rmse_ok = rmse <= tol.rmse_bound;
+    std::ostringstream summary;
+    summary << "max abs err " << fmt(max_abs) << ", max rel err " << fmt(max_rel) << ", relative RMSE "
+            << fmt(rel_rmse) << "; per-element budget " << tol.model << ": " << fmt(100 * worst)
+            << "% used at worst; RMSE " << fmt(rmse) << " = "
+            << fmt(tol.rmse_bound > 0 ? 100 * rmse / tol.rmse_bound : (rmse > 0 ? INFINITY : 0))
+            << "% of its bound";
+    record_share("budget_share", label, worst);
+    record_share("rmse_share", label, tol.rmse_bound > 0 ? rmse / tol.rmse_bound : (rmse > 0 ? INFINITY : 0));
+    if (verbose())
+        std::cout << "  " << current_test_name() << " " << what << " " << got.size() << " values: " << summary.str() << "\n";
+    if (bad == 0 && rmse_ok) return ::testing::AssertionSuccess() << what << ": " << summary.str();
+    // The count and the first mismatches come first: a grader's report may keep only the start.
+    auto failure = ::testing::AssertionFailure() << what << ": ";
+    if (bad) failure << bad << " of " << got.size() << " elements out of tolerance, first:" << first.str() << "\n  ";
+    if (!rmse_ok) failure << "whole-tensor RMSE " << fmt(rmse) << " > its bound " << fmt(tol.rmse_bound) << "; ";
+    failure << summary.str();
+    return failure;
+}
+
+// Bit-for-bit equality, for integer outputs and for copies (embedding, KV-cache writes).
+template <class T>
+::testing::AssertionResult exact(const std::vector<T>& got, const HostTensor& ref_tensor,
+                                 const std::string& label = "") {
+    const std::string what = "[" + current_track() + "]" + (label.empty() ? "" : " " + label);
+    const std::vector<T>* ref_ptr = nullptr;
+    if constexpr (std::is_same_v<T, float>) ref_ptr = &ref_tensor.f;
+    else ref_ptr = &ref_tensor.i;
+    const std::vector<T>& ref = *ref_ptr;
+    if (got.size() != ref.size())
+        return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size();
+    size_t bad = 0;
+    std::ostringstream first;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (std::memcmp(&got[i], &ref[i], sizeof(T)) == 0) continue;
+        if (bad++ < 6) {
+            first << "\n    " << index_str(i, ref_tensor.shape) << " got " << got[i] << ", expected " << ref[i];
+            if constexpr (std::is_same_v<T, float>)
+                if (is_poison(got[i])) first << " (poison: never written)";
+        }
+    }
+    if (bad == 0) return ::testing::AssertionSuccess() << what << ": identical";
+    return ::testing::AssertionFailure() << what << ": " << bad << " of " << got.size()
+                                         << " values differ (exact match required); first:" << first.str();
+}
+
+// EXPECT_TRUE(verdict) would print the call's source text first; this prints only the verdict.
+#define GLMASR_EXPECT(verdict)                                              \
+    do {                                                                    \
+        const ::testing::AssertionResult glmasr_verdict_ = (verdict);       \
+        if (!glmasr_verdict_) ADD_FAILURE() << glmasr_verdict_.message();   \
+    } while (0)
+
+// ------------------------------------------------------------------ running a case on each track
+
+// The entry `name` of a track's table; a null primitive is a failure of that track, not a crash.
+template <class F>
+F entry(F fn, const Track& track, const char* name) {
+    if (!fn) throw Error(std::string(track.name) + " track has no '" + name + "' entry");
+    return fn;
+}
+
+// Run body(track, inputs) for every track under test, kCallsPerTrack times with fresh inputs.
+// Errors (NotImplemented from a TODO, a contract check, a CUDA fault) fail the case with their
+// message and the track's name, and the other tracks still run.
+template <class Body>
+void for_each_track(Body body) {
+    for (const std::string& name : tracks_under_test()) {
+        current_track() = name;
+        for (int call = 0; call < kCallsPerTrack; ++call) {
+            SCOPED_TRACE("track " + name + ", call " + std::to_string(call + 1) + " of " +
+                         std::to_string(kCallsPerTrack) + ", GLMASR_TEST_SEED=" + std::to_string(test_seed()));
+            try {
+                const Track& track = get_track(name);
+                track_device() = track.device;
+                if (track.setup) track.setup(track_stream());
+                Inputs inputs(name, call);
+                body(track, inputs);
+            } catch (const Error& e) {
+                ADD_FAILURE() << "[" << name << "] " << e.what();
+                break;  // the same error would repeat on the next call
+            } catch (const std::exception& e) {
+                ADD_FAILURE() << "[" << name << "] unexpected exception: " << e.what();
+                break;
+            }
+        }
+    }
+    current_track().clear();
+}
+
+// GoogleTest shows a case's parameter (--gtest_list_tests, the JSON report's value_param) as
+// the shape struct's `name` field rather than its bytes; each test file brings this into its
+// anonymous namespace (`using glmasr::test::operator<<;`) so that lookup by argument finds it.
+template <class P>
+auto operator<<(std::ostream& os, const P& param) -> decltype(param.name, os) {
+    return os << param.name;
+}
+
+// Readable case names for INSTANTIATE_TEST_SUITE_P: the `name` field of the shape struct.
+struct NameField {
+    template <class P>
+    std::string operator()(const ::testing::TestParamInfo<P>& info) const {
+        return info.param.name;
+    }
+};
 
 }  // namespace glmasr::test

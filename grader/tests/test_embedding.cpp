@@ -1,9 +1,12 @@
-// test_embedding.cpp — the row gather out(T, D) = table(V, D)[ids]: exact (a copy, after the
-// track's own weight rounding), on the real vocabulary and awkward sizes.
+// test_embedding.cpp — the row gather out(T, D) = table(V, D)[ids(T)]: an exact copy (of the
+// table in the track's weight dtype, widened to f32), on the real vocabulary (59264 × 2048;
+// the last row included) and tiny and awkward sizes.
 #include "kernel_test.h"
 
 namespace glmasr::test {
 namespace {
+
+using glmasr::test::operator<<;
 
 struct Shape { int64_t T, V, D; const char* name; };
 
@@ -12,25 +15,29 @@ class Embedding : public ::testing::TestWithParam<Shape> {};
 TEST_P(Embedding, MatchesOracle) {
     GLMASR_REQUIRE_GPU();
     const Shape s = GetParam();
-    for_each_track([&](const Track& track) {
-        Inputs in(s.T + s.V * 3 + s.D);
+    for_each_track([&](const Track& track, Inputs& in) {
         HostTensor table = host(rounded(in.normal(s.V * s.D), track.weight_dtype), {s.V, s.D});
-        std::vector<int32_t> ids = in.ints(s.T, 0, static_cast<int>(s.V - 1));
-        ids[0] = static_cast<int32_t>(s.V - 1);  // the last row too
+        std::vector<int32_t> ids = in.ints(s.T, 0, int(s.V - 1));
+        ids[0] = int32_t(s.V - 1);
+        if (s.T > 2) ids[1] = 0, ids[2] = ids[s.T - 1];  // the first row, and a repeated id
         HostTensor hid = host_i32(ids, {s.T});
-        HostTensor ref = host(std::vector<float>(s.T * s.D), {s.T, s.D});
+        HostTensor ref = zeros({s.T, s.D});
         cpu_track().ops.embedding(ref.view(), table.view(), hid.view(), nullptr);
-        DeviceTensor dt(table, track.weight_dtype), did(hid), out(ref);
+
+        DeviceTensor dtable(table, track.weight_dtype), did(hid), out(ref);
         out.poison();
-        track.ops.embedding(out.view(), dt.view(), did.view(), gpu_stream());
-        EXPECT_EQ(out.download_f32(), ref.f);
+        entry(track.ops.embedding, track, "embedding")(out.view(), dtable.view(), did.view(), track_stream());
+        GLMASR_EXPECT(exact(out.download_f32(), ref));
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Embedding, ::testing::Values(
-    Shape{1, 1, 1, "one"}, Shape{19, 818, 80, "awkward"}, Shape{1, 59264, 2048, "decode"},
-    Shape{400, 59264, 2048, "prefill"}),
-    [](const auto& info) { return std::string(info.param.name); });
+const DecoderConfig& kDec = kNano.text;
+
+INSTANTIATE_TEST_SUITE_P(, Embedding, ::testing::Values(
+    Shape{1, 1, 1, "one"}, Shape{3, 2, 5, "tiny"}, Shape{19, 818, 111, "awkward"},
+    Shape{1, kDec.vocab_size, kDec.hidden_size, "decode"},
+    Shape{397, kDec.vocab_size, kDec.hidden_size, "prefill"}),
+    NameField{});
 
 }  // namespace
 }  // namespace glmasr::test
