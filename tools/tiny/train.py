@@ -28,6 +28,7 @@ distinct sentences plus random word sequences (corpus.py), held-out WER picks th
 and CTC on the encoder plus a short-utterance start speed up the audio-text alignment.
 """
 import argparse
+import collections
 import copy
 import json
 import math
@@ -230,9 +231,35 @@ def make_jobs(args, train_rows, eval_texts):
     return jobs
 
 
-def synthesise(pool, results, n_jobs, logmel, store_dtype, device, stop_at):
-    """Consume the pool's results, featurise them in blocks, and fill two stores: training items
-    and evaluation items. Stops taking results at time stop_at."""
+class JobFeed:
+    """synth.work over `jobs` on the pool, yielded in order, with at most `ahead` chunks queued.
+    Submission starts at once (the self-check runs meanwhile) and stops at `stop_at`, so the
+    pool then drains in a second or two and closes cleanly. (Pool.terminate() on a long
+    imap_unordered queue can deadlock: its task thread blocks writing to workers it killed.)"""
+
+    def __init__(self, pool, jobs, stop_at, chunk=16, ahead=64):
+        self.pool, self.jobs, self.stop_at, self.chunk = pool, jobs, stop_at, chunk
+        self.starts = iter(range(0, len(jobs), chunk))
+        self.queue = collections.deque()
+        for _ in range(ahead):
+            self._submit()
+
+    def _submit(self):
+        start = next(self.starts, None) if time.time() < self.stop_at else None
+        if start is not None:
+            chunk = self.jobs[start:start + self.chunk]
+            self.queue.append(self.pool.map_async(synth.work, chunk, chunksize=len(chunk)))
+
+    def __iter__(self):
+        while self.queue:
+            results = self.queue.popleft().get()
+            self._submit()
+            yield from results
+
+
+def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
+    """Consume the pool's results (a JobFeed), featurise them in blocks, and fill two stores:
+    training items and evaluation items."""
     train_store = features.FeatureStore(device, store_dtype)
     eval_store = features.FeatureStore(device, store_dtype)
     train, evals = Items(), Items()
@@ -274,11 +301,11 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device, stop_at):
             last_log = now
             log(f"synthesis: {done}/{n_jobs} done, {done / (now - start):.0f} items/s, "
                 f"{len(failures)} failures")
-        if now > stop_at:
-            log(f"synthesis: time budget reached after {done} of {n_jobs} jobs")
-            break
+    if done < n_jobs:
+        log(f"synthesis: time budget reached after {done} of {n_jobs} jobs")
     flush()
-    pool.terminate()
+    pool.close()
+    pool.join()
     train_store.finish()
     eval_store.finish()
     took = time.time() - start
@@ -657,9 +684,8 @@ def main():
         randoms = [("eval_random", t) for s, t in heldout if s == "random"][:args.eval_random]
         jobs = make_jobs(args, train_rows, natural + randoms)
         log(f"synthesis: {len(jobs)} jobs on {args.workers} processes")
-        results = pool.imap_unordered(synth.work, jobs, chunksize=16)
         synth_budget = min(args.synth_minutes * 60, max(60.0, (deadline - time.time()) * 0.3))
-        synth_stop = time.time() + synth_budget
+        results = JobFeed(pool, jobs, stop_at=time.time() + synth_budget)
         # While the workers run: features and prompt ids against transformers' processor.
         from transformers import GlmAsrProcessor, WhisperFeatureExtractor
         processor = GlmAsrProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=text.tok)
@@ -673,8 +699,7 @@ def main():
             raise
         store_dtype = torch.bfloat16 if bf16(args) else torch.float32
         train_items, train_store, eval_items, eval_store, summary["synthesis"] = synthesise(
-            pool, results, len(jobs), features.LogMel(args.device), store_dtype, args.device,
-            synth_stop)
+            pool, results, len(jobs), features.LogMel(args.device), store_dtype, args.device)
         summary["training"] = train(args, text, train_items, train_store, eval_items, eval_store,
                                     deadline - FINAL_RESERVE_S)
         del train_store, eval_store
