@@ -280,15 +280,8 @@ int main(int argc, char** argv) {
     cli::BenchArgs b;
     std::string bench_tracks = "auto";
     CLI::App* bench = app.add_subcommand("bench", "time tracks end to end on one workload (Nano shapes by default)");
-    bench->add_option("--config", b.config_path, "random weights of this config.json (default: the real Nano's shapes)");
-    bench->add_option("--model", b.model_dir, "a real checkpoint directory instead");
     bench->add_option("--tracks", bench_tracks, "comma-separated tracks, timed interleaved; speedups are against the first");
-    bench->add_option("--seconds", b.seconds, "synthetic audio length");
-    bench->add_option("--decode-steps", b.decode_steps, "forced decode steps");
-    bench->add_option("--warmup", b.warmup, "untimed rounds first");
-    bench->add_option("--repeats", b.repeats, "timed rounds (median reported)");
-    bench->add_option("--seed", b.seed, "seed of the random weights");
-    bench->add_flag("--json", b.json, "machine-readable output");
+    cli::add_workload_options(*bench, b);
 
     app.add_subcommand("tracks", "list the kernel tracks this build has");
 
