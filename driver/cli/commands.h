@@ -1,5 +1,5 @@
 // commands.h — the subcommands of `glmasr` that live in their own files, and the workload that
-// `bench` times.
+// `bench` and `profile` share.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,7 +16,7 @@
 
 namespace glmasr::cli {
 
-// The workload options of `bench` (workload.cpp).
+// The options `bench` and `profile` share (workload.cpp).
 struct WorkloadArgs {
     std::string config_path;  // random weights of this config.json (default: the real Nano)
     std::string model_dir;    // or a real checkpoint
@@ -31,7 +31,7 @@ struct WorkloadArgs {
 // Registers --config, --model, --seconds, --decode-steps, --warmup, --repeats, --seed, --json.
 void add_workload_options(CLI::App& command, WorkloadArgs& args);
 
-// One deterministic synthetic clip through one model: what `bench` times.
+// One deterministic synthetic clip through one model: what `bench` and `profile` time.
 struct Workload {
     WorkloadArgs args;
     std::string source;               // the model, for reports
@@ -56,6 +56,14 @@ struct BenchArgs : WorkloadArgs {
 };
 
 int run_bench(const BenchArgs& args);
+
+struct ProfileArgs : WorkloadArgs {
+    std::string track = "reference";
+    std::string ops_spec;     // --ops, as for transcribe
+    double delay_us = 50;     // GPU idle time before each op (see profile.cpp)
+};
+
+int run_profile(const ProfileArgs& args);
 
 // The prompt used with random weights when there is no tokenizer: the real prompt's length
 // (3 + N + 13 tokens around the audio), text positions filled with token 0.

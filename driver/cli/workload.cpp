@@ -1,4 +1,4 @@
-// workload.cpp — the workload `glmasr bench` times: a deterministic
+// workload.cpp — the workload `glmasr bench` and `glmasr profile` time: a deterministic
 // synthetic clip of --seconds through a model with --config's shapes and seeded random weights
 // (default: the real GLM-ASR-Nano-2512's), or through a real checkpoint (--model), with
 // --decode-steps forced greedy steps.
