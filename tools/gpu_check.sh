@@ -2,13 +2,14 @@
 # gpu_check.sh — build and test everything on a GPU machine whose Debian build dependencies were
 # carried in as .deb files (see ../shared/gpu-machine.md), writing logs to $OUT (or ./gpu-out).
 #
-#   tools/gpu_check.sh [steps...]      steps: build test kernels sanitize parity bench (default: all)
+#   tools/gpu_check.sh [steps...]      steps: build test kernels sanitize parity bench profile
+#                                      (default: all)
 #
 # Prepare once, on a machine with apt: ../shared/tools/device-deps.sh .device/deps libpcre2-dev libpcre2-8-0 ...
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-steps=${*:-"build test kernels sanitize parity bench"}
+steps=${*:-"build test kernels sanitize parity bench profile"}
 D=/tmp/deps
 if [ -d .device/deps ] && [ ! -d $D/usr ]; then
   mkdir -p $D && for f in .device/deps/*.deb; do dpkg -x "$f" $D; done
@@ -59,5 +60,9 @@ for step in $steps; do
       tar czf "$OUT/fixtures.tgz" -C tests/fixtures parity ;;
     bench)
       $B/glmasr bench --tracks baseline,reference --decode-steps 64 --repeats 3 --warmup 1 2>&1 | tee "$OUT/bench.txt" ;;
+    profile)  # per-op tables: the reference on the Nano workload, the baseline on a short one
+      $B/glmasr profile --track reference --repeats 3 --warmup 1 2>&1 | tee "$OUT/profile_reference.txt"
+      $B/glmasr profile --track reference --repeats 3 --warmup 1 --json > "$OUT/profile_reference.json"
+      $B/glmasr profile --track baseline --decode-steps 8 --repeats 1 --warmup 1 2>&1 | tee "$OUT/profile_baseline.txt" ;;
   esac
 done

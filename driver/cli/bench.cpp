@@ -4,60 +4,26 @@
 //   glmasr bench --tracks baseline,student --repeats 5 --json
 //   glmasr bench --model DIR --seconds 12
 //
-// Workload: a deterministic synthetic clip of --seconds (one 30 s window by default) and
-// --decode-steps forced greedy steps. Every track gets its own model in the same process, and
-// runs are interleaved (A B A B ...) after --warmup rounds, so clock and thermal drift hit all
-// tracks alike. GPU stages are timed with CUDA events; the reported figure is the median.
+// Workload (workload.cpp): a deterministic synthetic clip of --seconds (one 30 s window by
+// default) and --decode-steps forced greedy steps. Every track gets its own model in the same
+// process, and runs are interleaved (A B A B ...) after --warmup rounds, so clock and thermal
+// drift hit all tracks alike. GPU stages are timed with CUDA events; the reported figure is the median.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "commands.h"
 #include "glmasr/error.h"
 #include "glmasr/features.h"
 #include "glmasr/model.h"
-#include "glmasr/tokenizer.h"
 #include "glmasr/track.h"
-#include "glmasr/weights.h"
-
-namespace fs = std::filesystem;
 
 namespace glmasr::cli {
 
-std::vector<int> synthetic_prompt(const ModelConfig& config, int n_audio_tokens) {
-    std::vector<int> ids(3, 0);
-    ids.insert(ids.end(), n_audio_tokens, config.audio_token_id);
-    ids.insert(ids.end(), 13, 0);
-    return ids;
-}
-
 namespace {
-
-// A deterministic speech-like test signal: gliding harmonics, syllable-rate envelope, noise.
-std::vector<float> synthetic_audio(double seconds, int rate) {
-    const size_t n = static_cast<size_t>(seconds * rate);
-    std::vector<float> pcm(n);
-    uint32_t lcg = 12345;
-    double phase = 0;
-    for (size_t i = 0; i < n; ++i) {
-        const double t = static_cast<double>(i) / rate;
-        phase += 2 * M_PI * (120 + 30 * std::sin(2 * M_PI * 0.7 * t)) / rate;
-        double v = 0;
-        for (int k = 1; k <= 8; ++k) v += std::sin(k * phase) / k;
-        const double envelope = 0.5 * (1 + std::sin(2 * M_PI * 4 * t));
-        lcg = lcg * 1664525u + 1013904223u;
-        v = 0.2 * v * envelope + 0.01 * ((lcg >> 8) / 16777216.0 - 0.5);
-        pcm[i] = static_cast<float>(v);
-    }
-    return pcm;
-}
 
 double median(std::vector<double> v) {
     if (v.empty()) return 0;
@@ -111,38 +77,10 @@ double end_to_end_ms(const StageTimes& t) {
 }  // namespace
 
 int run_bench(const BenchArgs& args) {
-    if (!args.model_dir.empty() && !args.config_path.empty())
-        throw InputError("bench: give --config or --model, not both");
-    if (args.repeats < 1 || args.warmup < 0 || args.decode_steps < 1 || args.seconds <= 0)
-        throw InputError("bench: --repeats, --decode-steps and --seconds must be positive");
-
-    ModelConfig config;
-    std::optional<Tokenizer> tokenizer;
-    std::string weights_path, source;
-    if (!args.model_dir.empty()) {
-        const fs::path dir(args.model_dir);
-        config = ModelConfig::load((dir / "config.json").string());
-        tokenizer.emplace(Tokenizer::load((dir / "tokenizer.json").string()));
-        weights_path = (dir / "model.safetensors").string();
-        source = args.model_dir;
-    } else if (!args.config_path.empty()) {
-        config = ModelConfig::load(args.config_path);
-        source = args.config_path + " (random weights)";
-    } else {
-        config = ModelConfig::nano();
-        source = "GLM-ASR-Nano-2512 shapes (random weights)";
-    }
-
-    FeatureConfig feature_config;
-    feature_config.n_mels = config.audio.num_mel_bins;
-    feature_config.merge_factor = config.merge_factor;
-    if (args.seconds > feature_config.max_windows() * feature_config.chunk_seconds)
-        throw InputError("bench: --seconds is longer than the model's 630 s");
-    const LogMelExtractor extractor(feature_config);
-    const std::vector<float> pcm = synthetic_audio(args.seconds, feature_config.sample_rate);
-    const AudioFeatures features = extractor.extract(pcm);
-    const std::vector<int> prompt = tokenizer ? build_prompt(*tokenizer, features.total_audio_tokens())
-                                              : synthetic_prompt(config, features.total_audio_tokens());
+    const Workload w = Workload::load(args, "bench");
+    const ModelConfig& config = w.config;
+    const std::vector<int>& prompt = w.prompt;
+    const LogMelExtractor extractor(w.feature_config);
 
     std::vector<TrackRun> tracks;
     for (const std::string& name : args.tracks) {
@@ -151,9 +89,7 @@ int run_bench(const BenchArgs& args) {
         run.table = OpTable::build(name);
         Backend& backend = backend_for(run.table.device);
         run.memory_before = backend.memory_in_use();
-        ModelWeights weights = weights_path.empty()
-                                   ? random_weights(config, run.table, backend, args.seed)
-                                   : load_weights(weights_path, config, run.table, backend);
+        ModelWeights weights = w.weights(run.table, backend);
         run.weight_bytes = decoder_bytes_per_token(config, run.table);
         run.model = std::make_unique<Model>(config, std::move(weights), run.table);
         // One untimed sizing run, so the memory this track holds is measured before the next
@@ -161,7 +97,7 @@ int run_bench(const BenchArgs& args) {
         GenerateOptions sizing;
         sizing.max_new_tokens = args.decode_steps;
         sizing.ignore_eos = true;
-        run.model->generate(prompt, run.model->encode_audio(features), sizing);
+        run.model->generate(prompt, run.model->encode_audio(w.features), sizing);
         backend.synchronize(backend.stream());
         run.memory_after = backend.memory_in_use();
         tracks.push_back(std::move(run));
@@ -173,7 +109,7 @@ int run_bench(const BenchArgs& args) {
     for (int round = 0; round < args.warmup + args.repeats; ++round) {
         for (TrackRun& t : tracks) {  // interleaved: A B A B ...
             const auto f0 = std::chrono::steady_clock::now();
-            const AudioFeatures fresh = extractor.extract(pcm);  // host work, timed apart
+            const AudioFeatures fresh = extractor.extract(w.pcm);  // host work, timed apart
             const double features_ms = std::chrono::duration<double, std::milli>(
                                            std::chrono::steady_clock::now() - f0).count();
             const std::vector<float> audio = t.model->encode_audio(fresh);
@@ -189,21 +125,13 @@ int run_bench(const BenchArgs& args) {
         }
     }
 
-    const double flops = encoder_flops_per_window(config, feature_config.window_frames()) *
-                         features.n_windows;
-    nlohmann::json out = {{"workload", {{"model", source}, {"audio_seconds", args.seconds},
-                                        {"windows", features.n_windows},
-                                        {"audio_tokens", features.total_audio_tokens()},
-                                        {"prompt_tokens", prompt.size()},
-                                        {"decode_steps", args.decode_steps},
-                                        {"warmup", args.warmup}, {"repeats", args.repeats}}},
-                          {"tracks", nlohmann::json::array()}};
+    const double flops = encoder_flops_per_window(config, w.feature_config.window_frames()) *
+                         w.features.n_windows;
+    nlohmann::json out = {{"workload", w.json()}, {"tracks", nlohmann::json::array()}};
     if (!args.json)
-        std::printf("%s | %.1f s audio (%d window(s)), %zu prompt tokens, %d decode steps | "
-                    "median of %d after %d warm-up, interleaved\n\n"
+        std::printf("%s | median of %d after %d warm-up, interleaved\n\n"
                     "%-10s %10s %10s %10s %10s %10s %11s %9s %9s %9s %9s\n",
-                    source.c_str(), args.seconds, features.n_windows, prompt.size(),
-                    args.decode_steps, args.repeats, args.warmup, "track", "features",
+                    w.summary().c_str(), args.repeats, args.warmup, "track", "features",
                     "encoder", "projector", "prefill", "ms/token", "end-to-end", "enc TF/s",
                     "dec GB/s", "speedup", "mem GiB");
     const double first_e2e = [&] {

@@ -5,6 +5,7 @@
 //   glmasr transcribe clip.wav --random-weights tests/fixtures/configs/nano.json --max-new-tokens 64
 //   glmasr info --model DIR            (or --config config.json)
 //   glmasr bench --tracks baseline,reference --decode-steps 64
+//   glmasr profile --track reference                      per-op time, GB/s and TFLOP/s
 //   glmasr tracks
 //
 // Exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file and the problem),
@@ -280,15 +281,16 @@ int main(int argc, char** argv) {
     cli::BenchArgs b;
     std::string bench_tracks = "auto";
     CLI::App* bench = app.add_subcommand("bench", "time tracks end to end on one workload (Nano shapes by default)");
-    bench->add_option("--config", b.config_path, "random weights of this config.json (default: the real Nano's shapes)");
-    bench->add_option("--model", b.model_dir, "a real checkpoint directory instead");
     bench->add_option("--tracks", bench_tracks, "comma-separated tracks, timed interleaved; speedups are against the first");
-    bench->add_option("--seconds", b.seconds, "synthetic audio length");
-    bench->add_option("--decode-steps", b.decode_steps, "forced decode steps");
-    bench->add_option("--warmup", b.warmup, "untimed rounds first");
-    bench->add_option("--repeats", b.repeats, "timed rounds (median reported)");
-    bench->add_option("--seed", b.seed, "seed of the random weights");
-    bench->add_flag("--json", b.json, "machine-readable output");
+    cli::add_workload_options(*bench, b);
+
+    cli::ProfileArgs p;
+    p.track = "auto";
+    CLI::App* profile = app.add_subcommand("profile", "time every op of one track on bench's workload: calls, ms, GB/s, TFLOP/s per stage");
+    profile->add_option("--track", p.track, "cpu, baseline, reference, student, or auto (GPU if present)");
+    profile->add_option("--ops", p.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
+    profile->add_option("--delay-us", p.delay_us, "GPU idle time before each op, so no launch latency is timed (0: none)");
+    cli::add_workload_options(*profile, p);
 
     app.add_subcommand("tracks", "list the kernel tracks this build has");
 
@@ -307,6 +309,10 @@ int main(int argc, char** argv) {
             for (std::string name; std::getline(names, name, ',');)
                 if (!name.empty()) b.tracks.push_back(resolve_track(name, b.json));
             return cli::run_bench(b);
+        }
+        if (profile->parsed()) {
+            p.track = resolve_track(p.track, p.json);
+            return cli::run_profile(p);
         }
         return run_tracks();
     } catch (const InputError& e) {

@@ -1,5 +1,7 @@
 // cuda_backend.cu — device memory and the driver's stream for the GPU tracks, and the
 // implementation of the error checks in cuda_check.h.
+#include <nvtx3/nvToolsExt.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -29,6 +31,16 @@ void check_launch(const char* file, int line) {
 }  // namespace cuda
 
 namespace {
+
+// One thread spins on the GPU's nanosecond clock (%globaltimer) until `ns` have passed.
+__global__ void spin_kernel(unsigned long long ns) {
+    unsigned long long start = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}
+
 class CudaBackend final : public Backend {
 public:
     CudaBackend() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
@@ -81,6 +93,13 @@ public:
         CUDA_CHECK(cudaEventElapsedTime(&ms, b, e));
         return ms;
     }
+
+    void delay(Stream s, double microseconds) override {
+        spin_kernel<<<1, 1, 0, s>>>(static_cast<unsigned long long>(microseconds * 1e3));
+        CUDA_CHECK_LAUNCH();
+    }
+    void range_push(const char* name) override { nvtxRangePushA(name); }
+    void range_pop() override { nvtxRangePop(); }
 
     bool supports_graphs() const override { return true; }
     Graph capture(Stream s, const std::function<void()>& record) override {

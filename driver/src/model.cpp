@@ -27,6 +27,16 @@ std::vector<int> build_prompt(const Tokenizer& tokenizer, int n_audio_tokens,
     return tokenizer.encode(text);
 }
 
+const char* stage_name(Stage stage) {
+    switch (stage) {
+        case Stage::encoder: return "encoder";
+        case Stage::projector: return "projector";
+        case Stage::prefill: return "prefill";
+        case Stage::decode: return "decode";
+    }
+    return "?";
+}
+
 namespace {
 
 // A device buffer owned by the Model (freed with it).
@@ -95,6 +105,11 @@ struct Model::Impl {
     Backend::Graph decode_graph;           // the recorded decode step (GPU only)
 
     StageTimes last_encode;                // encoder_ms, projector_ms of the last encode_audio
+    std::function<void(Stage)> stage_hook;
+
+    void enter(Stage stage) const {
+        if (stage_hook) stage_hook(stage);
+    }
 
     explicit Impl(Backend& b) : backend(b), stream(b.stream()) {}
 
@@ -176,6 +191,7 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
     const Backend::Mark begin = m.backend.mark(m.stream);
 
     for (int win = 0; win < features.n_windows; ++win) {
+        m.enter(Stage::encoder);
         // input_features (n_mels, T_mel) → time-major (T_mel, n_mels), the layout conv1d takes.
         const float* window = features.mel.data() + static_cast<size_t>(win) * n_mels * t_mel;
         for (int c = 0; c < n_mels; ++c)
@@ -223,6 +239,7 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
         // merged = h.reshape(T/4, 4·De); emb = linear_2(gelu(linear_1(merged)))
         const int n_tokens = features.audio_tokens[win];
         if (n_tokens == 0) continue;
+        m.enter(Stage::projector);
         projector_marks.push_back(m.backend.mark(m.stream));
         const Tensor merged = m.enc_normed.reshape({t_enc / config_.merge_factor,
                                                     config_.merge_factor * e.hidden_size});
@@ -244,6 +261,8 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
 }
 
 StageTimes Model::last_encode_times() const { return impl_->last_encode; }
+
+void Model::set_stage_hook(std::function<void(Stage)> hook) { impl_->stage_hook = std::move(hook); }
 
 GenerateResult Model::generate(const std::vector<int>& prompt_ids,
                                const std::vector<float>& audio_embeddings,
@@ -313,6 +332,7 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
     }
 
     GenerateResult result;
+    m.enter(Stage::prefill);
     auto t0 = m.backend.mark(m.stream);
 
     // ---- prefill: inputs_embeds = embed_tokens(input_ids), audio rows scattered in
@@ -359,6 +379,7 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
         const bool stop = std::find(eos.begin(), eos.end(), token) != eos.end();
         if ((stop && !options.ignore_eos) || i + 1 == options.max_new_tokens) break;
 
+        m.enter(Stage::decode);
         auto s0 = m.backend.mark(m.stream);
         const int32_t position = S + i;  // position of the token just produced
         m.backend.upload(m.dec_pos.data, &position, sizeof position, m.stream);

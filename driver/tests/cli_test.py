@@ -2,8 +2,9 @@
 """End-to-end tests of the `glmasr` command line (run by CTest: cli_test.py PATH_TO_GLMASR).
 
 Checks the transcript of the parity fixture model against what transformers generated, the
-parameter counts `glmasr info` reports for the real Nano config, and that every kind of bad
-input ends with exit code 2 and one clear line on stderr naming the file — never a crash.
+parameter counts `glmasr info` reports for the real Nano config, the per-op table of
+`glmasr profile` on the cpu track, and that every kind of bad input ends with exit code 2 and
+one clear line on stderr naming the file — never a crash.
 Standard library only.
 """
 import json
@@ -23,10 +24,12 @@ FIXTURE = os.path.join(ROOT, "tests/fixtures/parity/mini_nano")
 MODEL = os.path.join(FIXTURE, "model")
 CLIP = os.path.join(FIXTURE, "clip.wav")
 NANO_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/nano.json")
+SMALL_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/small.json")
 
 
-def run(*args, timeout=600):
-    return subprocess.run([GLMASR, *args], capture_output=True, text=True, timeout=timeout)
+def run(*args, timeout=600, env=None):
+    return subprocess.run([GLMASR, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
 
 
 def write_wav(path, samples, rate=16000):
@@ -110,6 +113,67 @@ class CliTest(unittest.TestCase):
         r = run("tracks")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("cpu", r.stdout)
+
+    def profile_small(self, *extra):
+        # One OpenMP thread: on a busy machine, waiting for descheduled threads at every op's
+        # barrier would make each op take a time slice.
+        return run("profile", "--track", "cpu", "--config", SMALL_CONFIG, "--seconds", "2",
+                   "--decode-steps", "4", "--warmup", "0", "--repeats", "1", *extra,
+                   env=dict(os.environ, OMP_NUM_THREADS="1"))
+
+    def test_profile_table(self):
+        r = self.profile_small()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for title in ("encoder", "projector", "prefill", "decode", "all stages", "End to end"):
+            self.assertIn(title, r.stdout)
+        rows = {}  # "all stages" section: op -> (calls, total ms)
+        section = r.stdout.split("all stages", 1)[1]
+        for line in section.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) >= 3 and fields[0] != "sum":
+                rows[fields[0]] = (int(fields[1]), float(fields[2]))
+            if not line.strip():
+                break
+        # The cpu track has no fused entries: the driver runs every composition op by op.
+        expected = {"conv1d", "gelu", "layernorm", "linear", "rope_apply", "attention_scores",
+                    "softmax", "attention_output", "add", "embedding", "rmsnorm", "cache_write",
+                    "silu_mul", "argmax"}
+        self.assertEqual(set(rows), expected)
+        for op, (calls, ms) in rows.items():
+            self.assertGreater(calls, 0, op)
+            self.assertGreater(ms, 0, op)
+
+    def test_profile_json(self):
+        r = self.profile_small("--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        with open(SMALL_CONFIG) as f:
+            text = json.load(f)["text_config"]
+        stages = {s["stage"]: s for s in out["stages"]}
+        self.assertEqual(list(stages), ["encoder", "projector", "prefill", "decode"])
+        self.assertEqual(stages["decode"]["entries"], 3)  # 4 tokens: the first comes from prefill
+        for stage in stages.values():
+            self.assertGreater(stage["ops_ms"], 0)
+            for op in stage["ops"]:
+                self.assertGreater(op["calls"], 0)
+                self.assertGreater(op["total_ms"], 0)
+                self.assertGreaterEqual(op["gbps"], 0)
+        decode = {op["op"]: op for op in stages["decode"]["ops"]}
+        # Decode linears per step: q, k, v, o, gate, up, down per layer, and the lm_head.
+        L, D, F, V = (text[k] for k in ("num_hidden_layers", "hidden_size", "intermediate_size",
+                                        "vocab_size"))
+        H, Hkv = text["num_attention_heads"], text["num_key_value_heads"]
+        hd = D // H
+        self.assertEqual(decode["linear"]["calls"], 3 * (7 * L + 1))
+        per_step = 2 * (L * D * (2 * H * hd + 2 * Hkv * hd + 3 * F) + D * V)
+        self.assertEqual(decode["linear"]["flops"], 3 * per_step)
+        # Causal scores: the step at position p sees p + 1 keys (the cost reads the positions).
+        S = out["workload"]["prompt_tokens"]
+        visible = sum(p + 1 for p in range(S, S + 3))
+        self.assertEqual(decode["attention_scores"]["flops"], L * H * visible * (2 * hd + 1))
+
+    def test_profile_bad_track(self):
+        self.assert_bad_input(self.profile_small("--ops", "frobnicate=cpu"), "frobnicate")
 
     # ---------------------------------------------------------------- bad input
     def test_missing_audio(self):

@@ -31,6 +31,11 @@ struct GenerateOptions {
     std::function<void(int step, const std::vector<float>& logits)> on_logits;
 };
 
+// The stages of one transcription, in the order they run.
+enum class Stage { encoder, projector, prefill, decode };
+constexpr int kNumStages = 4;
+const char* stage_name(Stage stage);  // "encoder", "projector", "prefill", "decode"
+
 struct StageTimes {  // milliseconds; GPU stages timed with CUDA events
     double encoder_ms = 0, projector_ms = 0, prefill_ms = 0, decode_ms = 0;
     int decode_steps = 0;
@@ -64,6 +69,11 @@ public:
     GenerateResult generate(const std::vector<int>& prompt_ids,
                             const std::vector<float>& audio_embeddings,
                             const GenerateOptions& options);
+
+    // Called on the host each time the forward pass enters a stage: every window's encoder and
+    // projector, the prefill, and every decode step (before its ops are enqueued or its graph
+    // replayed). `glmasr profile` uses it to attribute op calls to stages.
+    void set_stage_hook(std::function<void(Stage)> hook);
 
     // Whole pipeline on one clip's features.
     GenerateResult transcribe(const AudioFeatures& features, const Tokenizer& tokenizer,

@@ -40,6 +40,14 @@ public:
     virtual Mark mark(Stream stream) = 0;
     virtual double elapsed_ms(const Mark& begin, const Mark& end) = 0;
 
+    // Profiling aids for `glmasr profile`; all three do nothing on the host.
+    // delay(): the stream waits `microseconds` before its next work (one spinning GPU thread),
+    // so the host can queue an op before the GPU reaches it and the op's events do not time
+    // the launch. range_push/range_pop: named NVTX ranges, shown by Nsight Systems.
+    virtual void delay(Stream /*stream*/, double /*microseconds*/) {}
+    virtual void range_push(const char* /*name*/) {}
+    virtual void range_pop() {}
+
     // CUDA graphs: record what a callback enqueues on `stream`, then replay it with one launch.
     // Hosts have no graphs (supports_graphs() is false and capture() throws).
     using Graph = std::shared_ptr<void>;

@@ -1,0 +1,351 @@
+// op_profiler.cpp — the timing shims of `glmasr profile`, and what every op of the contract costs.
+//
+// A shim has exactly the type of the Ops entry it replaces. While recording it
+//   1. asks the backend to idle the stream for delay_us (GPU only; see OpProfiler),
+//   2. records a mark, calls the real op, records a mark — on the op's own stream,
+//   3. computes the call's cost from the Tensors it received,
+// and keeps the two marks; stop() reads them all at once, so no call waits for the GPU
+// (except the attention calls, whose cost needs the positions: see visible_keys).
+#include "op_profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "glmasr/error.h"
+
+namespace glmasr::cli {
+
+namespace {
+
+struct OpCost {
+    double bytes = 0, flops = 0;
+};
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+struct ProfileRecorder {
+    OpTable real;          // what the shims call
+    OpTable instrumented;  // what the model calls
+    Backend& backend;
+    double delay_us;
+    bool recording = false;
+    Stage stage = Stage::encoder;
+    bool stage_range_open = false;  // an NVTX range named after the stage
+
+    struct Call {
+        OpId op;
+        Stage stage;
+        Backend::Mark begin, end;
+        OpCost cost;
+    };
+    std::vector<Call> pending;  // marks not read yet (reading one waits for the GPU)
+    std::array<std::array<OpStats, kNumOps>, kNumStages> stats{};
+    std::array<int64_t, kNumStages> entries{};
+    int64_t late_calls = 0;
+
+    // The keys the last attention_scores call let its queries see, for the attention_output
+    // call that reads the same probabilities (attention_output receives no positions).
+    const void* last_scores = nullptr;
+    double last_pairs = 0;
+    int64_t last_key_rows = 0;
+
+    ProfileRecorder(const OpTable& table, double delay)
+        : real(table), instrumented(table), backend(backend_for(table.device)), delay_us(delay) {}
+};
+
+namespace {
+
+ProfileRecorder* active = nullptr;  // the shims' way to the one OpProfiler (they are plain pointers)
+
+// ---------------------------------------------------------------- costs
+//
+// bytes: the least traffic a call needs — every input read once, every output written once, in
+// the dtypes it received (an in-place op reads and writes its tensor). flops: n is the number of
+// elements; a multiply-add counts 2; exp, erf, rsqrt, cos and sin count 1 each. These are the
+// figures a roofline needs: GB/s against the memory bandwidth, TFLOP/s against the peak.
+
+template <typename... T>
+double bytes(const T&... tensors) {
+    return (0.0 + ... + (tensors.empty() ? 0.0 : static_cast<double>(tensors.bytes())));
+}
+
+// The keys the queries of one attention call may see. Without positions (the encoder) every
+// query sees all Tk keys; with positions (the decoder's KV cache) query i sees keys
+// 0..positions[i]. The positions live in device memory, so this copies Tq ints to the host —
+// a synchronising copy, made after the op's end mark, outside the op's time.
+struct Visible {
+    double pairs = 0;      // Σ over queries of the keys each sees (per head)
+    int64_t key_rows = 0;  // rows of k and v the call needs: keys 0..max(positions)
+};
+
+Visible visible_keys(const Tensor& positions, int64_t tq, int64_t tk, Stream stream) {
+    if (positions.empty()) return {static_cast<double>(tq) * tk, tk};
+    std::vector<int32_t> pos(tq);
+    active->backend.download(pos.data(), positions.data, pos.size() * sizeof(int32_t), stream);
+    Visible v;
+    for (int32_t p : pos) {
+        const int64_t seen = std::clamp<int64_t>(static_cast<int64_t>(p) + 1, 0, tk);
+        v.pairs += static_cast<double>(seen);
+        v.key_rows = std::max(v.key_rows, seen);
+    }
+    return v;
+}
+
+// out(M, N) = x(M, K)·Wᵀ + b: M·N dot products of length K, plus the bias.
+OpCost linear_cost(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   Stream) {
+    const double K = x.dim(-1), M = x.numel() / K, N = weight.dim(0);
+    return {bytes(out, x, weight, bias), 2 * M * N * K + (bias.empty() ? 0 : M * N)};
+}
+
+// out(T_out, C_out): every output is a dot product over C_in channels × K taps, plus the bias.
+OpCost conv1d_cost(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   int, int, Stream) {
+    const double outputs = out.numel(), C_in = weight.dim(1), K = weight.dim(2);
+    return {bytes(out, x, weight, bias), 2 * outputs * C_in * K + (bias.empty() ? 0 : outputs)};
+}
+
+// mean 1, variance 3 (subtract, square, add), normalise 2, scale and shift 2: 8 per element.
+OpCost layernorm_cost(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      float, Stream) {
+    return {bytes(out, x, weight, bias), 8.0 * x.numel()};
+}
+
+// square and add 2, times rsqrt and weight 2: 4 per element.
+OpCost rmsnorm_cost(const Tensor& out, const Tensor& x, const Tensor& weight, float, Stream) {
+    return {bytes(out, x, weight), 4.0 * x.numel()};
+}
+
+// x · ½ · (1 + erf(x / √2)): 5 per element.
+OpCost gelu_cost(const Tensor& out, const Tensor& x, Stream) {
+    return {bytes(out, x), 5.0 * x.numel()};
+}
+
+// g / (1 + exp(−g)) · u: negate, exp, add, divide, multiply — 5 per element.
+OpCost silu_mul_cost(const Tensor& out, const Tensor& gate, const Tensor& up, Stream) {
+    return {bytes(out, gate, up), 5.0 * out.numel()};
+}
+
+// max 1, subtract and exp 2, sum 1, divide 1: 5 per element (masked −inf entries included).
+OpCost softmax_cost(const Tensor& out, const Tensor& x, Stream) {
+    return {bytes(out, x), 5.0 * x.numel()};
+}
+
+// angle = p · inv_freq, then cos and sin: 3 per table entry; the tables are only written.
+OpCost rope_freqs_cost(const Tensor& cos, const Tensor& sin, float, Stream) {
+    return {bytes(cos, sin), 3.0 * cos.numel()};
+}
+
+// The first rotary_dim = 2·half dims of every head are read and written in place (the rest pass
+// through untouched); each rotated value is x·c ∓ y·s: 3 flops. Plus one cos and one sin row
+// and one position per token.
+OpCost rope_apply_cost(const Tensor& x, const Tensor& cos, const Tensor& /*sin: as cos*/,
+                       const Tensor& positions, int n_heads, Stream) {
+    const double T = x.dim(0), half = cos.dim(1), rotated = T * n_heads * 2 * half;
+    const double cos_sin_rows = 2 * T * half * dtype_size(cos.dtype);
+    return {2 * rotated * dtype_size(x.dtype) + cos_sin_rows + bytes(positions), 3 * rotated};
+}
+
+// Per head and visible (query, key) pair: a D-long dot product and the scale. The scores are
+// written in full (masked entries get −inf); k is read up to the last visible key.
+OpCost attention_scores_cost(const Tensor& scores, const Tensor& q, const Tensor& k,
+                             const Tensor& positions, int n_heads, int, float, Stream stream) {
+    const double D = q.dim(1) / n_heads;
+    const Visible v = visible_keys(positions, q.dim(0), k.dim(0), stream);
+    active->last_scores = scores.data;
+    active->last_pairs = v.pairs;
+    active->last_key_rows = v.key_rows;
+    const double k_bytes = static_cast<double>(v.key_rows) * k.dim(1) * dtype_size(k.dtype);
+    return {bytes(scores, q, positions) + k_bytes, n_heads * v.pairs * (2 * D + 1)};
+}
+
+// Per head and visible pair, one multiply-add over D. Every probability is read; v only up to
+// the last visible key (the keys are those of the attention_scores call that made `probs`).
+OpCost attention_output_cost(const Tensor& out, const Tensor& probs, const Tensor& v,
+                             int n_heads, int n_kv_heads, Stream) {
+    const double D = v.dim(1) / n_kv_heads;
+    double pairs = static_cast<double>(probs.dim(1)) * probs.dim(2);
+    int64_t key_rows = v.dim(0);
+    if (probs.data == active->last_scores) {
+        pairs = active->last_pairs;
+        key_rows = active->last_key_rows;
+    }
+    const double v_bytes = static_cast<double>(key_rows) * v.dim(1) * dtype_size(v.dtype);
+    return {bytes(out, probs) + v_bytes, 2 * n_heads * pairs * D};
+}
+
+// A gather: T rows of the table copied to out, no arithmetic.
+OpCost embedding_cost(const Tensor& out, const Tensor& table, const Tensor& ids, Stream) {
+    return {bytes(out, ids) + static_cast<double>(out.numel()) * dtype_size(table.dtype), 0};
+}
+
+OpCost add_cost(const Tensor& out, const Tensor& a, const Tensor& b, Stream) {
+    return {bytes(out, a, b), static_cast<double>(out.numel())};
+}
+
+// One comparison per element (counted as a flop).
+OpCost argmax_cost(const Tensor& out, const Tensor& x, Stream) {
+    return {bytes(out, x), static_cast<double>(x.numel())};
+}
+
+// T rows copied into the cache, no arithmetic.
+OpCost cache_write_cost(const Tensor& cache, const Tensor& rows, const Tensor& positions, Stream) {
+    return {bytes(rows, positions) + static_cast<double>(rows.numel()) * dtype_size(cache.dtype), 0};
+}
+
+// The whole of softmax(q·kᵀ·scale)·v per head and visible pair: two D-long multiply-adds, the
+// scale and the softmax's 5. q, out and the visible rows of k and v are moved once; the
+// (Hq, Tq, Tk) scratch is not counted — a fused kernel need not touch it.
+OpCost attention_cost(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& positions, const Tensor&, int n_heads, int, float,
+                      Stream stream) {
+    const double D = q.dim(1) / n_heads;
+    const Visible vis = visible_keys(positions, q.dim(0), k.dim(0), stream);
+    const double kv_bytes = static_cast<double>(vis.key_rows) *
+                            (k.dim(1) * dtype_size(k.dtype) + v.dim(1) * dtype_size(v.dtype));
+    return {bytes(out, q, positions) + kv_bytes, n_heads * vis.pairs * (4 * D + 6)};
+}
+
+// add (1) then rmsnorm (4); the residual is read and written.
+OpCost add_rmsnorm_cost(const Tensor& residual, const Tensor& normed, const Tensor& x,
+                        const Tensor& weight, float, Stream) {
+    return {bytes(residual, residual, normed, x, weight), 5.0 * x.numel()};
+}
+
+// add (1) then layernorm (8); the residual is read and written.
+OpCost add_layernorm_cost(const Tensor& residual, const Tensor& normed, const Tensor& x,
+                          const Tensor& weight, const Tensor& bias, float, Stream) {
+    return {bytes(residual, residual, normed, x, weight, bias), 9.0 * x.numel()};
+}
+
+// linear, then gelu (5) on its M·N outputs; the intermediate never leaves the kernel.
+OpCost linear_gelu_cost(const Tensor& out, const Tensor& x, const Tensor& weight,
+                        const Tensor& bias, Stream stream) {
+    const OpCost gemm = linear_cost(out, x, weight, bias, stream);
+    return {gemm.bytes, gemm.flops + 5.0 * out.numel()};
+}
+
+// Two linears of F outputs over K (gate and up), then silu_mul (5) on the (M, F) result.
+OpCost gate_up_silu_cost(const Tensor& out, const Tensor& x, const Tensor& w_gate,
+                         const Tensor& w_up, const Tensor&, Stream) {
+    const double K = x.dim(-1), M = x.numel() / K, F = w_gate.dim(0);
+    return {bytes(out, x, w_gate, w_up), 4 * M * F * K + 5 * M * F};
+}
+
+// ---------------------------------------------------------------- shims
+
+// Every Ops entry is a `void (*)(Args...)` whose last argument is the stream; Shim<...>::call
+// has exactly that type, so it can stand in the table for the real entry.
+template <OpId id, auto entry, auto cost,
+          typename Fn = std::remove_cvref_t<decltype(std::declval<Ops>().*entry)>>
+struct Shim;
+
+template <OpId id, auto entry, auto cost, typename... Args>
+struct Shim<id, entry, cost, void (*)(Args...)> {
+    static void call(Args... args) {
+        ProfileRecorder& r = *active;
+        const Stream stream = std::get<sizeof...(Args) - 1>(std::forward_as_tuple(args...));
+        if (!r.recording) {
+            (r.real.ops.*entry)(args...);
+            return;
+        }
+        const Clock::time_point host_begin = Clock::now();
+        r.backend.delay(stream, r.delay_us);
+        r.backend.range_push(op_name(id));
+        Backend::Mark begin = r.backend.mark(stream);
+        (r.real.ops.*entry)(args...);
+        Backend::Mark end = r.backend.mark(stream);
+        const double host_us =
+            std::chrono::duration<double, std::micro>(Clock::now() - host_begin).count();
+        r.backend.range_pop();
+        if (r.backend.device() == Device::Cuda && host_us > r.delay_us) ++r.late_calls;
+        r.pending.push_back({id, r.stage, std::move(begin), std::move(end), cost(args...)});
+    }
+};
+
+// Replace one entry by its shim; a null (fused) entry stays null.
+template <OpId id, auto entry, auto cost>
+void instrument(Ops& ops) {
+    if (ops.*entry) ops.*entry = &Shim<id, entry, cost>::call;
+}
+
+}  // namespace
+
+OpProfiler::OpProfiler(const OpTable& table, double delay_us)
+    : recorder_(std::make_unique<ProfileRecorder>(table, delay_us)) {
+    if (active) throw Error("only one OpProfiler may exist at a time");
+    active = recorder_.get();
+    Ops& ops = recorder_->instrumented.ops;
+    instrument<OpId::linear, &Ops::linear, linear_cost>(ops);
+    instrument<OpId::conv1d, &Ops::conv1d, conv1d_cost>(ops);
+    instrument<OpId::layernorm, &Ops::layernorm, layernorm_cost>(ops);
+    instrument<OpId::rmsnorm, &Ops::rmsnorm, rmsnorm_cost>(ops);
+    instrument<OpId::gelu, &Ops::gelu, gelu_cost>(ops);
+    instrument<OpId::silu_mul, &Ops::silu_mul, silu_mul_cost>(ops);
+    instrument<OpId::softmax, &Ops::softmax, softmax_cost>(ops);
+    instrument<OpId::rope_freqs, &Ops::rope_freqs, rope_freqs_cost>(ops);
+    instrument<OpId::rope_apply, &Ops::rope_apply, rope_apply_cost>(ops);
+    instrument<OpId::attention_scores, &Ops::attention_scores, attention_scores_cost>(ops);
+    instrument<OpId::attention_output, &Ops::attention_output, attention_output_cost>(ops);
+    instrument<OpId::embedding, &Ops::embedding, embedding_cost>(ops);
+    instrument<OpId::add, &Ops::add, add_cost>(ops);
+    instrument<OpId::argmax, &Ops::argmax, argmax_cost>(ops);
+    instrument<OpId::cache_write, &Ops::cache_write, cache_write_cost>(ops);
+    instrument<OpId::attention, &Ops::attention, attention_cost>(ops);
+    instrument<OpId::add_rmsnorm, &Ops::add_rmsnorm, add_rmsnorm_cost>(ops);
+    instrument<OpId::add_layernorm, &Ops::add_layernorm, add_layernorm_cost>(ops);
+    instrument<OpId::linear_gelu, &Ops::linear_gelu, linear_gelu_cost>(ops);
+    instrument<OpId::gate_up_silu, &Ops::gate_up_silu, gate_up_silu_cost>(ops);
+}
+
+OpProfiler::~OpProfiler() {
+    if (recorder_->stage_range_open) recorder_->backend.range_pop();
+    active = nullptr;
+}
+
+const OpTable& OpProfiler::table() const { return recorder_->instrumented; }
+
+void OpProfiler::set_stage(Stage stage) {
+    ProfileRecorder& r = *recorder_;
+    r.stage = stage;
+    if (!r.recording) return;
+    ++r.entries[static_cast<int>(stage)];
+    if (r.stage_range_open) r.backend.range_pop();
+    r.backend.range_push(stage_name(stage));
+    r.stage_range_open = true;
+}
+
+void OpProfiler::start() { recorder_->recording = true; }
+
+void OpProfiler::stop() {
+    ProfileRecorder& r = *recorder_;
+    r.recording = false;
+    if (r.stage_range_open) r.backend.range_pop();
+    r.stage_range_open = false;
+    for (const ProfileRecorder::Call& call : r.pending) {
+        OpStats& s = r.stats[static_cast<int>(call.stage)][static_cast<int>(call.op)];
+        s.calls += 1;
+        s.ms += r.backend.elapsed_ms(call.begin, call.end);
+        s.bytes += call.cost.bytes;
+        s.flops += call.cost.flops;
+    }
+    r.pending.clear();
+}
+
+const OpStats& OpProfiler::stats(Stage stage, OpId op) const {
+    return recorder_->stats[static_cast<int>(stage)][static_cast<int>(op)];
+}
+
+int64_t OpProfiler::entries(Stage stage) const {
+    return recorder_->entries[static_cast<int>(stage)];
+}
+
+int64_t OpProfiler::late_calls() const { return recorder_->late_calls; }
+
+}  // namespace glmasr::cli
