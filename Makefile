@@ -11,8 +11,8 @@ TRACK ?= student
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
-DEMO_MODEL ?= tests/fixtures/parity/mini_nano/model
-DEMO_CLIP ?= tests/fixtures/parity/mini_nano/clip.wav
+DEMO_MODEL ?= assets/models/glm-asr-tiny
+DEMO_CLIP ?= assets/audio/concord.wav
 
 .PHONY: all build setup demo test grade clean
 all: build
@@ -28,7 +28,7 @@ build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	$(BUILD)/glmasr transcribe $(DEMO_CLIP) --model $(DEMO_MODEL) --max-new-tokens 24 --verbose
+	$(BUILD)/glmasr transcribe $(DEMO_CLIP) --model $(DEMO_MODEL) --verbose
 
 # The project's own tests: driver, cpu oracle, parity, and the baseline/reference kernel tests
 # (skipped without a GPU). The student track's kernel tests are left out: they fail until the

@@ -140,7 +140,9 @@ def run_speed(glmasr, track, rubric):
     sp = rubric["speed"]
     tracks = ["baseline", track, "reference"] if track not in ("baseline", "reference") \
         else ["baseline", "reference"]
-    cmd = [glmasr, "bench", "--config", os.path.join(ROOT, sp["config"]), "--tracks",
+    workload = ["--model", os.path.join(ROOT, sp["model"])] if sp.get("model") else \
+        ["--config", os.path.join(ROOT, sp["config"])]
+    cmd = [glmasr, "bench", *workload, "--tracks",
            ",".join(tracks), "--seconds", str(sp["seconds"]), "--decode-steps",
            str(sp["decode_steps"]), "--warmup", str(sp["warmup"]), "--repeats",
            str(sp["repeats"]), "--json"]

@@ -3,13 +3,13 @@
 # carried in as .deb files (see ../shared/gpu-machine.md), writing logs to $OUT (or ./gpu-out).
 #
 #   tools/gpu_check.sh [steps...]      steps: build test kernels sanitize parity bench profile
-#                                      (default: all)
+#                                      clips grade speed5 (default: all)
 #
 # Prepare once, on a machine with apt: ../shared/tools/device-deps.sh .device/deps libpcre2-dev libpcre2-8-0 ...
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-steps=${*:-"build test kernels sanitize parity bench profile"}
+steps=${*:-"build test kernels sanitize parity bench profile clips grade speed5"}
 D=/tmp/deps
 if [ -d .device/deps ] && [ ! -d $D/usr ]; then
   mkdir -p $D && for f in .device/deps/*.deb; do dpkg -x "$f" $D; done
@@ -64,5 +64,20 @@ for step in $steps; do
       $B/glmasr profile --track reference --repeats 3 --warmup 1 2>&1 | tee "$OUT/profile_reference.txt"
       $B/glmasr profile --track reference --repeats 3 --warmup 1 --json > "$OUT/profile_reference.json"
       $B/glmasr profile --track baseline --decode-steps 8 --repeats 1 --warmup 1 2>&1 | tee "$OUT/profile_baseline.txt" ;;
+    clips)  # the shipped model on the shipped clips: transformers (fp32) against the tracks
+      python3 tools/tiny/clip_parity.py --glmasr $B/glmasr --tracks cpu,baseline,reference \
+        --json "$OUT/tiny_clips.json" 2>&1 | tee "$OUT/clip_parity.md" ;;
+    grade)  # make grade for the three tracks (issue #5's acceptance runs)
+      for track in reference baseline student; do
+        python3 grader/grade.py --track $track --build $B --skip-build --out "$OUT/grade-$track" \
+          > "$OUT/grade-$track.txt" 2>&1
+        echo "grade $track: exit $?"; tail -n 30 "$OUT/grade-$track.txt"
+      done ;;
+    speed5)  # the speed item alone, five times on the reference: how repeatable is it?
+      for i in 1 2 3 4 5; do
+        python3 grader/grade.py --track reference --build $B --skip-build --skip kernels \
+          --skip accuracy --out "$OUT/speed-$i" > "$OUT/speed-$i.txt" 2>&1
+        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); t=[x for x in d['tests'] if x['name'].startswith('speed')][0]; print('speed run $i:', t['score'], '/', t['max_score'], '|', t['output'])" "$OUT/speed-$i/results.json"
+      done ;;
   esac
 done
