@@ -8,6 +8,8 @@
 //   GLMASR_TEST_VERBOSE=1 ...                   print every comparison's error and budget share
 //   GLMASR_TRACK=cpu ...                        the oracle against itself: checks the harness on
 //                                               a machine without a GPU (slow on big shapes)
+//   GLMASR_TRACK=buggy GLMASR_BUG=gelu_tanh ... the self-test: the baseline with one deliberate
+//                                               mistake, which must fail (grader/buggy/bugs.h)
 //
 // Rules every test follows (docs/grading.md relies on them):
 //   * fresh inputs for every call: each track is called twice per case, and every call draws
@@ -44,6 +46,12 @@
 #include "glmasr/config.h"
 #include "glmasr/error.h"
 #include "glmasr/track.h"
+
+#ifdef GLMASR_BUGGY_TRACK
+namespace glmasr {
+const Track& buggy_track();  // grader/buggy/track.cu, linked into the kernel tests only
+}
+#endif
 
 namespace glmasr::test {
 
@@ -86,6 +94,17 @@ inline bool tracks_can_run() {
     for (const std::string& name : tracks_under_test())
         if (name != "cpu" && !gpu_available()) return false;
     return true;
+}
+
+// The track a test runs: the driver's registry (get_track), plus one name the kernel tests alone
+// know. "buggy" is grader/buggy/, the baseline with one deliberate mistake (GLMASR_BUG), which
+// checks that these tests catch it; its library is linked into the kernel tests only, so
+// `glmasr` never sees the name (grader/buggy/bugs.h).
+inline const Track& track_under_test(const std::string& name) {
+#ifdef GLMASR_BUGGY_TRACK
+    if (name == "buggy") return buggy_track();
+#endif
+    return get_track(name);
 }
 
 #define GLMASR_REQUIRE_GPU() \
@@ -569,7 +588,7 @@ void for_each_track(Body body) {
             SCOPED_TRACE("track " + name + ", call " + std::to_string(call + 1) + " of " +
                          std::to_string(kCallsPerTrack) + ", GLMASR_TEST_SEED=" + std::to_string(test_seed()));
             try {
-                const Track& track = get_track(name);
+                const Track& track = track_under_test(name);
                 track_device() = track.device;
                 if (track.setup) track.setup(track_stream());
                 Inputs inputs(name, call);

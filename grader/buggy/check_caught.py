@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""check_caught.py — the CTest test grader.buggy_caught: every mistake of the buggy track must
+make its kernel suite fail.
+
+For each line BUG(name, suite, "...") of bugs.def it runs
+
+    GLMASR_TRACK=buggy GLMASR_BUG=<name> <tests-dir>/test_<suite> --gtest_output=json:<file>
+
+and counts the mistake as caught when the suite ran to its end (exit code 1 and a report) with at
+least one failed case, each failure about the results: not a CUDA fault, not a rejected
+GLMASR_BUG. A mistake that passes its suite is a gap in that suite: strengthen
+grader/tests/test_<suite>.cpp until it fails (that the correct kernels pass is checked by the
+kernel.<kernel>.baseline tests). Before the mistakes, an unknown GLMASR_BUG must fail with the
+list of names. The table it prints says which cases caught which mistake.
+
+Without a GPU the suites skip every case; this script then prints GoogleTest's "[  SKIPPED ]"
+summary, which glmasr_add_gpu_test's SKIP_REGULAR_EXPRESSION turns into a skipped CTest test.
+
+    python3 grader/buggy/check_caught.py --tests-dir build/tests            all mistakes
+    python3 grader/buggy/check_caught.py --tests-dir build/tests --bug gelu_tanh --verbose
+    python3 grader/buggy/check_caught.py --list
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUG_LINE = re.compile(r'^BUG\((\w+),\s*(\w+),\s*"(.*)"\)\s*$')
+# The line CTest reads as "skipped" (glmasr_add_gpu_test); echoed child output must not match it.
+SKIP_MARK = re.compile(r"\[  SKIPPED \] [0-9]+ test")
+
+
+def read_bugs(path):
+    """[(name, suite, what)] in the order of bugs.def."""
+    bugs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = BUG_LINE.match(line.strip())
+            if m:
+                bugs.append(m.groups())
+    if not bugs:
+        sys.exit(f"check_caught: no BUG(...) lines in {path}")
+    return bugs
+
+
+def run_suite(exe, bug, timeout):
+    """Runs one suite on the buggy track; returns (exit code or None on timeout, report, output)."""
+    env = dict(os.environ, GLMASR_TRACK="buggy", GLMASR_BUG=bug)
+    with tempfile.TemporaryDirectory() as tmp:
+        report_path = os.path.join(tmp, "report.json")
+        cmd = [exe, f"--gtest_output=json:{report_path}"]
+        try:
+            proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, errors="replace", timeout=timeout)
+            code, output = proc.returncode, proc.stdout
+        except subprocess.TimeoutExpired as e:  # its partial output may arrive as bytes
+            partial = e.stdout or ""
+            code, output = None, partial.decode(errors="replace") if isinstance(partial, bytes) else partial
+        report = None
+        if os.path.exists(report_path):
+            with open(report_path, encoding="utf-8") as f:
+                report = json.load(f)
+    return code, report, output
+
+
+def cases(report):
+    """[(full case name, skipped, [failure messages])] of a GoogleTest JSON report."""
+    out = []
+    for suite in report.get("testsuites", []):
+        for case in suite.get("testsuite", []):
+            name = f"{suite['name']}.{case['name']}"
+            failures = [f.get("failure", "") for f in case.get("failures", [])]
+            out.append((name, case.get("result") == "SKIPPED", failures))
+    return out
+
+
+def verdict(code, report):
+    """('caught' | 'no GPU' | a reason it is not caught, failing case names, messages)."""
+    if code is None:
+        return "timed out", [], []
+    if report is None:
+        return f"crashed (exit code {code}, no report)", [], []
+    all_cases = cases(report)
+    if all_cases and all(skipped for _, skipped, _ in all_cases):
+        return "no GPU", [], []
+    failing = [name for name, _, failures in all_cases if failures]
+    messages = [m for _, _, failures in all_cases for m in failures]
+    if code == 0 or not failing:
+        return "SURVIVED: every case passed", [], []
+    if code != 1:
+        return f"crashed (exit code {code})", failing, messages
+    if any("GLMASR_BUG" in m for m in messages):
+        return "rejected GLMASR_BUG (misconfigured run)", failing, messages
+    if any("CUDA error" in m for m in messages):
+        return "CUDA fault (a mistake must change results, not crash)", failing, messages
+    return "caught", failing, messages
+
+
+def tail(text, lines=30):
+    """The last lines of a child's output, with GoogleTest's skip summary defused for CTest."""
+    kept = text.rstrip().splitlines()[-lines:]
+    return "\n".join("    | " + SKIP_MARK.sub("[  skipped ] n test", line) for line in kept)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tests-dir", default="build/tests", help="where test_<suite> live")
+    parser.add_argument("--bug", action="append", help="check only these mistakes (repeatable)")
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds per suite run")
+    parser.add_argument("--list", action="store_true", help="print the mistakes and exit")
+    parser.add_argument("--verbose", action="store_true", help="name every failing case")
+    args = parser.parse_args()
+
+    bugs = read_bugs(os.path.join(HERE, "bugs.def"))
+    if args.list:
+        for name, suite, what in bugs:
+            print(f"{name:30} test_{suite:11} {what}")
+        return 0
+    if args.bug:
+        unknown = sorted(set(args.bug) - {name for name, _, _ in bugs})
+        if unknown:
+            sys.exit(f"check_caught: not in bugs.def: {', '.join(unknown)}")
+        bugs = [b for b in bugs if b[0] in args.bug]
+
+    def exe_of(suite):
+        path = os.path.join(args.tests_dir, f"test_{suite}")
+        if not os.access(path, os.X_OK):
+            sys.exit(f"check_caught: {path} not found: build the kernel tests first "
+                     "(cmake --build build)")
+        return path
+
+    # An unknown name must be refused, case by case, with the list of names (quickly: each case
+    # fails as it asks for the track). This run also finds out whether there is a GPU: without
+    # one every case skips.
+    code, report, output = run_suite(exe_of(bugs[0][1]), "no_such_bug", args.timeout)
+    first, failing, messages = verdict(code, report)
+    if first == "no GPU":
+        print(f"[  SKIPPED ] {len(bugs)} tests: no GPU, so the kernel suites skip every case and "
+              "no mistake can be checked")
+        return 0
+    refused = first.startswith("rejected GLMASR_BUG") and any("no_such_bug" in m for m in messages)
+    print(f"unknown GLMASR_BUG refused: {'yes' if refused else 'NO (' + first + ')'}")
+    if not refused:
+        print(tail(output))
+
+    rows, missed = [], []
+    for name, suite, what in bugs:
+        start = time.monotonic()
+        code, report, output = run_suite(exe_of(suite), name, args.timeout)
+        result, failing, _ = verdict(code, report)
+        total = len(cases(report)) if report else 0
+        rows.append((name, suite, result, failing, total, time.monotonic() - start))
+        if result != "caught":
+            missed.append((name, suite, what, result, output))
+
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'bug':{width}}  {'suite':10} {'verdict':8} {'time':>6}  failing cases")
+    for name, suite, result, failing, total, seconds in rows:
+        shown = failing if args.verbose else failing[:3]
+        more = "" if len(shown) == len(failing) else f", … {len(failing) - len(shown)} more"
+        detail = f"{len(failing)}/{total}: {', '.join(shown)}{more}" if failing else ""
+        status = "caught" if result == "caught" else "MISSED"
+        print(f"{name:{width}}  {suite:10} {status:8} {seconds:5.0f}s  {detail}")
+
+    for name, suite, what, result, output in missed:
+        print(f"\nMISSED {name} ({what}): {result}\n  rerun: GLMASR_TRACK=buggy GLMASR_BUG={name} "
+              f"{os.path.join(args.tests_dir, 'test_' + suite)}\n{tail(output)}")
+    caught = len(rows) - len(missed)
+    print(f"\n{caught} of {len(rows)} mistakes caught" + ("" if refused else "; unknown GLMASR_BUG not refused"))
+    return 0 if not missed and refused else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
