@@ -98,6 +98,10 @@ private:
         ptrs_.push_back(p);
         char* data = static_cast<char*>(p) + pad_front;
         CUDA_CHECK(cudaMemcpy(data, host, bytes, cudaMemcpyHostToDevice));
+        // A pageable host→device cudaMemcpy may return before its DMA lands, and the ops run on
+        // a non-blocking stream that does not wait for it: without this, a kernel can read the
+        // buffer before the data (seen on an H100 under load: zeros and stale NaN poison).
+        CUDA_CHECK(cudaDeviceSynchronize());
         return Tensor(data, dtype, glmasr::Device::Cuda, shape);
     }
     std::vector<void*> ptrs_;
@@ -628,6 +632,7 @@ TEST_F(Reference, DecodeStepCapturesIntoAGraph) {
     // Same state again, now through one captured graph.
     CUDA_CHECK(cudaMemcpy(kc.data, cache0.data(), kc.bytes(), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(residual.data, x0.data(), residual.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // see Device::upload
     cudaGraph_t graph = nullptr;
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     step();

@@ -39,7 +39,8 @@ def read_wav16k(path):
 
 
 def transformers_transcripts(model_dir, clips, device, max_new_tokens):
-    tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(model_dir, "tokenizer.json"))
+    tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(model_dir, "tokenizer.json"),
+                                  pad_token="<|endoftext|>")
     processor = GlmAsrProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128),
                                 tokenizer=tok)
     model = GlmAsrForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
