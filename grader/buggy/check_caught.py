@@ -73,7 +73,7 @@ def cases(report):
     out = []
     for suite in report.get("testsuites", []):
         for case in suite.get("testsuite", []):
-            name = f"{suite['name']}.{case['name']}"
+            name = f"{suite['name']}.{case['name']}".replace(".MatchesOracle/", "/")
             failures = [f.get("failure", "") for f in case.get("failures", [])]
             out.append((name, case.get("result") == "SKIPPED", failures))
     return out
@@ -161,7 +161,7 @@ def main():
     width = max(len(r[0]) for r in rows)
     print(f"\n{'bug':{width}}  {'suite':10} {'verdict':8} {'time':>6}  failing cases")
     for name, suite, result, failing, total, seconds in rows:
-        shown = failing if args.verbose else failing[:3]
+        shown = failing if args.verbose else failing[:6]
         more = "" if len(shown) == len(failing) else f", … {len(failing) - len(shown)} more"
         detail = f"{len(failing)}/{total}: {', '.join(shown)}{more}" if failing else ""
         status = "caught" if result == "caught" else "MISSED"
