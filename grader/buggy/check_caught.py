@@ -60,7 +60,9 @@ def run_suite(exe, bug, timeout):
             code, output = proc.returncode, proc.stdout
         except subprocess.TimeoutExpired as e:  # its partial output may arrive as bytes
             partial = e.stdout or ""
-            code, output = None, partial.decode(errors="replace") if isinstance(partial, bytes) else partial
+            if isinstance(partial, bytes):
+                partial = partial.decode(errors="replace")
+            code, output = None, partial
         report = None
         if os.path.exists(report_path):
             with open(report_path, encoding="utf-8") as f:
@@ -171,7 +173,8 @@ def main():
         print(f"\nMISSED {name} ({what}): {result}\n  rerun: GLMASR_TRACK=buggy GLMASR_BUG={name} "
               f"{os.path.join(args.tests_dir, 'test_' + suite)}\n{tail(output)}")
     caught = len(rows) - len(missed)
-    print(f"\n{caught} of {len(rows)} mistakes caught" + ("" if refused else "; unknown GLMASR_BUG not refused"))
+    print(f"\n{caught} of {len(rows)} mistakes caught"
+          + ("" if refused else "; an unknown GLMASR_BUG was not refused"))
     return 0 if not missed and refused else 1
 
 
