@@ -26,14 +26,16 @@ __global__ void attention_output_kernel(float* out,          // (Tq, Hq·D)
     const long long ih = idx / D;              // i · Hq + h
     const int h = static_cast<int>(ih % Hq);
     const long long i = ih / Hq;
-    const int g = bug == Bug::output_gqa_modulo ? h % Hkv : h / (Hq / Hkv);  // BUG(output_gqa_modulo)
+    // BUG(output_gqa_modulo): h % Hkv
+    const int g = bug == Bug::output_gqa_modulo ? h % Hkv : h / (Hq / Hkv);
     const float* p_row = probs + (static_cast<long long>(h) * Tq + i) * Tk;
     const float* v_col = v + static_cast<long long>(g) * D + d;  // v[j, g·D + d] at j·Hkv·D
     const long long v_stride = static_cast<long long>(Hkv) * D;
     float acc = 0.0f;
     for (int j = 0; j < Tk; ++j) {
         const float p = p_row[j];
-        if (p == 0.0f && bug != Bug::output_reads_masked_rows) continue;  // BUG(output_reads_masked_rows)
+        // BUG(output_reads_masked_rows): the skip is left out
+        if (p == 0.0f && bug != Bug::output_reads_masked_rows) continue;
         acc += p * v_col[j * v_stride];
     }
     out[idx] = acc;

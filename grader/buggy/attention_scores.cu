@@ -31,15 +31,16 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
     const long long hi = idx / Tk;  // h · Tq + i
     const long long i = hi % Tq;
     const int h = static_cast<int>(hi / Tq);
-    if (positions && bug != Bug::scores_mask_ignored) {  // BUG(scores_mask_ignored)
-        const bool hidden = bug == Bug::scores_mask_strict ? j >= positions[i]  // BUG(scores_mask_strict)
-                                                           : j > positions[i];
+    // BUG(scores_mask_ignored): positions never read; BUG(scores_mask_strict): j ≥ positions[i]
+    if (positions && bug != Bug::scores_mask_ignored) {
+        const bool hidden = bug == Bug::scores_mask_strict ? j >= positions[i] : j > positions[i];
         if (hidden) {
             scores[idx] = -INFINITY;
             return;
         }
     }
-    const int g = bug == Bug::scores_gqa_modulo ? h % Hkv : h / (Hq / Hkv);  // BUG(scores_gqa_modulo)
+    // BUG(scores_gqa_modulo): h % Hkv
+    const int g = bug == Bug::scores_gqa_modulo ? h % Hkv : h / (Hq / Hkv);
     const float* q_row = q + i * Hq * D + static_cast<long long>(h) * D;
     const float* k_row = k + j * Hkv * D + static_cast<long long>(g) * D;
     float dot = 0.0f;

@@ -60,7 +60,9 @@ def run_suite(exe, bug, timeout):
             code, output = proc.returncode, proc.stdout
         except subprocess.TimeoutExpired as e:  # its partial output may arrive as bytes
             partial = e.stdout or ""
-            code, output = None, partial.decode(errors="replace") if isinstance(partial, bytes) else partial
+            if isinstance(partial, bytes):
+                partial = partial.decode(errors="replace")
+            code, output = None, partial
         report = None
         if os.path.exists(report_path):
             with open(report_path, encoding="utf-8") as f:
@@ -73,7 +75,7 @@ def cases(report):
     out = []
     for suite in report.get("testsuites", []):
         for case in suite.get("testsuite", []):
-            name = f"{suite['name']}.{case['name']}"
+            name = f"{suite['name']}.{case['name']}".replace(".MatchesOracle/", "/")
             failures = [f.get("failure", "") for f in case.get("failures", [])]
             out.append((name, case.get("result") == "SKIPPED", failures))
     return out
@@ -161,7 +163,7 @@ def main():
     width = max(len(r[0]) for r in rows)
     print(f"\n{'bug':{width}}  {'suite':10} {'verdict':8} {'time':>6}  failing cases")
     for name, suite, result, failing, total, seconds in rows:
-        shown = failing if args.verbose else failing[:3]
+        shown = failing if args.verbose else failing[:6]
         more = "" if len(shown) == len(failing) else f", … {len(failing) - len(shown)} more"
         detail = f"{len(failing)}/{total}: {', '.join(shown)}{more}" if failing else ""
         status = "caught" if result == "caught" else "MISSED"
@@ -171,7 +173,8 @@ def main():
         print(f"\nMISSED {name} ({what}): {result}\n  rerun: GLMASR_TRACK=buggy GLMASR_BUG={name} "
               f"{os.path.join(args.tests_dir, 'test_' + suite)}\n{tail(output)}")
     caught = len(rows) - len(missed)
-    print(f"\n{caught} of {len(rows)} mistakes caught" + ("" if refused else "; unknown GLMASR_BUG not refused"))
+    print(f"\n{caught} of {len(rows)} mistakes caught"
+          + ("" if refused else "; an unknown GLMASR_BUG was not refused"))
     return 0 if not missed and refused else 1
 
 

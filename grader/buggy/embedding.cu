@@ -23,8 +23,10 @@ __global__ void embedding_kernel(float* out,          // (T, D)
     if (idx >= static_cast<long long>(T) * D) return;
     const long long t = idx / D;
     const long long d = idx % D;
-    const int id = bug == Bug::embedding_id_minus_1 ? ids[t] - 1 : ids[t];  // BUG(embedding_id_minus_1)
-    const int rows = bug == Bug::embedding_last_row_rejected ? V - 1 : V;  // BUG(embedding_last_row_rejected)
+    // BUG(embedding_id_minus_1): ids[t] − 1
+    const int id = bug == Bug::embedding_id_minus_1 ? ids[t] - 1 : ids[t];
+    // BUG(embedding_last_row_rejected): id < V − 1
+    const int rows = bug == Bug::embedding_last_row_rejected ? V - 1 : V;
     out[idx] = (id >= 0 && id < rows) ? table[static_cast<long long>(id) * D + d] : NAN;
 }
 

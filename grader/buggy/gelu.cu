@@ -33,7 +33,8 @@ __global__ void gelu_kernel(float* out,      // (n), may equal x
 void gelu(float* out, const float* x, long long n, cudaStream_t stream) {
     const Bug bug = active_bug();
     if (n == 0) return;  // a launch of zero blocks is an error
-    gelu_kernel<<<cuda::blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(out, x, n, bug);
+    gelu_kernel<<<cuda::blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
+        out, x, n, bug);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -41,7 +41,8 @@ __global__ void layernorm_kernel(float* out,      // (rows, dim), may equal x
             const float centred = x_row[c] - mean;
             sum_sq += centred * centred;
         }
-        const int n = bug == Bug::layernorm_unbiased_variance ? dim - 1 : dim;  // BUG(layernorm_unbiased_variance)
+        // BUG(layernorm_unbiased_variance): dim − 1
+        const int n = bug == Bug::layernorm_unbiased_variance ? dim - 1 : dim;
         var = sum_sq / static_cast<float>(n);
     }
     const float inv_std = rsqrtf(var + eps);

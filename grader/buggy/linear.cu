@@ -26,12 +26,13 @@ __global__ void linear_kernel(float* out,         // (M, N)
     const long long n = idx % N;
     const float* x_row = x + m * K;
     const float* w_row = w + n * K;
-    const int k_end = bug == Bug::linear_k_off_by_one ? K - 1 : K;  // BUG(linear_k_off_by_one)
+    // BUG(linear_k_off_by_one): k < K − 1
+    const int k_end = bug == Bug::linear_k_off_by_one ? K - 1 : K;
     float acc = 0.0f;
     for (int k = 0; k < k_end; ++k) {
-        const float w_nk = bug == Bug::linear_transposed_weight
-                               ? w[static_cast<long long>(k) * N + n]  // BUG(linear_transposed_weight)
-                               : w_row[k];
+        // BUG(linear_transposed_weight): w[k·N + n]
+        const float w_nk =
+            bug == Bug::linear_transposed_weight ? w[static_cast<long long>(k) * N + n] : w_row[k];
         acc += x_row[k] * w_nk;
     }
     const bool add_bias = bias && bug != Bug::linear_no_bias;  // BUG(linear_no_bias)

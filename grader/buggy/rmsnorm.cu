@@ -9,7 +9,8 @@
 //                             inf, and rsqrt(inf) = 0 — a wrong value, not a fault);
 //   rmsnorm_no_weight         the weight is never applied.
 // Both eps mistakes move an ordinary row (mean square ≈ 1) by about eps/2 = 5e-6 relative —
-// within f32's budget for a long row — and only show on rows whose mean square is near eps.
+// within f32's budget for a long row — and only show on rows whose mean square is near eps
+// (test_rmsnorm's quiet rows).
 #include "bugs.h"
 #include "glmasr/cuda_check.h"
 
@@ -28,10 +29,12 @@ __global__ void rmsnorm_kernel(float* out,      // (rows, dim), may equal x
 
     float sum_sq = 0.0f;
     for (int c = 0; c < dim; ++c) sum_sq += x_row[c] * x_row[c];
-    const float n = static_cast<float>(bug == Bug::rmsnorm_dim_minus_1 ? dim - 1 : dim);  // BUG(rmsnorm_dim_minus_1)
+    // BUG(rmsnorm_dim_minus_1): dim − 1
+    const float n = static_cast<float>(bug == Bug::rmsnorm_dim_minus_1 ? dim - 1 : dim);
     float inv_rms = rsqrtf(sum_sq / n + eps);
-    if (bug == Bug::rmsnorm_eps_outside_sqrt) inv_rms = 1.0f / (sqrtf(sum_sq / n) + eps);  // BUG(rmsnorm_eps_outside_sqrt)
-    if (bug == Bug::rmsnorm_no_eps) inv_rms = rsqrtf(sum_sq / n);                          // BUG(rmsnorm_no_eps)
+    // BUG(rmsnorm_eps_outside_sqrt)
+    if (bug == Bug::rmsnorm_eps_outside_sqrt) inv_rms = 1.0f / (sqrtf(sum_sq / n) + eps);
+    if (bug == Bug::rmsnorm_no_eps) inv_rms = rsqrtf(sum_sq / n);  // BUG(rmsnorm_no_eps)
 
     // Each element is read before it is written, by the same thread: safe in place.
     for (int c = 0; c < dim; ++c) {

@@ -29,7 +29,8 @@ __global__ void rope_freqs_kernel(float* cos_out,  // (n_positions, half)
     if (i >= static_cast<long long>(n_positions) * half) return;
     const int p = static_cast<int>(i / half);
     const int j = static_cast<int>(i % half);
-    const float rotary_dim = static_cast<float>(bug == Bug::rope_freqs_exponent ? half : 2 * half);  // BUG(rope_freqs_exponent)
+    // BUG(rope_freqs_exponent): half instead of 2·half
+    const float rotary_dim = static_cast<float>(bug == Bug::rope_freqs_exponent ? half : 2 * half);
     const float inv_freq = 1.0f / powf(theta, static_cast<float>(2 * j) / rotary_dim);
     const float angle = static_cast<float>(p) * inv_freq;
     cos_out[i] = cosf(angle);
@@ -46,7 +47,8 @@ __global__ void rope_apply_kernel(float* x,               // (T, n_heads·head_d
     const int j = static_cast<int>(i % half);
     const long long th = i / half;  // t · n_heads + head: the head's row in x viewed (T·H, hd)
     const long long t = th / n_heads;
-    const int head_stride = bug == Bug::rope_apply_head_stride ? 2 * half : head_dim;  // BUG(rope_apply_head_stride)
+    // BUG(rope_apply_head_stride): 2·half instead of head_dim
+    const int head_stride = bug == Bug::rope_apply_head_stride ? 2 * half : head_dim;
     float* x_head = x + th * head_stride;
     const int p = positions[t];
     // A negative position is a driver bug: poison the pair rather than read before the table.

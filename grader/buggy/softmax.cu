@@ -33,8 +33,9 @@ __global__ void softmax_kernel(float* out,      // (rows, cols), may equal x
 
     float row_max = -INFINITY;
     for (int c = 0; c < cols; ++c) row_max = fmaxf(row_max, x_row[c]);
-    if (row_max == -INFINITY && bug != Bug::softmax_masked_row_nan) {  // BUG(softmax_masked_row_nan)
-        for (int c = 0; c < cols; ++c) out_row[c] = 0.0f;  // fully masked: −inf − (−inf) would be NaN
+    // BUG(softmax_masked_row_nan): the fully masked row falls through to −inf − (−inf) = NaN
+    if (row_max == -INFINITY && bug != Bug::softmax_masked_row_nan) {  // fully masked
+        for (int c = 0; c < cols; ++c) out_row[c] = 0.0f;
         return;
     }
 

@@ -35,9 +35,10 @@ Bug active_bug() {
         if (chosen == b.name) return b.bug;
     std::string names;
     for (const BugName& b : kBugNames) names += std::string(names.empty() ? "" : ", ") + b.name;
-    throw InputError((chosen.empty() ? std::string("GLMASR_BUG is not set")
-                                     : "GLMASR_BUG=" + chosen + " is not a bug of the buggy track") +
-                     ": it needs exactly one of " + names + " (grader/buggy/bugs.def)");
+    const std::string problem = chosen.empty()
+                                    ? std::string("GLMASR_BUG is not set")
+                                    : "GLMASR_BUG=" + chosen + " is not a bug of the buggy track";
+    throw InputError(problem + ": it needs exactly one of " + names + " (grader/buggy/bugs.def)");
 }
 
 // `extern` gives the table external linkage: fp32_ops takes it as a template argument.
