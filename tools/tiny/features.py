@@ -124,6 +124,25 @@ class FeatureStore:
     def nbytes(self):
         return self.frames.numel() * self.frames.element_size()
 
+    def packed(self, frame_rows, valid):
+        """Windows assembled from stored frames of several utterances (train.py's packed items).
+
+        frame_rows: (W, 3000) int64, each entry a row of self.frames or -1 for silence (the pauses
+        between utterances and the window's padding); valid: (W,) frames the processor would mark
+        valid. Each utterance was clamped at its own maximum - 8; the window's floor is its own
+        maximum - 8 (scaled: max - 2, at least (-10 + 4) / 4), as log_mel() of the concatenated
+        audio would give. Only frames at the joins differ from featurising the joined audio (the
+        STFT there sees the neighbour's samples), which training can take as augmentation."""
+        idx = torch.from_numpy(np.asarray(frame_rows, np.int64)).to(self.device)
+        present = (idx >= 0)[..., None]
+        frames = self.frames[idx.clamp(min=0)]                           # (W, 3000, 128)
+        top = torch.where(present, frames, torch.full_like(frames, -float("inf"))).amax(dim=(1, 2), keepdim=True)
+        floor = torch.clamp(top - 2.0, min=-1.5)
+        out = torch.where(present, torch.maximum(frames, floor), floor)
+        valid_dev = torch.from_numpy(np.asarray(valid, np.int64)).to(self.device)
+        mask = (torch.arange(WINDOW_FRAMES, device=self.device)[None] < valid_dev[:, None]).long()
+        return out.transpose(1, 2).contiguous(), mask
+
     def windows(self, ids):
         """Padded windows (W, 128, 3000) and the processor's frame mask (W, 3000) for window ids."""
         ids_cpu = np.asarray(ids, np.int64)

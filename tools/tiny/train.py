@@ -65,6 +65,10 @@ CTC_ALPHABET = " '" + "abcdefghijklmnopqrstuvwxyz"  # CTC classes 1..28; 0 is th
 MAX_ITEM_SECONDS = 29.5                        # single-window training items stay inside 30 s
 LONG_TARGET = (31.0, 39.0)                     # two-window items: length drawn from this range,
 LONG_MAX = 50.0                                # never past this (sentences are whole)
+PACK_ONE = (6.0, 29.5)                         # packed items of one window: target seconds
+PACK_TWO = (31.0, 50.0)                        # packed items of two windows: target seconds
+PACK_PAUSE = (0.15, 0.6)                       # silence between packed utterances, seconds
+PACK_MIN_SECOND_WINDOW = 100                   # frames: a second window under 1 s is cut off
 FINAL_RESERVE_S = 100                          # time kept for export + clip evaluation
 
 
@@ -99,6 +103,8 @@ def parse_args():
     p.add_argument("--long-items", type=int, default=1500, help="two-window (> 30 s) training items")
     p.add_argument("--eval-utterances", type=int, default=200, help="held-out natural sentences")
     p.add_argument("--eval-random", type=int, default=40, help="held-out random word sequences")
+    p.add_argument("--eval-long", type=int, default=16,
+                   help="held-out two-window items (several held-out sentences, one voice)")
     p.add_argument("--clips", type=int, default=22, help="clip_NN.wav files besides concord and long")
     # model (defaults: ~7.5M parameters, every architectural feature of GLM-ASR-Nano)
     p.add_argument("--enc-width", type=int, default=256)
@@ -122,6 +128,10 @@ def parse_args():
     p.add_argument("--curriculum-end", type=float, default=0.35,
                    help="share of the training time after which every item is eligible")
     p.add_argument("--long-share", type=float, default=0.03, help="share of a batch given to long items")
+    p.add_argument("--pack-share", type=float, default=0.5,
+                   help="share of a batch given to packed items (several utterances in one window)")
+    p.add_argument("--pack-long-share", type=float, default=0.3,
+                   help="share of the packed items that span two windows")
     p.add_argument("--eval-every", type=float, default=75.0, help="seconds between held-out evaluations")
     p.add_argument("--eval-batch", type=int, default=128)
     p.add_argument("--seed", type=int, default=1234)
@@ -205,7 +215,7 @@ def read_tsv(path):
         return [tuple(line.rstrip("\n").split("\t", 1)) for line in f if line.strip()]
 
 
-def make_jobs(args, train_rows, eval_texts):
+def make_jobs(args, train_rows, eval_texts, eval_long_texts):
     """Synthesis jobs: eval first (they must all exist), then training sentences with the long
     items spread evenly among them (so a synthesis cut by time keeps the mix)."""
     jobs = []
@@ -216,6 +226,9 @@ def make_jobs(args, train_rows, eval_texts):
 
     for i, (kind, text) in enumerate(eval_texts):
         job((kind, i), [text], np.random.default_rng([args.seed, 1, i]))
+    for i in range(args.eval_long):
+        rng = np.random.default_rng([args.seed, 4, i])
+        job(("eval_long", i), eval_long_texts[16 * i:16 * (i + 1)], rng, float(rng.uniform(*LONG_TARGET)), LONG_MAX)
     n_train = min(args.synth_utterances, len(train_rows))
     spare = train_rows[n_train:] if len(train_rows) - n_train >= 16 else train_rows
     every = max(1, n_train // max(1, args.long_items))
@@ -291,7 +304,7 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
                 raise RuntimeError(f"synthesis: {len(failures)} failures, e.g. {failures[:3]}")
         else:
             seconds = len(pcm) / features.RATE
-            single = key[0] != "long"
+            single = key[0] not in ("long", "eval_long")
             if (single and seconds <= MAX_ITEM_SECONDS) or (not single and 30.0 < seconds < 60.0):
                 pending.append((key, pcm, said))
         if len(pending) >= 1024:
@@ -348,10 +361,17 @@ def ctc_targets(texts):
 
 class Batcher:
     """Training batches: padded windows, right-padded ids, the positions that predict the
-    transcript and stop token, and CTC targets of the single-window items."""
+    transcript and stop token, and CTC targets of the single-window rows.
 
-    def __init__(self, items, store, text, device):
+    A row is a synthesised item (one utterance, or a two-window long item) or a packed item:
+    several single utterances, each in its own voice, joined with short pauses in the feature
+    domain (FeatureStore.packed), drawn afresh every time. Packing fills the 30 s window the
+    encoder pays for anyway (single utterances average ~5 s), gives the decoder long transcripts,
+    and turns any utterances into two-window items that cross the 30 s boundary (long.wav)."""
+
+    def __init__(self, items, store, text, device, pack_long_share):
         self.items, self.store, self.text, self.device = items, store, text, device
+        self.pack_long_share = pack_long_share
         self.tokens = text.encode_many(items.text)
         self.chars = ctc_targets(items.text)
         seconds = np.asarray(items.seconds)
@@ -359,36 +379,109 @@ class Batcher:
         single = np.flatnonzero(~is_long)
         self.by_length = single[np.argsort(seconds[single], kind="stable")]
         self.long = np.flatnonzero(is_long)
+        self.first_frame = store.offset.cpu().numpy()
 
-    def sample(self, rng, batch, share_eligible, n_long):
+    def eligible(self, share_eligible, batch):
         n = len(self.by_length)
-        eligible = max(min(n, 4 * batch), int(math.ceil(share_eligible * n)))
-        picks = self.by_length[rng.integers(0, eligible, batch - n_long)]
+        return max(min(n, 4 * batch), int(math.ceil(share_eligible * n)))
+
+    def sample(self, rng, batch, share_eligible, n_long, n_pack):
+        """Item ids of the synthesised rows, and the utterance ids of each packed row."""
+        eligible = self.eligible(share_eligible, batch)
+        picks = self.by_length[rng.integers(0, eligible, batch - n_long - n_pack)]
         if n_long:
             picks = np.concatenate([picks, self.long[rng.integers(0, len(self.long), n_long)]])
-        return picks
+        packs = [self.draw_pack(rng, eligible, PACK_TWO if rng.random() < self.pack_long_share else PACK_ONE)
+                 for _ in range(n_pack)]
+        return picks, packs
 
-    def build(self, picks):
+    def draw_pack(self, rng, eligible, seconds):
+        """Utterances in random order until the next would pass a target length (in frames)."""
+        store, target = self.store, int(rng.uniform(*seconds) * 100)
+        one_window = seconds[1] * 100 <= features.WINDOW_FRAMES
+        parts, pauses, frames = [], [], 0
+        while len(parts) < 64:
+            i = int(self.by_length[rng.integers(0, eligible)])
+            k = int(store.k_cpu[self.items.windows[i][0]])
+            pause = int(rng.uniform(*PACK_PAUSE) * 100) if parts else 0
+            if parts and frames + pause + k > target:
+                break
+            if one_window and frames + pause + k > features.WINDOW_FRAMES:
+                break
+            parts.append(i)
+            pauses.append(pause)
+            frames += pause + k
+        # A second window of a few frames would have no audio tokens: drop utterances till none.
+        while len(parts) > 1 and features.WINDOW_FRAMES < frames < features.WINDOW_FRAMES + PACK_MIN_SECOND_WINDOW:
+            frames -= pauses.pop() + int(store.k_cpu[self.items.windows[parts.pop()][0]])
+        return parts, pauses
+
+    def pack_frames(self, parts, pauses):
+        """Frame rows of a packed item, split into windows: [(rows (3000,), valid)]."""
+        store, windows = self.store, self.items.windows
+        seq = []
+        for i, pause in zip(parts, pauses):
+            w = windows[i][0]
+            seq.append(np.full(pause, -1, np.int64))
+            seq.append(self.first_frame[w] + np.arange(store.k_cpu[w], dtype=np.int64))
+        seq = np.concatenate(seq)
+        last = windows[parts[-1]][0]
+        valid = len(seq) - int(store.k_cpu[last] - store.valid_cpu[last])
+        out = []
+        for start in range(0, len(seq), features.WINDOW_FRAMES):
+            rows = np.full(features.WINDOW_FRAMES, -1, np.int64)
+            chunk = seq[start:start + features.WINDOW_FRAMES]
+            rows[:len(chunk)] = chunk
+            out.append((rows, min(features.WINDOW_FRAMES, valid - start)))
+        return out
+
+    def build(self, picks, packs):
         items, text = self.items, self.text
-        windows, seqs, ctc_rows = [], [], []
+        # Rows in order: synthesised items, then packed ones; the model fills the audio
+        # placeholders of row 0, then row 1, ... from the windows in this same order.
+        windows, seqs, targets_per_row, ctc_rows, chars, ctc_valid = [], [], [], [], [], []
+        n_windows = 0
         for i in picks:
             if len(items.windows[i]) == 1:
-                ctc_rows.append(len(windows))
+                ctc_rows.append(n_windows)
+                chars.append(self.chars[i])
+                ctc_valid.append(int(self.store.valid_cpu[items.windows[i][0]]))
             windows.extend(items.windows[i])
+            n_windows += len(items.windows[i])
             seqs.append(text.prompt(items.n_audio[i]) + self.tokens[i] + [text.stop])
-        feats, mask = self.store.windows(windows)
+            targets_per_row.append(len(self.tokens[i]) + 1)
+        pack_texts = [" ".join(items.text[i] for i in parts) for parts, _ in packs]
+        pack_tokens = text.encode_many(pack_texts) if packs else []
+        pack_chars = ctc_targets(pack_texts)
+        pack_rows, pack_valid = [], []
+        for (parts, pauses), tokens, row_chars in zip(packs, pack_tokens, pack_chars):
+            wins = self.pack_frames(parts, pauses)
+            if len(wins) == 1:
+                ctc_rows.append(n_windows)
+                chars.append(row_chars)
+                ctc_valid.append(wins[0][1])
+            for rows, valid in wins:
+                pack_rows.append(rows)
+                pack_valid.append(valid)
+            n_windows += len(wins)
+            n_audio = sum(features.audio_tokens(v) for _, v in wins)
+            seqs.append(text.prompt(n_audio) + tokens + [text.stop])
+            targets_per_row.append(len(tokens) + 1)
+        feats, mask = self.store.windows(windows) if windows else (None, None)
+        if pack_rows:
+            p_feats, p_mask = self.store.packed(np.stack(pack_rows), pack_valid)
+            feats = p_feats if feats is None else torch.cat([feats, p_feats])
+            mask = p_mask if mask is None else torch.cat([mask, p_mask])
         width = max(len(s) for s in seqs)
         ids = np.full((len(seqs), width), text.fill, np.int64)
         rows, cols, targets = [], [], []
-        for b, (i, s) in enumerate(zip(picks, seqs)):
+        for b, (s, n_target) in enumerate(zip(seqs, targets_per_row)):
             ids[b, :len(s)] = s
-            first = len(s) - len(self.tokens[i]) - 1     # first transcript position
-            rows.extend([b] * (len(s) - first))
+            first = len(s) - n_target                    # first transcript position
+            rows.extend([b] * n_target)
             cols.extend(range(first - 1, len(s) - 1))    # hidden state t predicts token t+1
             targets.extend(s[first:])
-        single = [i for i in picks if len(items.windows[i]) == 1]
-        chars = [self.chars[i] for i in single]
-        valid = self.store.valid_cpu[[items.windows[i][0] for i in single]].astype(np.int64)
+        valid = np.asarray(ctc_valid, np.int64)
         to = lambda a: torch.as_tensor(np.asarray(a), device=self.device)
         return {
             "feats": feats, "mask": mask, "ids": to(ids), "rows": to(rows), "cols": to(cols),
@@ -396,6 +489,7 @@ class Batcher:
             "ctc_in": to((valid - 1) // 2 + 1),
             "ctc_tgt": to(np.concatenate(chars) if chars else np.zeros(0, np.int64)),
             "ctc_len": to(np.asarray([len(c) for c in chars], np.int64)),
+            "windows": n_windows, "width": width,
         }
 
 
@@ -470,19 +564,22 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
                             lr=args.lr, betas=(0.9, 0.98), eps=1e-8, fused=device.startswith("cuda"))
     use_amp = bf16(args)
     autocast = lambda: torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=use_amp)
-    batcher = Batcher(train_items, train_store, text, device)
+    batcher = Batcher(train_items, train_store, text, device, args.pack_long_share)
     rng = np.random.default_rng(args.seed)
 
-    # Evaluation set: natural held-out sentences choose the checkpoint; random ones are reported.
+    # Evaluation set: natural held-out sentences and two-window items of them choose the
+    # checkpoint (their word errors over their words); random word sequences are reported.
     natural = [i for i, k in enumerate(eval_items.kind) if k == "eval"]
     randoms = [i for i, k in enumerate(eval_items.kind) if k == "eval_random"]
+    longs = [i for i, k in enumerate(eval_items.kind) if k == "eval_long"]
     eval_ids = natural + randoms
 
     start = time.time()
     budget = min(args.train_minutes * 60, deadline - start)
     log(f"training: budget {budget / 60:.1f} min, batch {args.batch}, {len(batcher.by_length)} items "
-        f"+ {len(batcher.long)} long, eval on {len(natural)} + {len(randoms)} held-out items")
-    history, best = [], {"wer": float("inf")}
+        f"+ {len(batcher.long)} long, eval on {len(natural)} + {len(longs)} long + {len(randoms)} "
+        f"random held-out items")
+    history, best = [], {"wer": float("inf"), "wer_select": float("inf"), "wer_long": None}
     step, last_eval, last_log = 0, start, start
     seen, ce_last, ctc_last = 0, None, None
     stop_file = os.path.join(args.out, "STOP")
@@ -495,16 +592,21 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
             refs, hyps = evaluate(model, eval_items, eval_store, text, eval_ids, args, autocast)
             w_nat = wer(refs[:len(natural)], hyps[:len(natural)])
             w_rand = wer(refs[len(natural):], hyps[len(natural):]) if randoms else None
+            refs_long, hyps_long = evaluate(model, eval_items, eval_store, text, longs, args, autocast) if longs else ([], [])
+            w_long = wer(refs_long, hyps_long) if longs else None
+            w_select = wer(refs[:len(natural)] + refs_long, hyps[:len(natural)] + hyps_long)
             entry = {"step": step, "minutes": round((time.time() - start) / 60, 2), "wer": round(w_nat, 4),
                      "wer_random": None if w_rand is None else round(w_rand, 4),
+                     "wer_long": None if w_long is None else round(w_long, 4), "wer_select": round(w_select, 4),
                      "ce": ce_last, "ctc": ctc_last, "utterances_seen": seen}
             history.append(entry)
-            improved = w_nat < best["wer"]
+            improved = w_select < best.get("wer_select", float("inf"))
             if improved:
                 best = dict(entry)
                 save_checkpoint(model, os.path.join(args.out, "best"), text,
                                 torch.bfloat16 if use_amp else torch.float32)
-            log(f"eval step {step}: held-out WER {w_nat:.3f} (random {w_rand if w_rand is None else round(w_rand, 3)})"
+            log(f"eval step {step}: held-out WER {w_nat:.3f}, two-window {w_long if w_long is None else round(w_long, 3)}"
+                f" -> selection {w_select:.3f} (random {w_rand if w_rand is None else round(w_rand, 3)})"
                 f"{' -> saved best' if improved else ''}; e.g. '{refs[0]}' -> '{hyps[0]}'")
             with open(os.path.join(args.out, "history.json"), "w") as f:
                 json.dump({"best": best, "history": history}, f, indent=1)
@@ -517,7 +619,11 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
         ramp = min(1.0, progress / args.curriculum_end) if args.curriculum_end > 0 else 1.0
         share = args.curriculum_start + (1 - args.curriculum_start) * ramp
         n_long = int(rng.binomial(args.batch, args.long_share)) if progress >= args.curriculum_end and len(batcher.long) else 0
-        batch = batcher.build(batcher.sample(rng, args.batch, share, n_long))
+        # Packed items come in after the first tenth of the time, fully by the curriculum's end.
+        pack_ramp = min(1.0, max(0.0, (progress - 0.1) / (args.curriculum_end - 0.1))) if args.curriculum_end > 0.1 else 1.0
+        n_pack = min(args.batch - n_long, int(rng.binomial(args.batch, args.pack_share * pack_ramp)))
+        picks, packs = batcher.sample(rng, args.batch, share, n_long, n_pack)
+        batch = batcher.build(picks, packs)
 
         with autocast():
             out = model.model(input_ids=batch["ids"], input_features=batch["feats"],
@@ -540,17 +646,18 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
         torch.nn.utils.clip_grad_norm_(list(model.parameters()) + list(ctc_head.parameters()), 1.0)
         opt.step()
         step += 1
-        seen += args.batch
+        seen += len(picks) + sum(len(parts) for parts, _ in packs)
         if time.time() - last_log >= 15 or step <= 2 or (args.max_steps and step % 10 == 0):
             ce_v, ctc_v = float(ce.detach()), float(ctc.detach())
             ce_last, ctc_last = round(ce_v, 4), round(ctc_v, 4)
             rate = step / (time.time() - start)
             mem = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else 0.0
             log(f"step {step}: ce {ce_v:.3f} ctc {ctc_v:.3f} lr {lr:.2e} curriculum {share:.2f} "
-                f"long {n_long} | {rate:.2f} steps/s {rate * args.batch:.0f} utt/s | "
+                f"long {n_long} packed {n_pack} windows {batch['windows']} width {batch['width']} | {rate:.2f} steps/s {rate * args.batch:.0f} utt/s | "
                 f"{progress * 100:.0f}% of budget | peak mem {mem:.1f} GiB")
             last_log = time.time()
-    log(f"training done: {step} steps, best held-out WER {best['wer']:.3f} at step {best.get('step')}")
+    log(f"training done: {step} steps, best selection WER {best['wer_select']:.3f} (held-out {best['wer']:.3f}, "
+        f"two-window {best['wer_long']}) at step {best.get('step')}")
     return {"steps": step, "minutes": round((time.time() - start) / 60, 2), "best": best,
             "history": history, "parameters": n_params}
 
@@ -679,10 +786,10 @@ def main():
         train_rows = read_tsv(os.path.join(args.data, "train.txt"))
         heldout = read_tsv(os.path.join(args.data, "heldout.txt"))
         used = {r["text"] for r in clip_records}
-        natural = [("eval", t) for s, t in heldout if s != "random" and not s.startswith("clip")
-                   and t not in used][:args.eval_utterances]
+        unused = [t for s, t in heldout if s != "random" and not s.startswith("clip") and t not in used]
+        natural = [("eval", t) for t in unused[:args.eval_utterances]]
         randoms = [("eval_random", t) for s, t in heldout if s == "random"][:args.eval_random]
-        jobs = make_jobs(args, train_rows, natural + randoms)
+        jobs = make_jobs(args, train_rows, natural + randoms, unused[args.eval_utterances:])
         log(f"synthesis: {len(jobs)} jobs on {args.workers} processes")
         synth_budget = min(args.synth_minutes * 60, max(60.0, (deadline - time.time()) * 0.3))
         results = JobFeed(pool, jobs, stop_at=time.time() + synth_budget)
