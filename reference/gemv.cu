@@ -4,10 +4,10 @@
 // 2 flops per weight per row of x, so the product is bound by memory bandwidth, not by math:
 // the kernel's one job is to keep enough 16-byte loads of weights in flight on every SM.
 //   * A block owns kRows output rows (two matrices' worth for the fused gate/up product) and
-//     its 4 warps split K: thread t reads 16-byte chunks t, t + 128, ... of every owned row, so
-//     each warp issues fully coalesced 512-byte reads. The K loop is unrolled 4×, so a thread
-//     has 16 independent weight loads in flight (measured: 2× unrolling left a quarter of the
-//     bandwidth unused on the 2048 × 6144 down projection).
+//     its 4 warps split K (block_gemv, gemv_core.cuh): thread t reads 16-byte chunks t, t + 128,
+//     ... of every owned row, so each warp issues fully coalesced 512-byte reads. The K loop is
+//     unrolled 4×, so a thread has 16 independent weight loads in flight (measured: 2× unrolling
+//     left a quarter of the bandwidth unused on the 2048 × 6144 down projection).
 //   * A small block per few rows gives N / kRows blocks (512 for a 2048-row matrix), enough to
 //     cover 132 SMs even for the 512-row k/v projections.
 //   * x (at most 8 rows, a few KB) is read through the read-only cache; all blocks share it, so
@@ -24,17 +24,13 @@
 //
 // Measured (H100 80GB HBM3, M = 1): lm_head 59264 × 2048 at 2.71 TB/s, gate+up 2 × 6144 × 2048
 // at 2.46 TB/s, down 2048 × 6144 at 2.1 TB/s, 2048 × 2048 at 1.5 TB/s (latency-bound).
-#include "common.cuh"
+#include "gemv_core.cuh"
 #include "glmasr/cuda_check.h"
 #include "kernels.h"
 
 namespace glmasr::reference {
 
 namespace {
-
-constexpr int kGemvThreads = 128;
-constexpr int kGemvWarps = kGemvThreads / kWarpSize;
-constexpr int kChunk = 8;  // bf16 per 16-byte load
 
 __device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second,
                                                const float* bias, int row) {
@@ -54,73 +50,27 @@ gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
                  int N, int K) {
     constexpr int kMats = kEpi == GemvEpilogue::kSiluMul ? 2 : 1;
     const int row0 = blockIdx.x * kRows;
-    const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
-    const int n_chunks = K / kChunk;
-
-    const uint4* rows[kMats][kRows];
+    // Owned rows, matrix by matrix: rows[mat · kRows + r] is row row0 + r of w (mat 0) or w2.
+    const uint4* rows[kMats * kRows];
 #pragma unroll
     for (int mat = 0; mat < kMats; ++mat)
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
             // Rows past N (last block) re-read row N-1; their sums are never written.
             const int row = min(row0 + r, N - 1);
-            rows[mat][r] = reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
+            rows[mat * kRows + r] = reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
         }
     // Let the next kernel be scheduled as soon as SMs free up (PDL), then wait for x.
     pdl_launch_dependents();
     pdl_wait();
 
-    float acc[kMats][kRows][M];
-#pragma unroll
-    for (int mat = 0; mat < kMats; ++mat)
-#pragma unroll
-        for (int r = 0; r < kRows; ++r)
-#pragma unroll
-            for (int m = 0; m < M; ++m) acc[mat][r][m] = 0.0f;
-
-#pragma unroll 4
-    for (int c = tid; c < n_chunks; c += kGemvThreads) {
-        float wf[kMats][kRows][kChunk];
-#pragma unroll
-        for (int mat = 0; mat < kMats; ++mat)
-#pragma unroll
-            for (int r = 0; r < kRows; ++r) unpack_bf16x8(__ldcs(rows[mat][r] + c), wf[mat][r]);
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-            const float4* xr = reinterpret_cast<const float4*>(x + static_cast<size_t>(m) * K) + 2 * c;
-            const float4 x0 = __ldg(xr), x1 = __ldg(xr + 1);
-            const float xs[kChunk] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-#pragma unroll
-            for (int mat = 0; mat < kMats; ++mat)
-#pragma unroll
-                for (int r = 0; r < kRows; ++r)
-#pragma unroll
-                    for (int e = 0; e < kChunk; ++e) acc[mat][r][m] = fmaf(wf[mat][r][e], xs[e], acc[mat][r][m]);
-        }
-    }
-
-    __shared__ float partial[kGemvWarps][kMats][kRows][M];
-#pragma unroll
-    for (int mat = 0; mat < kMats; ++mat)
-#pragma unroll
-        for (int r = 0; r < kRows; ++r)
-#pragma unroll
-            for (int m = 0; m < M; ++m) {
-                const float v = warp_sum(acc[mat][r][m]);
-                if (lane == 0) partial[warp][mat][r][m] = v;
-            }
-    __syncthreads();
-    for (int i = tid; i < kRows * M; i += kGemvThreads) {
+    __shared__ GemvPartials<M, kMats * kRows> partials;
+    block_gemv<M, kMats * kRows>(rows, x, K, partials);
+    for (int i = threadIdx.x; i < kRows * M; i += kGemvThreads) {
         const int r = i / M, m = i % M, row = row0 + r;
         if (row >= N) continue;
-        float sum[kMats];
-#pragma unroll
-        for (int mat = 0; mat < kMats; ++mat) {
-            sum[mat] = 0.0f;
-#pragma unroll
-            for (int wi = 0; wi < kGemvWarps; ++wi) sum[mat] += partial[wi][mat][r][m];
-        }
-        out[static_cast<size_t>(m) * N + row] = gemv_epilogue(kEpi, sum[0], sum[kMats - 1], bias, row);
+        const float first = partials.total(r, m), second = partials.total((kMats - 1) * kRows + r, m);
+        out[static_cast<size_t>(m) * N + row] = gemv_epilogue(kEpi, first, second, bias, row);
     }
 }
 
@@ -190,7 +140,7 @@ void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const 
                int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream) {
     if (M < 1 || M > kGemvMaxRows) throw Error("gemv_bf16: M = " + std::to_string(M) + " is outside 1..8");
     if (N == 0) return;
-    const bool fast = K % kChunk == 0 && aligned_to(w, 16) && aligned_to(x, 16) &&
+    const bool fast = K % kGemvChunk == 0 && aligned_to(w, 16) && aligned_to(x, 16) &&
                       (!w2 || aligned_to(w2, 16));
     if (!fast) {
         constexpr int kWarpsPerBlock = 4;

@@ -38,6 +38,29 @@ enum class GemvEpilogue { kBias, kBiasGelu, kSiluMul };
 void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const float* bias,
                int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream);
 
+// ---- qkv_rope_cache.cu: the decoder's q/k/v products, RoPE and KV-cache write in one kernel
+
+struct QkvRopeCacheArgs {
+    float* q;                           // (M, Hq·D) out
+    float* k_cache;                     // (cap, Hkv·D), rows positions[m] written
+    float* v_cache;                     // (cap, Hkv·D), rows positions[m] written
+    const float* x;                     // (M, K)
+    const bf16* w_q;                    // (Hq·D, K)
+    const bf16* w_k;                    // (Hkv·D, K)
+    const bf16* w_v;                    // (Hkv·D, K)
+    const float* cos;                   // (n_positions, half)
+    const float* sin;                   // (n_positions, half)
+    const int* positions;               // (M)
+    int M, K, n_heads, n_kv_heads, head_dim, half, n_positions, cap;
+};
+// True when the one-kernel path applies: M ≤ kGemvMaxRows, full-width RoPE, aligned rows.
+bool qkv_rope_cache_fits(const QkvRopeCacheArgs& args);
+// The one-kernel path; throws if !qkv_rope_cache_fits(args).
+void qkv_rope_cache_gemv(const QkvRopeCacheArgs& args, cudaStream_t stream);
+// Any shape (linear.cu): the kernel above when it fits, else linear ×3 → rope_apply ×2 →
+// cache_write ×2 through k(M, Hkv·D) and v(M, Hkv·D) scratch.
+void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* k, float* v, cudaStream_t stream);
+
 // ---- operand staging for the GEMM rungs
 
 // out(n) = bf16(x(n)), round to nearest even                                  (convert_bf16.cu)

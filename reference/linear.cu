@@ -1,5 +1,6 @@
 // linear.cu — host-side dispatch of every matrix product of the model (no kernels here):
-// linear, linear + GELU, the fused gate/up SwiGLU, and conv1d.
+// linear, linear + GELU, the fused gate/up SwiGLU, the decoder's q/k/v + RoPE + cache write,
+// and conv1d.
 //
 //   M ≤ 8 rows (decode, lm_head): the bandwidth-bound GEMV (gemv.cu) with the epilogue fused.
 //   M > 8 rows (encoder, projector, prefill): stage the activations as bf16 (convert_bf16.cu,
@@ -74,6 +75,22 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, const float* x, cons
     staged_gemm(ctx, out, x, w_gate, nullptr, M, F, K, stream);
     staged_gemm(ctx, scratch, x, w_up, nullptr, M, F, K, stream);
     silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
+}
+
+void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& a, float* k, float* v, cudaStream_t stream) {
+    if (a.M == 0) return;
+    if (qkv_rope_cache_fits(a)) {
+        qkv_rope_cache_gemv(a, stream);
+        return;
+    }
+    const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
+    linear(ctx, a.q, a.x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);
+    linear(ctx, k, a.x, a.w_k, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
+    linear(ctx, v, a.x, a.w_v, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
+    rope_apply(a.q, a.cos, a.sin, a.positions, a.M, a.n_heads, a.head_dim, a.half, a.n_positions, stream);
+    rope_apply(k, a.cos, a.sin, a.positions, a.M, a.n_kv_heads, a.head_dim, a.half, a.n_positions, stream);
+    cache_write(a.k_cache, k, a.positions, a.M, width_kv, a.cap, stream);
+    cache_write(a.v_cache, v, a.positions, a.M, width_kv, a.cap, stream);
 }
 
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,

@@ -5,7 +5,7 @@
 // launcher of kernels.h. Precision: matrix weights (linear, conv1d, embedding) are bf16
 // (Track::weight_dtype); activations, biases and norm weights f32; every product and reduction
 // accumulates in f32. The fused entries are all implemented (add+norm, linear+GELU, gate/up +
-// SwiGLU, attention) — except that GLMASR_ATTENTION=three_kernel leaves `attention` null so the
+// SwiGLU, q/k/v + RoPE + KV-cache write, attention) — except that GLMASR_ATTENTION=three_kernel leaves `attention` null so the
 // driver composes attention_scores → softmax → attention_output, for comparison.
 //
 // Usage: `glmasr transcribe clip.wav --track reference`. Two ladders are selectable at run time
@@ -322,6 +322,47 @@ void gate_up_silu(const Tensor& out, const Tensor& x, const Tensor& w_gate, cons
                       to_int(F), to_int(K), s);
 }
 
+void qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& x,
+                    const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
+                    const Tensor& sin, const Tensor& positions, const Tensor& k, const Tensor& v,
+                    int Hq, int Hkv, Stream s) {
+    const char* op = "qkv_rope_cache";
+    expect_f32(op, "x", x);
+    expect_rank(op, "x", x, 2);
+    const int64_t M = x.dim(0), K = x.dim(1);
+    expect_f32(op, "q", q);
+    expect_rank(op, "q", q, 2);
+    expect_f32(op, "k_cache", k_cache);
+    expect_rank(op, "k_cache", k_cache, 2);
+    const int D = head_dim(op, q.dim(1), k_cache.dim(1), Hq, Hkv);
+    const int64_t width_q = q.dim(1), width_kv = k_cache.dim(1), cap = k_cache.dim(0);
+    expect_shape(op, "q", q, {M, width_q});
+    expect_f32(op, "v_cache", v_cache);
+    expect_shape(op, "v_cache", v_cache, {cap, width_kv});
+    const ref::bf16* wq = weight_bf16(op, "w_q", w_q);
+    const ref::bf16* wk = weight_bf16(op, "w_k", w_k);
+    const ref::bf16* wv = weight_bf16(op, "w_v", w_v);
+    expect_shape(op, "w_q", w_q, {width_q, K});
+    expect_shape(op, "w_k", w_k, {width_kv, K});
+    expect_shape(op, "w_v", w_v, {width_kv, K});
+    expect_f32(op, "cos", cos);
+    expect_rank(op, "cos", cos, 2);
+    const int64_t P = cos.dim(0), half = cos.dim(1);
+    expect_f32(op, "sin", sin);
+    expect_shape(op, "sin", sin, {P, half});
+    if (2 * half > D) throw Error("qkv_rope_cache: rotary dim 2·" + std::to_string(half) + " exceeds head_dim " + std::to_string(D));
+    expect_i32(op, "positions", positions);
+    expect_shape(op, "positions", positions, {M});
+    expect_f32(op, "k", k);
+    expect_shape(op, "k", k, {M, width_kv});
+    expect_f32(op, "v", v);
+    expect_shape(op, "v", v, {M, width_kv});
+    const ref::QkvRopeCacheArgs args{q.f32(), k_cache.f32(), v_cache.f32(), x.f32(), wq, wk, wv, cos.f32(),
+                                     sin.f32(), positions.i32(), to_int(M), to_int(K), Hq, Hkv, D,
+                                     to_int(half), to_int(P), to_int(cap)};
+    ref::qkv_rope_cache(Context::get(s), args, k.f32(), v.f32(), s);
+}
+
 void setup(Stream s) { Context::get(s); }
 
 Ops make_ops() {
@@ -346,6 +387,7 @@ Ops make_ops() {
     ops.add_layernorm = &add_layernorm;
     ops.linear_gelu = &linear_gelu;
     ops.gate_up_silu = &gate_up_silu;
+    ops.qkv_rope_cache = &qkv_rope_cache;
     return ops;
 }
 

@@ -238,6 +238,18 @@ OpCost gate_up_silu_cost(const Tensor& out, const Tensor& x, const Tensor& w_gat
     return {bytes(out, x, w_gate, w_up), 4 * M * F * K + 5 * M * F};
 }
 
+// The three products of linear_cost, then RoPE's 6 flops per rotated pair of q and k; x, the
+// weights, q, the cos/sin rows of the positions and the new cache rows are moved once.
+OpCost qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const Tensor&, const Tensor& x,
+                           const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
+                           const Tensor&, const Tensor& positions, const Tensor&, const Tensor&, int,
+                           int, Stream) {
+    const double K = x.dim(-1), M = x.numel() / K, width_kv = k_cache.dim(1);
+    const double N = q.dim(1) + 2 * width_kv;
+    const double new_rows = M * (q.dim(1) + 2 * width_kv + 2 * cos.dim(1)) * sizeof(float);
+    return {bytes(x, w_q, w_k, w_v, positions) + new_rows, 2 * M * N * K + 3 * M * (q.dim(1) + width_kv)};
+}
+
 // ---------------------------------------------------------------- shims
 
 // Every Ops entry is a `void (*)(Args...)` whose last argument is the stream; Shim<...>::call
@@ -302,6 +314,7 @@ OpProfiler::OpProfiler(const OpTable& table, double delay_us)
     instrument<OpId::add_layernorm, &Ops::add_layernorm, add_layernorm_cost>(ops);
     instrument<OpId::linear_gelu, &Ops::linear_gelu, linear_gelu_cost>(ops);
     instrument<OpId::gate_up_silu, &Ops::gate_up_silu, gate_up_silu_cost>(ops);
+    instrument<OpId::qkv_rope_cache, &Ops::qkv_rope_cache, qkv_rope_cache_cost>(ops);
 }
 
 OpProfiler::~OpProfiler() {

@@ -25,7 +25,8 @@ Ops make_cpu_ops() {
     ops.add = cpu::add;
     ops.argmax = cpu::argmax;
     ops.cache_write = cpu::cache_write;
-    return ops;  // attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu: compositions
+    return ops;  // attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu,
+                 // qkv_rope_cache: compositions
 }
 }  // namespace
 

@@ -129,6 +129,7 @@ OpTable OpTable::build(const std::string& default_track, const std::string& spec
     drop_fused_if_mixed(OpId::add_layernorm, {OpId::add, OpId::layernorm});
     drop_fused_if_mixed(OpId::linear_gelu, {OpId::linear, OpId::gelu});
     drop_fused_if_mixed(OpId::gate_up_silu, {OpId::linear, OpId::silu_mul});
+    drop_fused_if_mixed(OpId::qkv_rope_cache, {OpId::linear, OpId::rope_apply, OpId::cache_write});
     return table;
 }
 

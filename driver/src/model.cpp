@@ -415,13 +415,8 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
     for (size_t l = 0; l < w.decoder.size(); ++l) {
         const DecoderLayerWeights& L = w.decoder[l];
         // q, k, v projections (no biases), full half-split RoPE, then append k, v to the cache
-        ops.linear(q, normed, L.q_w, Tensor{}, m.stream);
-        ops.linear(k, normed, L.k_w, Tensor{}, m.stream);
-        ops.linear(v, normed, L.v_w, Tensor{}, m.stream);
-        ops.rope_apply(q, m.dec_cos, m.dec_sin, pos, d.num_heads, m.stream);
-        ops.rope_apply(k, m.dec_cos, m.dec_sin, pos, d.num_kv_heads, m.stream);
-        ops.cache_write(m.k_cache[l], k, pos, m.stream);
-        ops.cache_write(m.v_cache[l], v, pos, m.stream);
+        run_qkv_rope_cache(ops, q, m.k_cache[l], m.v_cache[l], normed, L.q_w, L.k_w, L.v_w, m.dec_cos,
+                           m.dec_sin, pos, k, v, d.num_heads, d.num_kv_heads, m.stream);
         // causal attention over the cache (key j visible to query i iff j ≤ pos[i]), GQA
         run_attention(ops, attn, q, m.k_cache[l], m.v_cache[l], pos, scores, d.num_heads,
                       d.num_kv_heads, scale, m.stream);

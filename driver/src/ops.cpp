@@ -13,7 +13,8 @@ namespace {
 constexpr std::array<const char*, kNumOps> kOpNames = {
     "linear", "conv1d", "layernorm", "rmsnorm", "gelu", "silu_mul", "softmax", "rope_freqs",
     "rope_apply", "attention_scores", "attention_output", "embedding", "add", "argmax",
-    "cache_write", "attention", "add_rmsnorm", "add_layernorm", "linear_gelu", "gate_up_silu"};
+    "cache_write", "attention", "add_rmsnorm", "add_layernorm", "linear_gelu", "gate_up_silu",
+    "qkv_rope_cache"};
 }  // namespace
 
 DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }
@@ -84,6 +85,25 @@ void run_gate_up_silu(const Ops& ops, const Tensor& out, const Tensor& x, const 
     ops.linear(out, x, w_gate, Tensor{}, stream);
     ops.linear(scratch, x, w_up, Tensor{}, stream);
     ops.silu_mul(out, out, scratch, stream);
+}
+
+void run_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
+                        const Tensor& v_cache, const Tensor& x, const Tensor& w_q,
+                        const Tensor& w_k, const Tensor& w_v, const Tensor& cos, const Tensor& sin,
+                        const Tensor& positions, const Tensor& k, const Tensor& v, int n_heads,
+                        int n_kv_heads, Stream stream) {
+    if (ops.qkv_rope_cache) {
+        ops.qkv_rope_cache(q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin, positions, k, v, n_heads,
+                           n_kv_heads, stream);
+        return;
+    }
+    ops.linear(q, x, w_q, Tensor{}, stream);
+    ops.linear(k, x, w_k, Tensor{}, stream);
+    ops.linear(v, x, w_v, Tensor{}, stream);
+    ops.rope_apply(q, cos, sin, positions, n_heads, stream);
+    ops.rope_apply(k, cos, sin, positions, n_kv_heads, stream);
+    ops.cache_write(k_cache, k, positions, stream);
+    ops.cache_write(v_cache, v, positions, stream);
 }
 
 }  // namespace glmasr

@@ -553,7 +553,8 @@ TEST(CpuTable, EveryPrimitivePresentFusedLeftToCompositions) {
         {OpId::attention, o.attention != nullptr}, {OpId::add_rmsnorm, o.add_rmsnorm != nullptr},
         {OpId::add_layernorm, o.add_layernorm != nullptr},
         {OpId::linear_gelu, o.linear_gelu != nullptr},
-        {OpId::gate_up_silu, o.gate_up_silu != nullptr}};
+        {OpId::gate_up_silu, o.gate_up_silu != nullptr},
+        {OpId::qkv_rope_cache, o.qkv_rope_cache != nullptr}};
     static_assert(sizeof(present) / sizeof(present[0]) == kNumOps, "one line per op");
     for (const auto& [op, is_set] : present) {
         const bool primitive = static_cast<int>(op) < kNumPrimitiveOps;

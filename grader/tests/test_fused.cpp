@@ -5,7 +5,8 @@
 //   Fused.AddLayerNorm  residual += x; normed = layernorm(residual)      (encoder)
 //   Fused.LinearGelu    out = gelu(x · Wᵀ + b)                           (encoder fc1, projector)
 //   Fused.GateUpSilu    out = silu(x · W_gateᵀ) · (x · W_upᵀ)            (decoder MLP)
-// The updated residual and the normalised rows are both checked.
+//   FusedQkv.QkvRopeCache  q = rope(x·W_qᵀ), k/v rows appended to the KV cache (decoder)
+// The updated residual and the normalised rows are both checked; the whole caches are compared.
 #include "glmasr/dispatch.h"
 #include "kernel_test.h"
 
@@ -139,6 +140,114 @@ INSTANTIATE_TEST_SUITE_P(, Fused, ::testing::Values(
     Shape{64, kDec.hidden_size, kDec.intermediate_size, "decoder_prefill_rows64"},
     Shape{200, kEnc.hidden_size, kEnc.intermediate_size, "encoder_rows200"},
     Shape{100, kNano.projector_input(), kNano.projector_hidden(), "projector_rows100"}),
+    NameField{});
+
+// ---- qkv_rope_cache: the decoder's q/k/v products, RoPE and the KV-cache append in one entry.
+
+struct QkvCase {
+    int64_t T, K;          // rows of x (tokens) and its width
+    int Hq, Hkv, D, half;  // heads, head_dim, rotated pairs per head (2·half ≤ D)
+    int64_t cap, P;        // cache rows, cos/sin table rows
+    int first_pos;         // token t sits at position first_pos + t (may run past P or cap)
+    const char* name;
+};
+
+// Budgets of a rotated tensor (T, H·D) from the budgets of its unrotated product: a rotated
+// element mixes two products (j and j ± half) with cos/sin weights of magnitude ≤ 1.
+Tolerance rotated(const Tolerance& base, const HostTensor& ref, int64_t T, int H, int D, int half) {
+    Tolerance tol = base;
+    for (int64_t t = 0; t < T; ++t)
+        for (int h = 0; h < H; ++h)
+            for (int j = 0; j < 2 * half; ++j) {
+                const size_t i = size_t((t * H + h) * D + j), partner = j < half ? i + half : i - half;
+                tol.budget[i] = float(base.budget[i] + base.budget[partner] + 16 * kEpsF32 * std::fabs(ref.f[i]));
+            }
+    tol.rmse_bound *= 2;
+    tol.model += ", rotated";
+    return tol;
+}
+
+class FusedQkv : public ::testing::TestWithParam<QkvCase> {};
+
+TEST_P(FusedQkv, QkvRopeCache) {
+    GLMASR_REQUIRE_GPU();
+    const QkvCase c = GetParam();
+    const int64_t Wq = int64_t(c.Hq) * c.D, Wkv = int64_t(c.Hkv) * c.D;
+    for_each_track([&](const Track& track, Inputs& in) {
+        const float w_scale = 1.0f / std::sqrt(float(c.K));
+        HostTensor x = host(in.normal(c.T * c.K), {c.T, c.K});
+        HostTensor wq = host(rounded(in.normal(Wq * c.K, w_scale), track.weight_dtype), {Wq, c.K});
+        HostTensor wk = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
+        HostTensor wv = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
+        HostTensor cos = zeros({c.P, c.half}), sin = zeros({c.P, c.half});
+        cpu_track().ops.rope_freqs(cos.view(), sin.view(), kNano.text.rope_theta, nullptr);
+        std::vector<int32_t> positions(size_t(c.T));
+        for (int64_t t = 0; t < c.T; ++t) positions[size_t(t)] = int32_t(c.first_pos + t);
+        HostTensor pos = host_i32(positions, {c.T});
+        // The caches start full of other values: rows not at a position must stay as they were.
+        HostTensor k_cache = host(in.normal(c.cap * Wkv), {c.cap, Wkv}), v_cache = host(in.normal(c.cap * Wkv), {c.cap, Wkv});
+        DeviceTensor dx(x), dwq(wq, track.weight_dtype), dwk(wk, track.weight_dtype), dwv(wv, track.weight_dtype);
+        DeviceTensor dcos(cos), dsin(sin), dpos(pos), dk_cache(k_cache), dv_cache(v_cache);
+
+        // The oracle: the cpu composition, and the unrotated products for the budgets.
+        HostTensor q = zeros({c.T, Wq}), k = zeros({c.T, Wkv}), v = zeros({c.T, Wkv});
+        run_qkv_rope_cache(cpu_track().ops, q.view(), k_cache.view(), v_cache.view(), x.view(), wq.view(), wk.view(),
+                           wv.view(), cos.view(), sin.view(), pos.view(), k.view(), v.view(), c.Hq, c.Hkv, nullptr);
+        const Precision precision = matmul_precision(track);
+        auto product = [&](HostTensor& w, int64_t N) {
+            HostTensor pre = zeros({c.T, N}), magnitude = zeros({c.T, N});
+            HostTensor ax = absolute(x), aw = absolute(w);
+            cpu_track().ops.linear(pre.view(), x.view(), w.view(), Tensor{}, nullptr);
+            cpu_track().ops.linear(magnitude.view(), ax.view(), aw.view(), Tensor{}, nullptr);
+            return product_tolerance(pre, magnitude, c.K, precision);
+        };
+        const Tolerance tq = rotated(product(wq, Wq), q, c.T, c.Hq, c.D, c.half);
+        HostTensor k_rows = zeros({c.T, Wkv}), v_rows = zeros({c.T, Wkv});  // the appended rows
+        for (int64_t t = 0; t < c.T; ++t)
+            for (int64_t i = 0; i < Wkv; ++i) {
+                const int64_t p = positions[size_t(t)];
+                k_rows.f[size_t(t * Wkv + i)] = p < c.cap ? k_cache.f[size_t(p * Wkv + i)] : 0.0f;
+            }
+        const Tolerance tk_rows = rotated(product(wk, Wkv), k_rows, c.T, c.Hkv, c.D, c.half);
+        const Tolerance tv_rows = product(wv, Wkv);
+        Tolerance tk{std::vector<float>(k_cache.f.size(), 0.0f), tk_rows.rmse_bound, tk_rows.model};
+        Tolerance tv{std::vector<float>(v_cache.f.size(), 0.0f), tv_rows.rmse_bound, tv_rows.model};
+        for (int64_t t = 0; t < c.T; ++t) {
+            const int64_t p = positions[size_t(t)];
+            if (p >= c.cap) continue;
+            for (int64_t i = 0; i < Wkv; ++i) {
+                tk.budget[size_t(p * Wkv + i)] = tk_rows.budget[size_t(t * Wkv + i)];
+                tv.budget[size_t(p * Wkv + i)] = tv_rows.budget[size_t(t * Wkv + i)];
+            }
+        }
+
+        HostTensor scratch = zeros({c.T, Wkv});
+        DeviceTensor dq(q), dk(scratch), dv(scratch);
+        dq.poison();
+        dk.poison();
+        dv.poison();
+        run_qkv_rope_cache(track.ops, dq.view(), dk_cache.view(), dv_cache.view(), dx.view(), dwq.view(), dwk.view(),
+                           dwv.view(), dcos.view(), dsin.view(), dpos.view(), dk.view(), dv.view(), c.Hq, c.Hkv,
+                           track_stream());
+        GLMASR_EXPECT(close(dq.download_f32(), q, tq, "q"));
+        GLMASR_EXPECT(close(dk_cache.download_f32(), k_cache, tk, "k_cache"));
+        GLMASR_EXPECT(close(dv_cache.download_f32(), v_cache, tv, "v_cache"));
+    });
+}
+
+// Nano's decoder (GQA 16/4 × 128, K = 2048) for one token and a few; past the GEMV range (the
+// reference's fused kernel takes M ≤ 8, the rest its composition); odd shapes and partial RoPE
+// (the composition again); positions past the cos/sin table (NaN rows) and past the cache (not
+// written).
+INSTANTIATE_TEST_SUITE_P(, FusedQkv, ::testing::Values(
+    QkvCase{1, kDec.hidden_size, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, 64, 64, 37, "decode"},
+    QkvCase{3, kDec.hidden_size, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, 64, 64, 0, "decode_rows3"},
+    QkvCase{8, 256, 4, 2, 64, 32, 16, 16, 5, "rows8_tiny_model"},
+    QkvCase{20, 256, 4, 2, 64, 32, 32, 32, 3, "prefill_rows20"},
+    QkvCase{2, 19, 3, 1, 6, 3, 8, 8, 2, "awkward"},
+    QkvCase{2, 64, 4, 2, 16, 4, 8, 8, 1, "partial_rope"},
+    QkvCase{3, 64, 2, 1, 8, 4, 8, 4, 2, "past_table"},
+    QkvCase{3, 64, 2, 1, 8, 4, 4, 8, 2, "past_cache"}),
     NameField{});
 
 }  // namespace

@@ -31,4 +31,11 @@ void run_linear_gelu(const Ops& ops, const Tensor& out, const Tensor& x, const T
 void run_gate_up_silu(const Ops& ops, const Tensor& out, const Tensor& x, const Tensor& w_gate,
                       const Tensor& w_up, const Tensor& scratch, Stream stream);
 
+// q = rope(x·w_qᵀ); k_cache[positions] = rope(x·w_kᵀ); v_cache[positions] = x·w_vᵀ; k, v scratch
+void run_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
+                        const Tensor& v_cache, const Tensor& x, const Tensor& w_q,
+                        const Tensor& w_k, const Tensor& w_v, const Tensor& cos, const Tensor& sin,
+                        const Tensor& positions, const Tensor& k, const Tensor& v, int n_heads,
+                        int n_kv_heads, Stream stream);
+
 }  // namespace glmasr

@@ -123,13 +123,25 @@ struct Ops {
     // out(R, F) = silu(x·w_gateᵀ) · (x·w_upᵀ); scratch(R, F)  (composition: linear ×2, silu_mul)
     void (*gate_up_silu)(const Tensor& out, const Tensor& x, const Tensor& w_gate,
                          const Tensor& w_up, const Tensor& scratch, Stream stream);
+
+    // The decoder's attention inputs (no biases), KV cache included:
+    //   q(T, Hq·D) = rope(x·w_qᵀ),  k_cache(Cap, Hkv·D)[positions[i]] = rope(x·w_kᵀ)[i],
+    //   v_cache[positions[i]] = (x·w_vᵀ)[i];  x(T, K), w_q(Hq·D, K), w_k/w_v(Hkv·D, K);
+    //   cos/sin(P, half) and positions(T) as for rope_apply. k, v(T, Hkv·D) are scratch for the
+    //   composition; their contents afterwards are unspecified.
+    //   (composition: linear ×3, rope_apply ×2, cache_write ×2)
+    void (*qkv_rope_cache)(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           const Tensor& x, const Tensor& w_q, const Tensor& w_k, const Tensor& w_v,
+                           const Tensor& cos, const Tensor& sin, const Tensor& positions,
+                           const Tensor& k, const Tensor& v, int n_heads, int n_kv_heads,
+                           Stream stream);
 };
 
 // The names of the entries, in declaration order; used by --ops, reports and the grader.
 enum class OpId : int {
     linear, conv1d, layernorm, rmsnorm, gelu, silu_mul, softmax, rope_freqs, rope_apply,
     attention_scores, attention_output, embedding, add, argmax, cache_write,
-    attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu,
+    attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu, qkv_rope_cache,
     count
 };
 constexpr int kNumOps = static_cast<int>(OpId::count);
