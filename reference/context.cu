@@ -96,8 +96,6 @@ Context::Context() {
     CUDA_CHECK(cudaMalloc(&attn_kv, 4 * static_cast<size_t>(kAttnKvElems) * sizeof(bf16)));
     CUDA_CHECK(cudaMalloc(&decode_partials, sizeof(float) * kMaxDecodeHeads * kMaxDecodePartials *
                                                 (kMaxDecodeHeadDim + 2)));
-    CUDA_CHECK(cudaMalloc(&blocks_done, sizeof(unsigned)));
-    CUDA_CHECK(cudaMemset(blocks_done, 0, sizeof(unsigned)));
     configure_flash_attention();
     configure_flash_attention_tc();
     pdl_supported();  // queries the device once, here rather than inside a graph capture

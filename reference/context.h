@@ -14,7 +14,6 @@
 //     enough for a full 8192-row decoder KV cache (8192 x 512) or the encoder's 1500 x 1280.
 //   * flash-decoding partials: up to kMaxDecodeHeads query heads x kMaxDecodePartials key
 //     splits x (head_dim 128 + 2) floats (8.5 MiB).
-//   * linear_add_rmsnorm's finished-block counter: one unsigned, zero between calls.
 //
 // Lifetime: the context is created by the track's setup hook (or by the first op that needs it,
 // when a test calls ops directly) and lives until the process exits; it is never destroyed,
@@ -82,7 +81,6 @@ public:
     bf16* staging = nullptr;                // (kStagingElems) bf16 GEMM A operand
     bf16* attn_kv = nullptr;                // 4 x kAttnKvElems: K hi, K lo, V hi, V lo
     float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
-    unsigned* blocks_done = nullptr;        // linear_add_rmsnorm's finished-block counter, 0 at rest
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash;
 

@@ -61,25 +61,6 @@ void qkv_rope_cache_gemv(const QkvRopeCacheArgs& args, cudaStream_t stream);
 // cache_write ×2 through k(M, Hkv·D) and v(M, Hkv·D) scratch.
 void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* k, float* v, cudaStream_t stream);
 
-// ---- linear_add_rmsnorm.cu: a product, the residual add and the next RMSNorm in one kernel
-
-struct LinearAddRmsnormArgs {
-    float* residual;                    // (M, N), += x·wᵀ
-    float* normed;                      // (M, N) out
-    const float* x;                     // (M, K)
-    const bf16* w;                      // (N, K)
-    const float* norm_w;                // (N)
-    int M, N, K;
-    float eps;
-};
-// True when the one-kernel path applies: M ≤ kGemvMaxRows, K % 8 == 0, aligned rows.
-bool linear_add_rmsnorm_fits(const LinearAddRmsnormArgs& args);
-// The one-kernel path (blocks_done: the context's counter); throws if it does not fit.
-void linear_add_rmsnorm_gemv(const LinearAddRmsnormArgs& args, unsigned* blocks_done, cudaStream_t stream);
-// Any shape (linear.cu): the kernel above when it fits, else linear into scratch(M, N), then
-// add_rmsnorm.
-void linear_add_rmsnorm(Context& ctx, const LinearAddRmsnormArgs& args, float* scratch, cudaStream_t stream);
-
 // ---- operand staging for the GEMM rungs
 
 // out(n) = bf16(x(n)), round to nearest even                                  (convert_bf16.cu)

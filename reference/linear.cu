@@ -1,6 +1,6 @@
 // linear.cu — host-side dispatch of every matrix product of the model (no kernels here):
 // linear, linear + GELU, the fused gate/up SwiGLU, the decoder's q/k/v + RoPE + cache write,
-// a product + residual add + RMSNorm, and conv1d.
+// and conv1d.
 //
 //   M ≤ 8 rows (decode, lm_head): the bandwidth-bound GEMV (gemv.cu) with the epilogue fused.
 //   M > 8 rows (encoder, projector, prefill): stage the activations as bf16 (convert_bf16.cu,
@@ -91,16 +91,6 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& a, float* k, float* v,
     rope_apply(k, a.cos, a.sin, a.positions, a.M, a.n_kv_heads, a.head_dim, a.half, a.n_positions, stream);
     cache_write(a.k_cache, k, a.positions, a.M, width_kv, a.cap, stream);
     cache_write(a.v_cache, v, a.positions, a.M, width_kv, a.cap, stream);
-}
-
-void linear_add_rmsnorm(Context& ctx, const LinearAddRmsnormArgs& a, float* scratch, cudaStream_t stream) {
-    if (a.M == 0 || a.N == 0) return;
-    if (linear_add_rmsnorm_fits(a)) {
-        linear_add_rmsnorm_gemv(a, ctx.blocks_done, stream);
-        return;
-    }
-    linear(ctx, scratch, a.x, a.w, nullptr, a.M, a.N, a.K, Epilogue::kNone, stream);
-    add_rmsnorm(a.residual, a.normed, scratch, a.norm_w, a.M, a.N, a.eps, stream);
 }
 
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,

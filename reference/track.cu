@@ -5,7 +5,7 @@
 // launcher of kernels.h. Precision: matrix weights (linear, conv1d, embedding) are bf16
 // (Track::weight_dtype); activations, biases and norm weights f32; every product and reduction
 // accumulates in f32. The fused entries are all implemented (add+norm, linear+GELU, gate/up +
-// SwiGLU, q/k/v + RoPE + KV-cache write, product + residual add + RMSNorm, attention) — except that GLMASR_ATTENTION=three_kernel leaves `attention` null so the
+// SwiGLU, q/k/v + RoPE + KV-cache write, attention) — except that GLMASR_ATTENTION=three_kernel leaves `attention` null so the
 // driver composes attention_scores → softmax → attention_output, for comparison.
 //
 // Usage: `glmasr transcribe clip.wav --track reference`. Two ladders are selectable at run time
@@ -363,31 +363,6 @@ void qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cach
     ref::qkv_rope_cache(Context::get(s), args, k.f32(), v.f32(), s);
 }
 
-void linear_add_rmsnorm(const Tensor& residual, const Tensor& normed, const Tensor& x, const Tensor& w,
-                        const Tensor& norm_w, float eps, const Tensor& scratch, Stream s) {
-    const char* op = "linear_add_rmsnorm";
-    expect_f32(op, "x", x);
-    expect_rank(op, "x", x, 2);
-    const int64_t M = x.dim(0), K = x.dim(1), N = w.ndim == 2 ? w.dim(0) : -1;
-    const ref::bf16* wp = weight_bf16(op, "weight", w);
-    expect_shape(op, "weight", w, {N, K});
-    expect_f32(op, "residual", residual);
-    expect_shape(op, "residual", residual, {M, N});
-    expect_f32(op, "normed", normed);
-    expect_shape(op, "normed", normed, {M, N});
-    expect_f32(op, "norm_weight", norm_w);
-    expect_shape(op, "norm_weight", norm_w, {N});
-    const ref::LinearAddRmsnormArgs args{residual.f32(), normed.f32(), x.f32(), wp, norm_w.f32(),
-                                         to_int(M), to_int(N), to_int(K), eps};
-    float* scratch_ptr = nullptr;
-    if (!ref::linear_add_rmsnorm_fits(args)) {  // the one-kernel path needs no scratch
-        expect_f32(op, "scratch", scratch);
-        expect_shape(op, "scratch", scratch, {M, N});
-        scratch_ptr = scratch.f32();
-    }
-    ref::linear_add_rmsnorm(Context::get(s), args, scratch_ptr, s);
-}
-
 void setup(Stream s) { Context::get(s); }
 
 Ops make_ops() {
@@ -413,7 +388,6 @@ Ops make_ops() {
     ops.linear_gelu = &linear_gelu;
     ops.gate_up_silu = &gate_up_silu;
     ops.qkv_rope_cache = &qkv_rope_cache;
-    ops.linear_add_rmsnorm = &linear_add_rmsnorm;
     return ops;
 }
 

@@ -250,14 +250,6 @@ OpCost qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const Tensor&
     return {bytes(x, w_q, w_k, w_v, positions) + new_rows, 2 * M * N * K + 3 * M * (q.dim(1) + width_kv)};
 }
 
-// linear, then add_rmsnorm (5 per output); the residual is read and written.
-OpCost linear_add_rmsnorm_cost(const Tensor& residual, const Tensor& normed, const Tensor& x,
-                               const Tensor& weight, const Tensor& norm_weight, float, const Tensor&,
-                               Stream) {
-    const double K = x.dim(-1), M = x.numel() / K, N = weight.dim(0);
-    return {bytes(residual, residual, normed, x, weight, norm_weight), 2 * M * N * K + 5 * M * N};
-}
-
 // ---------------------------------------------------------------- shims
 
 // Every Ops entry is a `void (*)(Args...)` whose last argument is the stream; Shim<...>::call
@@ -323,7 +315,6 @@ OpProfiler::OpProfiler(const OpTable& table, double delay_us)
     instrument<OpId::linear_gelu, &Ops::linear_gelu, linear_gelu_cost>(ops);
     instrument<OpId::gate_up_silu, &Ops::gate_up_silu, gate_up_silu_cost>(ops);
     instrument<OpId::qkv_rope_cache, &Ops::qkv_rope_cache, qkv_rope_cache_cost>(ops);
-    instrument<OpId::linear_add_rmsnorm, &Ops::linear_add_rmsnorm, linear_add_rmsnorm_cost>(ops);
 }
 
 OpProfiler::~OpProfiler() {

@@ -26,7 +26,7 @@ Ops make_cpu_ops() {
     ops.argmax = cpu::argmax;
     ops.cache_write = cpu::cache_write;
     return ops;  // attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu,
-                 // qkv_rope_cache, linear_add_rmsnorm: compositions
+                 // qkv_rope_cache: compositions
 }
 }  // namespace
 

@@ -130,7 +130,6 @@ OpTable OpTable::build(const std::string& default_track, const std::string& spec
     drop_fused_if_mixed(OpId::linear_gelu, {OpId::linear, OpId::gelu});
     drop_fused_if_mixed(OpId::gate_up_silu, {OpId::linear, OpId::silu_mul});
     drop_fused_if_mixed(OpId::qkv_rope_cache, {OpId::linear, OpId::rope_apply, OpId::cache_write});
-    drop_fused_if_mixed(OpId::linear_add_rmsnorm, {OpId::linear, OpId::add, OpId::rmsnorm});
     return table;
 }
 

@@ -421,13 +421,14 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
         run_attention(ops, attn, q, m.k_cache[l], m.v_cache[l], pos, scores, d.num_heads,
                       d.num_kv_heads, scale, m.stream);
         // h = x + o_proj(attn); normed = post_attention_layernorm(h)
-        run_linear_add_rmsnorm(ops, x, normed, attn, L.o_w, L.norm2_w, d.rms_norm_eps, proj, m.stream);
+        ops.linear(proj, attn, L.o_w, Tensor{}, m.stream);
+        run_add_rmsnorm(ops, x, normed, proj, L.norm2_w, d.rms_norm_eps, m.stream);
         // x = h + down(silu(gate(normed)) · up(normed)); normed = next input_layernorm / norm
         run_gate_up_silu(ops, gate, normed, L.gate_w, L.up_w, up, m.stream);
+        ops.linear(proj, gate, L.down_w, Tensor{}, m.stream);
         const bool last = l + 1 == w.decoder.size();
-        run_linear_add_rmsnorm(ops, x, normed, gate, L.down_w,
-                               last ? w.final_norm_w : w.decoder[l + 1].norm1_w, d.rms_norm_eps, proj,
-                               m.stream);
+        run_add_rmsnorm(ops, x, normed, proj, last ? w.final_norm_w : w.decoder[l + 1].norm1_w,
+                        d.rms_norm_eps, m.stream);
     }
 }
 

@@ -14,7 +14,7 @@ constexpr std::array<const char*, kNumOps> kOpNames = {
     "linear", "conv1d", "layernorm", "rmsnorm", "gelu", "silu_mul", "softmax", "rope_freqs",
     "rope_apply", "attention_scores", "attention_output", "embedding", "add", "argmax",
     "cache_write", "attention", "add_rmsnorm", "add_layernorm", "linear_gelu", "gate_up_silu",
-    "qkv_rope_cache", "linear_add_rmsnorm"};
+    "qkv_rope_cache"};
 }  // namespace
 
 DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }
@@ -104,17 +104,6 @@ void run_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
     ops.rope_apply(k, cos, sin, positions, n_kv_heads, stream);
     ops.cache_write(k_cache, k, positions, stream);
     ops.cache_write(v_cache, v, positions, stream);
-}
-
-void run_linear_add_rmsnorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
-                            const Tensor& x, const Tensor& weight, const Tensor& norm_weight,
-                            float eps, const Tensor& scratch, Stream stream) {
-    if (ops.linear_add_rmsnorm) {
-        ops.linear_add_rmsnorm(residual, normed, x, weight, norm_weight, eps, scratch, stream);
-        return;
-    }
-    ops.linear(scratch, x, weight, Tensor{}, stream);
-    run_add_rmsnorm(ops, residual, normed, scratch, norm_weight, eps, stream);
 }
 
 }  // namespace glmasr

@@ -554,8 +554,7 @@ TEST(CpuTable, EveryPrimitivePresentFusedLeftToCompositions) {
         {OpId::add_layernorm, o.add_layernorm != nullptr},
         {OpId::linear_gelu, o.linear_gelu != nullptr},
         {OpId::gate_up_silu, o.gate_up_silu != nullptr},
-        {OpId::qkv_rope_cache, o.qkv_rope_cache != nullptr},
-        {OpId::linear_add_rmsnorm, o.linear_add_rmsnorm != nullptr}};
+        {OpId::qkv_rope_cache, o.qkv_rope_cache != nullptr}};
     static_assert(sizeof(present) / sizeof(present[0]) == kNumOps, "one line per op");
     for (const auto& [op, is_set] : present) {
         const bool primitive = static_cast<int>(op) < kNumPrimitiveOps;

@@ -38,9 +38,4 @@ void run_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
                         const Tensor& positions, const Tensor& k, const Tensor& v, int n_heads,
                         int n_kv_heads, Stream stream);
 
-// residual += x · weightᵀ; normed = rmsnorm(residual); scratch(R, N) holds the product
-void run_linear_add_rmsnorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
-                            const Tensor& x, const Tensor& weight, const Tensor& norm_weight,
-                            float eps, const Tensor& scratch, Stream stream);
-
 }  // namespace glmasr

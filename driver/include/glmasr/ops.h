@@ -135,13 +135,6 @@ struct Ops {
                            const Tensor& cos, const Tensor& sin, const Tensor& positions,
                            const Tensor& k, const Tensor& v, int n_heads, int n_kv_heads,
                            Stream stream);
-
-    // residual(R, N) += x(R, K)·weight(N, K)ᵀ (no bias); normed(R, N) = rmsnorm(residual)·
-    // norm_weight(N). scratch(R, N) holds the product for the composition; its contents
-    // afterwards are unspecified.                 (composition: linear, then add, rmsnorm)
-    void (*linear_add_rmsnorm)(const Tensor& residual, const Tensor& normed, const Tensor& x,
-                               const Tensor& weight, const Tensor& norm_weight, float eps,
-                               const Tensor& scratch, Stream stream);
 };
 
 // The names of the entries, in declaration order; used by --ops, reports and the grader.
@@ -149,7 +142,7 @@ enum class OpId : int {
     linear, conv1d, layernorm, rmsnorm, gelu, silu_mul, softmax, rope_freqs, rope_apply,
     attention_scores, attention_output, embedding, add, argmax, cache_write,
     attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu, qkv_rope_cache,
-    linear_add_rmsnorm, count
+    count
 };
 constexpr int kNumOps = static_cast<int>(OpId::count);
 constexpr int kNumPrimitiveOps = static_cast<int>(OpId::attention);
