@@ -148,7 +148,7 @@ struct QkvCase {
     int64_t T, K;          // rows of x (tokens) and its width
     int Hq, Hkv, D, half;  // heads, head_dim, rotated pairs per head (2·half ≤ D)
     int64_t cap, P;        // cache rows, cos/sin table rows
-    int first_pos;         // token t sits at position first_pos + t (may run past P or cap)
+    int first_pos;         // token t sits at position first_pos + t (< P and < cap)
     const char* name;
 };
 
@@ -206,7 +206,7 @@ TEST_P(FusedQkv, QkvRopeCache) {
         for (int64_t t = 0; t < c.T; ++t)
             for (int64_t i = 0; i < Wkv; ++i) {
                 const int64_t p = positions[size_t(t)];
-                k_rows.f[size_t(t * Wkv + i)] = p < c.cap ? k_cache.f[size_t(p * Wkv + i)] : 0.0f;
+                k_rows.f[size_t(t * Wkv + i)] = k_cache.f[size_t(p * Wkv + i)];
             }
         const Tolerance tk_rows = rotated(product(wk, Wkv), k_rows, c.T, c.Hkv, c.D, c.half);
         const Tolerance tv_rows = product(wv, Wkv);
@@ -214,7 +214,6 @@ TEST_P(FusedQkv, QkvRopeCache) {
         Tolerance tv{std::vector<float>(v_cache.f.size(), 0.0f), tv_rows.rmse_bound, tv_rows.model};
         for (int64_t t = 0; t < c.T; ++t) {
             const int64_t p = positions[size_t(t)];
-            if (p >= c.cap) continue;
             for (int64_t i = 0; i < Wkv; ++i) {
                 tk.budget[size_t(p * Wkv + i)] = tk_rows.budget[size_t(t * Wkv + i)];
                 tv.budget[size_t(p * Wkv + i)] = tv_rows.budget[size_t(t * Wkv + i)];
@@ -237,8 +236,8 @@ TEST_P(FusedQkv, QkvRopeCache) {
 
 // Nano's decoder (GQA 16/4 × 128, K = 2048) for one token and a few; past the GEMV range (the
 // reference's fused kernel takes M ≤ 8, the rest its composition); odd shapes and partial RoPE
-// (the composition again); positions past the cos/sin table (NaN rows) and past the cache (not
-// written).
+// (the composition again); rows that end exactly at the last row of the table and the cache.
+// (Positions outside them are a driver bug that the cpu oracle rejects, so no case has one.)
 INSTANTIATE_TEST_SUITE_P(, FusedQkv, ::testing::Values(
     QkvCase{1, kDec.hidden_size, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, 64, 64, 37, "decode"},
     QkvCase{3, kDec.hidden_size, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, 64, 64, 0, "decode_rows3"},
@@ -246,8 +245,7 @@ INSTANTIATE_TEST_SUITE_P(, FusedQkv, ::testing::Values(
     QkvCase{20, 256, 4, 2, 64, 32, 32, 32, 3, "prefill_rows20"},
     QkvCase{2, 19, 3, 1, 6, 3, 8, 8, 2, "awkward"},
     QkvCase{2, 64, 4, 2, 16, 4, 8, 8, 1, "partial_rope"},
-    QkvCase{3, 64, 2, 1, 8, 4, 8, 4, 2, "past_table"},
-    QkvCase{3, 64, 2, 1, 8, 4, 4, 8, 2, "past_cache"}),
+    QkvCase{4, 64, 2, 1, 8, 4, 8, 8, 4, "last_rows"}),
     NameField{});
 
 }  // namespace
