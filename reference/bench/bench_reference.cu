@@ -232,13 +232,9 @@ void bench_model(Context& ctx, cudaStream_t s) {
         rmsnorm(normed, x, layers[0].norm1, rows, kD, 1e-5f, s);
         for (int i = 0; i < kLayers; ++i) {
             const Layer& l = layers[i];
-            linear(ctx, q, normed, l.q, nullptr, rows, kD, kD, Epilogue::kNone, s);
-            linear(ctx, k, normed, l.k, nullptr, rows, kKv, kD, Epilogue::kNone, s);
-            linear(ctx, v, normed, l.v, nullptr, rows, kKv, kD, Epilogue::kNone, s);
-            rope_apply(q, cos, sin, pos, rows, kHq, kHd, kHd / 2, kCap, s);
-            rope_apply(k, cos, sin, pos, rows, kHkv, kHd, kHd / 2, kCap, s);
-            cache_write(l.k_cache, k, pos, rows, kKv, kCap, s);
-            cache_write(l.v_cache, v, pos, rows, kKv, kCap, s);
+            const QkvRopeCacheArgs qkv{q, l.k_cache, l.v_cache, normed, l.q, l.k, l.v, cos, sin, pos,
+                                       rows, kD, kHq, kHkv, kHd, kHd / 2, kCap, kCap};
+            qkv_rope_cache(ctx, qkv, k, v, s);
             attention(ctx, attn, q, l.k_cache, l.v_cache, pos, rows, kCap, kHq, kHkv, kHd, scale, s);
             linear(ctx, proj, attn, l.o, nullptr, rows, kD, kD, Epilogue::kNone, s);
             add_rmsnorm(x, normed, proj, l.norm2, rows, kD, 1e-5f, s);
