@@ -15,10 +15,10 @@
 //     with the streaming hint (evict-first): they are used once and must not push x out.
 //   * Partial sums are reduced with warp shuffles, then across the 4 warps in shared memory, and
 //     the epilogue (bias, exact GELU, or silu(gate)·up) is fused into the write.
-//   * Launched with programmatic dependent launch (common.cuh): a block first prefetches its
-//     weight rows into L2 (they do not depend on the previous kernel), lets the next kernel be
-//     scheduled, and only then waits for x. Decode is a chain of short kernels; this overlaps
-//     each one's start-up with its predecessor's tail.
+//   * Launched with programmatic dependent launch (common.cuh): a block sets up its weight-row
+//     pointers (they do not depend on the previous kernel), lets the next kernel be scheduled,
+//     and only then waits for x. Decode is a chain of short kernels; this overlaps each one's
+//     launch and start-up with its predecessor's tail.
 // The fast kernel needs K % 8 == 0 and 16-byte aligned w and x rows; other shapes (odd test
 // sizes) take the generic kernel: one warp per output row, scalar loads, same arithmetic.
 //

@@ -104,7 +104,8 @@ void launch(const QkvRopeCacheArgs& a, cudaStream_t stream) {
 
 bool qkv_rope_cache_fits(const QkvRopeCacheArgs& a) {
     const int width_kv = a.n_kv_heads * 2 * a.half;
-    return a.M >= 1 && a.M <= kGemvMaxRows && a.half % 2 == 0 && a.half > 0 && a.head_dim == 2 * a.half &&
+    return a.M >= 1 && a.M <= kGemvMaxRows && a.n_heads > 0 && a.n_kv_heads > 0 && a.half % 2 == 0 &&
+           a.half > 0 && a.head_dim == 2 * a.half &&
            width_kv % kUnitRows == 0 && a.K % kGemvChunk == 0 && aligned_to(a.x, 16) &&
            aligned_to(a.w_q, 16) && aligned_to(a.w_k, 16) && aligned_to(a.w_v, 16);
 }

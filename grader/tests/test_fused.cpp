@@ -241,6 +241,10 @@ TEST_P(FusedQkv, QkvRopeCache) {
 INSTANTIATE_TEST_SUITE_P(, FusedQkv, ::testing::Values(
     QkvCase{1, kDec.hidden_size, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, 64, 64, 37, "decode"},
     QkvCase{3, kDec.hidden_size, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, 64, 64, 0, "decode_rows3"},
+    QkvCase{2, 256, 4, 2, 64, 32, 16, 16, 9, "rows2_tiny_model"},
+    QkvCase{5, 256, 4, 2, 64, 32, 16, 16, 1, "rows5_tiny_model"},
+    QkvCase{6, 256, 4, 2, 64, 32, 16, 16, 3, "rows6_tiny_model"},
+    QkvCase{7, 256, 4, 2, 64, 32, 16, 16, 0, "rows7_tiny_model"},
     QkvCase{8, 256, 4, 2, 64, 32, 16, 16, 5, "rows8_tiny_model"},
     QkvCase{20, 256, 4, 2, 64, 32, 32, 32, 3, "prefill_rows20"},
     QkvCase{2, 19, 3, 1, 6, 3, 8, 8, 2, "awkward"},
