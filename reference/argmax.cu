@@ -28,7 +28,6 @@ __global__ void __launch_bounds__(kArgmaxThreads)
 argmax_kernel(int* __restrict__ out,        // (rows)
               const float* __restrict__ x,  // (rows, cols)
               int cols) {
-    pdl_launch_dependents();
     pdl_wait();
     const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
     float best_v = -__builtin_huge_valf();

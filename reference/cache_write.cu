@@ -18,7 +18,6 @@ cache_write_kernel(float* __restrict__ cache,          // (cap, W)
                    const float* __restrict__ rows,     // (T, W)
                    const int* __restrict__ positions,  // (T)
                    int W, int cap, bool vectorised) {
-    pdl_launch_dependents();
     pdl_wait();
     const int i = blockIdx.x;
     const int p = positions[i];

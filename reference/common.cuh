@@ -80,12 +80,7 @@ __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
 // launch_pdl() may instead be scheduled while its predecessor is still running; it must call
 // pdl_wait() before touching anything the predecessor writes or reads (it may do independent
 // work first, e.g. prefetch its weights), and a kernel may call pdl_launch_dependents() to let
-// its successor be scheduled early. Every reference kernel calls pdl_launch_dependents() first
-// thing, so the next kernel's blocks are resident (and its weights on their way to L2) while
-// this one runs. That is safe because pdl_wait() returns only once the predecessor has finished
-// and its writes are visible, and the predecessor itself waited for its own predecessor, so a
-// kernel past its wait sees everything launched before it. Both are no-ops without PDL (and
-// before sm_90).
+// its successor be scheduled early. Both are no-ops without PDL (and before sm_90).
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");

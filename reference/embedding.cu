@@ -18,7 +18,6 @@ embedding_bf16_kernel(float* __restrict__ out,        // (T, D)
                       const bf16* __restrict__ table, // (V, D)
                       const int* __restrict__ ids,    // (T)
                       int D, int V, bool vectorised) {
-    pdl_launch_dependents();
     pdl_wait();
     const int t = blockIdx.x;
     const int id = ids[t];

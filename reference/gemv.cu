@@ -60,9 +60,7 @@ gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
             const int row = min(row0 + r, N - 1);
             rows[mat * kRows + r] = reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
         }
-    // Start the weight reads, let the next kernel be scheduled as soon as SMs free up (PDL),
-    // then wait for x.
-    block_prefetch_rows_l2<kMats * kRows>(rows, K);
+    // Let the next kernel be scheduled as soon as SMs free up (PDL), then wait for x.
     pdl_launch_dependents();
     pdl_wait();
 
@@ -83,7 +81,6 @@ __global__ void gemv_bf16_generic_kernel(float* __restrict__ out,         // (M,
                                          const bf16* __restrict__ w2,     // (N, K) or null
                                          const float* __restrict__ bias,  // (N) or null
                                          int M, int N, int K, GemvEpilogue epilogue) {
-    pdl_launch_dependents();
     pdl_wait();
     const int row = blockIdx.x * (blockDim.x / kWarpSize) + threadIdx.x / kWarpSize;
     const int lane = threadIdx.x % kWarpSize;

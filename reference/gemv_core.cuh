@@ -35,20 +35,6 @@ struct GemvPartials {
     }
 };
 
-// Asks L2 to fetch the block's R weight rows of K bf16 (one bulk prefetch per row, sm_90+).
-// Called before pdl_wait(): weights never depend on the predecessor, so while it finishes, the
-// DRAM reads of this kernel are already under way and its loop then finds them in L2. Without
-// this, every kernel of the decode chain starts with an empty memory pipeline.
-template <int R>
-__device__ __forceinline__ void block_prefetch_rows_l2(const uint4* const (&rows)[R], int K) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned bytes = static_cast<unsigned>(K) * sizeof(bf16);  // K % 8 == 0: a multiple of 16
-    if (threadIdx.x < R)
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(rows[threadIdx.x]), "r"(bytes)
-                     : "memory");
-#endif
-}
-
 // partials ← rows[r] · x[m] for all r < R, m < M. Called by all kGemvThreads threads of the
 // block, after pdl_wait() (x is the predecessor's output); ends with __syncthreads().
 template <int M, int R>

@@ -70,7 +70,6 @@ __global__ void norm_kernel(float* out,                    // (rows, dim) normed
                             const float* __restrict__ b,   // (dim), kLayer only
                             int dim, float eps) {
     __shared__ float scratch[kWarpSize];
-    pdl_launch_dependents();
     pdl_wait();
     const int n = dim / Lanes<V>::n;  // items of type V in a row
     const size_t offset = static_cast<size_t>(blockIdx.x) * dim;

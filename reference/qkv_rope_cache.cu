@@ -55,7 +55,6 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
     const uint4* rows[kUnitRows];
 #pragma unroll
     for (int r = 0; r < kUnitRows; ++r) rows[r] = reinterpret_cast<const uint4*>(w + static_cast<size_t>(row[r]) * K);
-    block_prefetch_rows_l2<kUnitRows>(rows, K);
     pdl_launch_dependents();
     pdl_wait();
 

@@ -20,7 +20,6 @@ __global__ void rope_apply_kernel(float* __restrict__ x,              // (T, n_h
                                   const float* __restrict__ sin_tab,  // (n_positions, half)
                                   const int* __restrict__ positions,  // (T)
                                   int T, int n_heads, int head_dim, int half, int n_positions) {
-    pdl_launch_dependents();
     pdl_wait();
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= static_cast<long long>(T) * n_heads * half) return;
