@@ -13,10 +13,11 @@
 //     dot product is a warp shuffle-reduction.
 //   * Latency, not bandwidth, limits this kernel (a decode step reads ~2 MB of cache per layer):
 //     a warp issues the loads of kBatch = 8 keys before using any of them, the 8 dot-product
-//     reductions interleave, and splits are sized so that each warp gets one batch, so the
-//     valid keys are read in a single round of loads across the GPU. (Measured in the Nano
-//     decode graph on an H100: 64-key splits, two rounds, cost 1.606 ms/token; 32-key splits
-//     1.559. Interleaving the 4 query heads' reductions as well was slower: 1.597.)
+//     reductions interleave, and splits are sized so that each warp gets one batch, so for
+//     caches up to kMaxDecodePartials · 32 rows the valid keys are read in a single round of
+//     loads across the GPU. (Nano decode graph on an H100: 64-key splits, two rounds, 1.606
+//     ms/token; 32-key splits 1.559. Interleaving the 4 query heads' reductions as well was
+//     slower: 1.597.)
 //   * The number of valid keys (positions[0] + 1) is read on the device, so the launch shape
 //     depends only on the cache capacity: one CUDA graph serves every step. Splits are sized
 //     from the valid count, so the work spreads over the GPU whatever the position.
