@@ -14,7 +14,9 @@
 //     after the first touch it comes from L1/L2 and costs no DRAM bandwidth. Weights are loaded
 //     with the streaming hint (evict-first): they are used once and must not push x out.
 //   * Partial sums are reduced with warp shuffles, then across the 4 warps in shared memory, and
-//     the epilogue (bias, exact GELU, or silu(gate)·up) is fused into the write.
+//     the epilogue (bias, exact GELU, silu(gate)·up, or the residual add out += sum) is fused
+//     into the write. The gate/up product can also normalise x on the way in (RMSNorm,
+//     gemv_core.cuh), so the decoder needs no norm kernel between its products.
 //   * Launched with programmatic dependent launch (common.cuh): a block sets up its weight-row
 //     pointers (they do not depend on the previous kernel), lets the next kernel be scheduled,
 //     and only then waits for x. Decode is a chain of short kernels; this overlaps each one's
@@ -32,22 +34,25 @@ namespace glmasr::reference {
 
 namespace {
 
+// The value written to out[row]; `old` is its previous value (read only by kAccumulate).
 __device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second,
-                                               const float* bias, int row) {
+                                               const float* bias, int row, float old) {
     if (epilogue == GemvEpilogue::kSiluMul) return silu(first) * second;
     const float v = bias ? first + bias[row] : first;
+    if (epilogue == GemvEpilogue::kAccumulate) return old + v;
     return epilogue == GemvEpilogue::kBiasGelu ? gelu_erf(v) : v;
 }
 
 // Grid: ceil(N / kRows) blocks of kGemvThreads. kMats = 2 reads w and w2 (gate and up).
-template <int M, int kRows, GemvEpilogue kEpi>
+// kRmsNorm: the product is taken with rmsnorm(x), norm.weight (K).
+template <int M, int kRows, GemvEpilogue kEpi, bool kRmsNorm>
 __global__ void __launch_bounds__(kGemvThreads)
 gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
                  const float* __restrict__ x,     // (M, K)
                  const bf16* __restrict__ w,      // (N, K)
                  const bf16* __restrict__ w2,     // (N, K) or null
                  const float* __restrict__ bias,  // (N) or null
-                 int N, int K) {
+                 GemvNorm norm, int N, int K) {
     constexpr int kMats = kEpi == GemvEpilogue::kSiluMul ? 2 : 1;
     const int row0 = blockIdx.x * kRows;
     // Owned rows, matrix by matrix: rows[mat · kRows + r] is row row0 + r of w (mat 0) or w2.
@@ -64,17 +69,20 @@ gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
     pdl_launch_dependents();
     pdl_wait();
 
-    __shared__ GemvPartials<M, kMats * kRows> partials;
-    block_gemv<M, kMats * kRows>(rows, x, K, partials);
+    __shared__ GemvPartials<M, kMats * kRows, kRmsNorm> partials;
+    block_gemv<M, kMats * kRows, kRmsNorm>(rows, x, norm.weight, K, partials);
     for (int i = threadIdx.x; i < kRows * M; i += kGemvThreads) {
         const int r = i / M, m = i % M, row = row0 + r;
         if (row >= N) continue;
-        const float first = partials.total(r, m), second = partials.total((kMats - 1) * kRows + r, m);
-        out[static_cast<size_t>(m) * N + row] = gemv_epilogue(kEpi, first, second, bias, row);
+        const float first = partials.scaled_total(r, m, K, norm.eps);
+        const float second = partials.scaled_total((kMats - 1) * kRows + r, m, K, norm.eps);
+        float& o = out[static_cast<size_t>(m) * N + row];
+        o = gemv_epilogue(kEpi, first, second, bias, row, kEpi == GemvEpilogue::kAccumulate ? o : 0.0f);
     }
 }
 
 // Any shape: one warp per output row n, lanes stride over K, all M (≤ 8) rows of x at once.
+// Without the fused norm (callers normalise odd shapes in a separate kernel first).
 __global__ void gemv_bf16_generic_kernel(float* __restrict__ out,         // (M, N)
                                          const float* __restrict__ x,     // (M, K)
                                          const bf16* __restrict__ w,      // (N, K)
@@ -104,44 +112,54 @@ __global__ void gemv_bf16_generic_kernel(float* __restrict__ out,         // (M,
     for (int m = 0; m < kGemvMaxRows; ++m) {
         if (m >= M) break;
         const float a = warp_sum(acc[m]), b = warp_sum(acc2[m]);
-        if (lane == 0) out[static_cast<size_t>(m) * N + row] = gemv_epilogue(epilogue, a, b, bias, row);
+        if (lane == 0) {
+            float& o = out[static_cast<size_t>(m) * N + row];
+            o = gemv_epilogue(epilogue, a, b, bias, row, epilogue == GemvEpilogue::kAccumulate ? o : 0.0f);
+        }
     }
 }
 
-template <int M, GemvEpilogue kEpi>
+template <int M, GemvEpilogue kEpi, bool kRmsNorm>
 void launch_fast(float* out, const float* x, const bf16* w, const bf16* w2, const float* bias,
-                 int N, int K, cudaStream_t stream) {
+                 GemvNorm norm, int N, int K, cudaStream_t stream) {
     // Two rows of each matrix for the fused gate/up product, four otherwise: 4 weight loads in
     // flight per thread per iteration either way.
     constexpr int kRows = kEpi == GemvEpilogue::kSiluMul ? 2 : 4;
     const unsigned blocks = cuda::blocks_for(N, kRows);
-    launch_pdl(gemv_bf16_kernel<M, kRows, kEpi>, blocks, kGemvThreads, 0, stream, out, x, w, w2, bias, N, K);
+    launch_pdl(gemv_bf16_kernel<M, kRows, kEpi, kRmsNorm>, blocks, kGemvThreads, 0, stream, out, x, w, w2,
+               bias, norm, N, K);
 }
 
-template <GemvEpilogue kEpi>
+template <GemvEpilogue kEpi, bool kRmsNorm = false>
 void launch_fast_for_rows(float* out, const float* x, const bf16* w, const bf16* w2,
-                          const float* bias, int M, int N, int K, cudaStream_t stream) {
+                          const float* bias, GemvNorm norm, int M, int N, int K, cudaStream_t stream) {
     switch (M) {
-        case 1: launch_fast<1, kEpi>(out, x, w, w2, bias, N, K, stream); break;
-        case 2: launch_fast<2, kEpi>(out, x, w, w2, bias, N, K, stream); break;
-        case 3: launch_fast<3, kEpi>(out, x, w, w2, bias, N, K, stream); break;
-        case 4: launch_fast<4, kEpi>(out, x, w, w2, bias, N, K, stream); break;
-        case 5: launch_fast<5, kEpi>(out, x, w, w2, bias, N, K, stream); break;
-        case 6: launch_fast<6, kEpi>(out, x, w, w2, bias, N, K, stream); break;
-        case 7: launch_fast<7, kEpi>(out, x, w, w2, bias, N, K, stream); break;
-        case 8: launch_fast<8, kEpi>(out, x, w, w2, bias, N, K, stream); break;
+        case 1: launch_fast<1, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
+        case 2: launch_fast<2, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
+        case 3: launch_fast<3, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
+        case 4: launch_fast<4, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
+        case 5: launch_fast<5, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
+        case 6: launch_fast<6, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
+        case 7: launch_fast<7, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
+        case 8: launch_fast<8, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
         default: throw Error("gemv_bf16: M = " + std::to_string(M) + " is outside 1..8");
     }
 }
 
 }  // namespace
 
+bool gemv_fast_fits(const float* x, const bf16* w, const bf16* w2, GemvNorm norm, int K) {
+    return K % kGemvChunk == 0 && aligned_to(w, 16) && aligned_to(x, 16) && (!w2 || aligned_to(w2, 16)) &&
+           (!norm.weight || aligned_to(norm.weight, 16));
+}
+
 void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const float* bias,
-               int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream) {
+               GemvNorm norm, int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream) {
     if (M < 1 || M > kGemvMaxRows) throw Error("gemv_bf16: M = " + std::to_string(M) + " is outside 1..8");
+    const bool fast = gemv_fast_fits(x, w, w2, norm, K);
+    if (norm.weight && (!fast || epilogue != GemvEpilogue::kSiluMul))
+        throw Error("gemv_bf16: the fused RMSNorm needs the fast path and the SiLU·up epilogue");
     if (N == 0) return;
-    const bool fast = K % kGemvChunk == 0 && aligned_to(w, 16) && aligned_to(x, 16) &&
-                      (!w2 || aligned_to(w2, 16));
     if (!fast) {
         constexpr int kWarpsPerBlock = 4;
         launch_pdl(gemv_bf16_generic_kernel, cuda::blocks_for(N, kWarpsPerBlock), kWarpsPerBlock * kWarpSize,
@@ -150,13 +168,19 @@ void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const 
     }
     switch (epilogue) {
         case GemvEpilogue::kBias:
-            launch_fast_for_rows<GemvEpilogue::kBias>(out, x, w, w2, bias, M, N, K, stream);
+            launch_fast_for_rows<GemvEpilogue::kBias>(out, x, w, w2, bias, norm, M, N, K, stream);
             break;
         case GemvEpilogue::kBiasGelu:
-            launch_fast_for_rows<GemvEpilogue::kBiasGelu>(out, x, w, w2, bias, M, N, K, stream);
+            launch_fast_for_rows<GemvEpilogue::kBiasGelu>(out, x, w, w2, bias, norm, M, N, K, stream);
+            break;
+        case GemvEpilogue::kAccumulate:
+            launch_fast_for_rows<GemvEpilogue::kAccumulate>(out, x, w, w2, bias, norm, M, N, K, stream);
             break;
         case GemvEpilogue::kSiluMul:
-            launch_fast_for_rows<GemvEpilogue::kSiluMul>(out, x, w, w2, bias, M, N, K, stream);
+            if (norm.weight)
+                launch_fast_for_rows<GemvEpilogue::kSiluMul, true>(out, x, w, w2, bias, norm, M, N, K, stream);
+            else
+                launch_fast_for_rows<GemvEpilogue::kSiluMul>(out, x, w, w2, bias, norm, M, N, K, stream);
             break;
     }
 }

@@ -18,13 +18,25 @@ namespace glmasr::reference {
 
 enum class Epilogue { kNone, kGelu };  // applied after the bias
 
+// The RMSNorm a product may apply to x on the way in; weight null: x is used as it is.
+struct GemvNorm {
+    const float* weight = nullptr;  // (K)
+    float eps = 0.0f;
+};
+
 // out(M, N) = epilogue(x(M, K) · w(N, K)ᵀ + bias(N)); bias may be null
 void linear(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int M,
             int N, int K, Epilogue epilogue, cudaStream_t stream);
-// out(M, F) = silu(x · w_gateᵀ) · (x · w_upᵀ); scratch(M, F) holds the up projection when M is
-// above the GEMV range
-void gate_up_silu(Context& ctx, float* out, float* scratch, const float* x, const bf16* w_gate,
-                  const bf16* w_up, int M, int F, int K, cudaStream_t stream);
+// residual(M, N) += x(M, K) · w(N, K)ᵀ; scratch(M, N) holds the product when M is above the
+// GEMV range
+void linear_residual(Context& ctx, float* residual, float* scratch, const float* x, const bf16* w,
+                     int M, int N, int K, cudaStream_t stream);
+// out(M, F) = silu(x̂ · w_gateᵀ) · (x̂ · w_upᵀ), x̂ = x or rmsnorm(x) (norm.weight (K) set);
+// scratch(M, F) holds the up projection when M is above the GEMV range, normed(M, K) the
+// normalised x where the norm cannot be fused (both may be null when they are not needed)
+void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const float* x,
+                  GemvNorm norm, const bf16* w_gate, const bf16* w_up, int M, int F, int K,
+                  cudaStream_t stream);
 // out(T_out, C_out) = conv1d(x(T_in, C_in), w(C_out, C_in, ksize)) + bias(C_out)
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,
             int C_in, int C_out, int ksize, int stride, int padding, int T_out,
@@ -32,11 +44,16 @@ void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float
 
 // ---- gemv.cu: M ≤ kGemvMaxRows, bandwidth-bound (the decode hot path)
 
-enum class GemvEpilogue { kBias, kBiasGelu, kSiluMul };
-// kBias / kBiasGelu: out(M, N) = [gelu](x(M, K) · w(N, K)ᵀ + bias(N)), w2 unused
-// kSiluMul:          out(M, N) = silu(x · wᵀ) · (x · w2ᵀ), bias unused
+enum class GemvEpilogue { kBias, kBiasGelu, kSiluMul, kAccumulate };
+// kBias / kBiasGelu: out(M, N) = [gelu](x̂(M, K) · w(N, K)ᵀ + bias(N)), w2 unused
+// kSiluMul:          out(M, N) = silu(x̂ · wᵀ) · (x̂ · w2ᵀ), bias unused
+// kAccumulate:       out(M, N) += x̂ · wᵀ + bias (the residual add), w2 unused
+// x̂ = x, or rmsnorm(x, norm.weight, norm.eps) when norm.weight is set: only with kSiluMul and
+// where gemv_fast_fits() (callers normalise in a separate kernel otherwise).
 void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const float* bias,
-               int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream);
+               GemvNorm norm, int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream);
+// True when the fast kernel applies: K % 8 == 0 and 16-byte aligned rows.
+bool gemv_fast_fits(const float* x, const bf16* w, const bf16* w2, GemvNorm norm, int K);
 
 // ---- qkv_rope_cache.cu: the decoder's q/k/v products, RoPE and KV-cache write in one kernel
 
@@ -52,14 +69,16 @@ struct QkvRopeCacheArgs {
     const float* sin;                   // (n_positions, half)
     const int* positions;               // (M)
     int M, K, n_heads, n_kv_heads, head_dim, half, n_positions, cap;
+    GemvNorm norm;                      // x is normalised first when norm.weight is set
 };
 // True when the one-kernel path applies: M ≤ kGemvMaxRows, full-width RoPE, aligned rows.
 bool qkv_rope_cache_fits(const QkvRopeCacheArgs& args);
 // The one-kernel path; throws if !qkv_rope_cache_fits(args).
 void qkv_rope_cache_gemv(const QkvRopeCacheArgs& args, cudaStream_t stream);
-// Any shape (linear.cu): the kernel above when it fits, else linear ×3 → rope_apply ×2 →
-// cache_write ×2 through k(M, Hkv·D) and v(M, Hkv·D) scratch.
-void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* k, float* v, cudaStream_t stream);
+// Any shape (linear.cu): the kernel above when it fits, else [rmsnorm →] linear ×3 →
+// rope_apply ×2 → cache_write ×2 through normed(M, K), k(M, Hkv·D) and v(M, Hkv·D) scratch.
+void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, float* k, float* v,
+                    cudaStream_t stream);
 
 // ---- operand staging for the GEMM rungs
 
@@ -94,9 +113,6 @@ void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, floa
 // out(rows, dim) = (x − mean) / sqrt(var + eps) · w(dim) + b(dim)
 void layernorm(float* out, const float* x, const float* w, const float* b, int rows, int dim,
                float eps, cudaStream_t stream);
-// residual(rows, dim) += x(rows, dim); normed = rmsnorm(residual)
-void add_rmsnorm(float* residual, float* normed, const float* x, const float* w, int rows,
-                 int dim, float eps, cudaStream_t stream);
 // residual(rows, dim) += x(rows, dim); normed = layernorm(residual)
 void add_layernorm(float* residual, float* normed, const float* x, const float* w, const float* b,
                    int rows, int dim, float eps, cudaStream_t stream);

@@ -1,13 +1,15 @@
 // linear.cu — host-side dispatch of every matrix product of the model (no kernels here):
-// linear, linear + GELU, the fused gate/up SwiGLU, the decoder's q/k/v + RoPE + cache write,
-// and conv1d.
+// linear, linear + GELU, linear + residual add, the fused gate/up SwiGLU, the decoder's q/k/v +
+// RoPE + cache write (the last two optionally after an RMSNorm), and conv1d.
 //
-//   M ≤ 8 rows (decode, lm_head): the bandwidth-bound GEMV (gemv.cu) with the epilogue fused.
+//   M ≤ 8 rows (decode, lm_head): the bandwidth-bound GEMV (gemv.cu) with the epilogue (and the
+//     RMSNorm of x, where asked) fused.
 //   M > 8 rows (encoder, projector, prefill): stage the activations as bf16 (convert_bf16.cu,
 //     or im2col.cu for a convolution) in the context's staging buffer and run the selected GEMM
-//     rung (cuBLASLt by default) with the bias fused; GELU / SiLU·up follow as elementwise
-//     kernels. Inputs longer than the staging buffer are processed in row chunks: rows of a
-//     linear layer are independent, so chunking changes nothing but the number of launches.
+//     rung (cuBLASLt by default) with the bias fused; GELU / SiLU·up / the residual add follow
+//     as elementwise kernels, an RMSNorm of x precedes as a norm kernel. Inputs longer than the
+//     staging buffer are processed in row chunks: rows of a linear layer are independent, so
+//     chunking changes nothing but the number of launches.
 #include <algorithm>
 #include <string>
 
@@ -57,7 +59,7 @@ void linear(Context& ctx, float* out, const float* x, const bf16* w, const float
             int N, int K, Epilogue epilogue, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     if (M <= kGemvMaxRows) {
-        gemv_bf16(out, x, w, nullptr, bias, M, N, K,
+        gemv_bf16(out, x, w, nullptr, bias, GemvNorm{}, M, N, K,
                   epilogue == Epilogue::kGelu ? GemvEpilogue::kBiasGelu : GemvEpilogue::kBias, stream);
         return;
     }
@@ -65,11 +67,28 @@ void linear(Context& ctx, float* out, const float* x, const bf16* w, const float
     if (epilogue == Epilogue::kGelu) gelu(out, out, static_cast<long long>(M) * N, stream);
 }
 
-void gate_up_silu(Context& ctx, float* out, float* scratch, const float* x, const bf16* w_gate,
-                  const bf16* w_up, int M, int F, int K, cudaStream_t stream) {
-    if (M == 0 || F == 0) return;
+void linear_residual(Context& ctx, float* residual, float* scratch, const float* x, const bf16* w,
+                     int M, int N, int K, cudaStream_t stream) {
+    if (M == 0 || N == 0) return;
     if (M <= kGemvMaxRows) {
-        gemv_bf16(out, x, w_gate, w_up, nullptr, M, F, K, GemvEpilogue::kSiluMul, stream);
+        gemv_bf16(residual, x, w, nullptr, nullptr, GemvNorm{}, M, N, K, GemvEpilogue::kAccumulate, stream);
+        return;
+    }
+    staged_gemm(ctx, scratch, x, w, nullptr, M, N, K, stream);
+    add(residual, residual, scratch, static_cast<long long>(M) * N, stream);
+}
+
+void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const float* x,
+                  GemvNorm norm, const bf16* w_gate, const bf16* w_up, int M, int F, int K,
+                  cudaStream_t stream) {
+    if (M == 0 || F == 0) return;
+    if (norm.weight && !(M <= kGemvMaxRows && gemv_fast_fits(x, w_gate, w_up, norm, K))) {
+        rmsnorm(normed, x, norm.weight, M, K, norm.eps, stream);  // the norm as a kernel of its own
+        x = normed;
+        norm = GemvNorm{};
+    }
+    if (M <= kGemvMaxRows) {
+        gemv_bf16(out, x, w_gate, w_up, nullptr, norm, M, F, K, GemvEpilogue::kSiluMul, stream);
         return;
     }
     staged_gemm(ctx, out, x, w_gate, nullptr, M, F, K, stream);
@@ -77,11 +96,18 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, const float* x, cons
     silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
 }
 
-void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& a, float* k, float* v, cudaStream_t stream) {
-    if (a.M == 0) return;
-    if (qkv_rope_cache_fits(a)) {
-        qkv_rope_cache_gemv(a, stream);
+void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, float* k, float* v,
+                    cudaStream_t stream) {
+    if (args.M == 0) return;
+    if (qkv_rope_cache_fits(args)) {
+        qkv_rope_cache_gemv(args, stream);
         return;
+    }
+    QkvRopeCacheArgs a = args;
+    if (a.norm.weight) {  // the norm as a kernel of its own
+        rmsnorm(normed, a.x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
+        a.x = normed;
+        a.norm = GemvNorm{};
     }
     const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
     linear(ctx, a.q, a.x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);

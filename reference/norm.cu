@@ -159,11 +159,6 @@ void layernorm(float* out, const float* x, const float* w, const float* b, int r
     norm_rows<NormKind::kLayer, false>("layernorm", out, nullptr, x, w, b, rows, dim, eps, stream);
 }
 
-void add_rmsnorm(float* residual, float* normed, const float* x, const float* w, int rows,
-                 int dim, float eps, cudaStream_t stream) {
-    norm_rows<NormKind::kRms, true>("add_rmsnorm", normed, residual, x, w, nullptr, rows, dim, eps, stream);
-}
-
 void add_layernorm(float* residual, float* normed, const float* x, const float* w, const float* b,
                    int rows, int dim, float eps, cudaStream_t stream) {
     norm_rows<NormKind::kLayer, true>("add_layernorm", normed, residual, x, w, b, rows, dim, eps, stream);

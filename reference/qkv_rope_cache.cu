@@ -5,6 +5,8 @@
 // bandwidth, and every launch in a decode step costs a few µs of ramp-up. Here the three weight
 // matrices are one grid of 4-row units, so a step of Nano reads q, k and v weights (12 MB) in
 // 768 blocks at the bandwidth of one large GEMV, and RoPE plus the cache write are its epilogue.
+// The layer's input RMSNorm can be its prologue as well (gemv_core.cuh: every block reads all of
+// x anyway, so it normalises on the fly), which removes the norm kernel in front of it.
 //
 // The trick that makes RoPE an epilogue: rotate_half pairs output dim j with j + half of the
 // same head, so a block of q or k owns the rows {j, j+1, j+half, j+half+1} of one head — both
@@ -24,7 +26,7 @@ namespace {
 
 constexpr int kUnitRows = 4;  // output rows per block: two rotation pairs, or 4 rows of v
 
-template <int M>
+template <int M, bool kRmsNorm>
 __global__ void __launch_bounds__(kGemvThreads)
 qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
                       float* __restrict__ k_cache,        // (cap, Hkv·D)
@@ -36,6 +38,7 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
                       const float* __restrict__ cos_tab,  // (n_positions, half)
                       const float* __restrict__ sin_tab,  // (n_positions, half)
                       const int* __restrict__ positions,  // (M)
+                      GemvNorm norm,                      // weight (K), kRmsNorm only
                       int q_units, int k_units, int half, int width_q, int width_kv, int K,
                       int n_positions, int cap) {
     // Which matrix, and which rows: a rotated unit u of a head covers pairs j0, j0+1 with
@@ -58,20 +61,22 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
     pdl_launch_dependents();
     pdl_wait();
 
-    __shared__ GemvPartials<M, kUnitRows> partials;
-    block_gemv<M, kUnitRows>(rows, x, K, partials);
+    __shared__ GemvPartials<M, kUnitRows, kRmsNorm> partials;
+    block_gemv<M, kUnitRows, kRmsNorm>(rows, x, norm.weight, K, partials);
 
     // Epilogue: thread (pair, m) for q/k — two pairs × M rows; thread (r, m) for v.
     const int tid = threadIdx.x;
     if (is_v) {
         if (tid >= kUnitRows * M) return;
         const int r = tid / M, m = tid % M, p = positions[m];
-        if (p >= 0 && p < cap) v_cache[static_cast<size_t>(p) * width_kv + row[r]] = partials.total(r, m);
+        if (p >= 0 && p < cap)
+            v_cache[static_cast<size_t>(p) * width_kv + row[r]] = partials.scaled_total(r, m, K, norm.eps);
         return;
     }
     if (tid >= 2 * M) return;
     const int pair = tid / M, m = tid % M, p = positions[m];
-    const float a = partials.total(pair, m), b = partials.total(2 + pair, m);
+    const float a = partials.scaled_total(pair, m, K, norm.eps);
+    const float b = partials.scaled_total(2 + pair, m, K, norm.eps);
     float lo, hi;  // dims j and j + half after the rotation
     if (p < 0 || p >= n_positions) {
         lo = hi = __int_as_float(0x7fc00000);  // NaN, as rope_apply poisons an unknown position
@@ -90,14 +95,28 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
     }
 }
 
-template <int M>
+template <int M, bool kRmsNorm>
 void launch(const QkvRopeCacheArgs& a, cudaStream_t stream) {
     const int units_per_head = a.half / 2;
     const int q_units = a.n_heads * units_per_head, k_units = a.n_kv_heads * units_per_head;
     const int width_kv = a.n_kv_heads * 2 * a.half, v_units = width_kv / kUnitRows;
-    launch_pdl(qkv_rope_cache_kernel<M>, q_units + k_units + v_units, kGemvThreads, 0, stream, a.q, a.k_cache,
-               a.v_cache, a.x, a.w_q, a.w_k, a.w_v, a.cos, a.sin, a.positions, q_units, k_units, a.half,
-               a.n_heads * 2 * a.half, width_kv, a.K, a.n_positions, a.cap);
+    launch_pdl(qkv_rope_cache_kernel<M, kRmsNorm>, q_units + k_units + v_units, kGemvThreads, 0, stream, a.q,
+               a.k_cache, a.v_cache, a.x, a.w_q, a.w_k, a.w_v, a.cos, a.sin, a.positions, a.norm, q_units,
+               k_units, a.half, a.n_heads * 2 * a.half, width_kv, a.K, a.n_positions, a.cap);
+}
+
+template <bool kRmsNorm>
+void launch_for_rows(const QkvRopeCacheArgs& a, cudaStream_t stream) {
+    switch (a.M) {
+        case 1: launch<1, kRmsNorm>(a, stream); break;
+        case 2: launch<2, kRmsNorm>(a, stream); break;
+        case 3: launch<3, kRmsNorm>(a, stream); break;
+        case 4: launch<4, kRmsNorm>(a, stream); break;
+        case 5: launch<5, kRmsNorm>(a, stream); break;
+        case 6: launch<6, kRmsNorm>(a, stream); break;
+        case 7: launch<7, kRmsNorm>(a, stream); break;
+        case 8: launch<8, kRmsNorm>(a, stream); break;
+    }
 }
 
 }  // namespace
@@ -107,21 +126,16 @@ bool qkv_rope_cache_fits(const QkvRopeCacheArgs& a) {
     return a.M >= 1 && a.M <= kGemvMaxRows && a.n_heads > 0 && a.n_kv_heads > 0 && a.half % 2 == 0 &&
            a.half > 0 && a.head_dim == 2 * a.half &&
            width_kv % kUnitRows == 0 && a.K % kGemvChunk == 0 && aligned_to(a.x, 16) &&
-           aligned_to(a.w_q, 16) && aligned_to(a.w_k, 16) && aligned_to(a.w_v, 16);
+           aligned_to(a.w_q, 16) && aligned_to(a.w_k, 16) && aligned_to(a.w_v, 16) &&
+           (!a.norm.weight || aligned_to(a.norm.weight, 16));
 }
 
 void qkv_rope_cache_gemv(const QkvRopeCacheArgs& a, cudaStream_t stream) {
     if (!qkv_rope_cache_fits(a)) throw Error("qkv_rope_cache_gemv: shape outside the fused kernel's range");
-    switch (a.M) {
-        case 1: launch<1>(a, stream); break;
-        case 2: launch<2>(a, stream); break;
-        case 3: launch<3>(a, stream); break;
-        case 4: launch<4>(a, stream); break;
-        case 5: launch<5>(a, stream); break;
-        case 6: launch<6>(a, stream); break;
-        case 7: launch<7>(a, stream); break;
-        case 8: launch<8>(a, stream); break;
-    }
+    if (a.norm.weight)
+        launch_for_rows<true>(a, stream);
+    else
+        launch_for_rows<false>(a, stream);
 }
 
 }  // namespace glmasr::reference

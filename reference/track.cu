@@ -275,13 +275,6 @@ void check_add_norm(const char* op, const Tensor& residual, const Tensor& normed
     expect_shape(op, "residual", residual, {x.dim(0), x.dim(1)});
 }
 
-void add_rmsnorm(const Tensor& residual, const Tensor& normed, const Tensor& x, const Tensor& w,
-                 float eps, Stream s) {
-    check_add_norm("add_rmsnorm", residual, normed, x, w, nullptr);
-    ref::add_rmsnorm(residual.f32(), normed.f32(), x.f32(), w.f32(), to_int(x.dim(0)),
-                     to_int(x.dim(1)), eps, s);
-}
-
 void add_layernorm(const Tensor& residual, const Tensor& normed, const Tensor& x, const Tensor& w,
                    const Tensor& b, float eps, Stream s) {
     check_add_norm("add_layernorm", residual, normed, x, w, &b);
@@ -301,32 +294,56 @@ void linear_gelu(const Tensor& out, const Tensor& x, const Tensor& w, const Tens
                 to_int(M), to_int(N), to_int(K), ref::Epilogue::kGelu, s);
 }
 
-void gate_up_silu(const Tensor& out, const Tensor& x, const Tensor& w_gate, const Tensor& w_up,
-                  const Tensor& scratch, Stream s) {
-    expect_f32("gate_up_silu", "x", x);
-    expect_rank("gate_up_silu", "x", x, 2);
+// gate_up_silu and rmsnorm_gate_up_silu (norm_weight set: x is normalised first).
+void gate_up_silu_impl(const char* op, const Tensor& out, const Tensor& x, const Tensor* norm_weight,
+                       const Tensor& w_gate, const Tensor& w_up, const Tensor* normed,
+                       const Tensor& scratch, float eps, Stream s) {
+    expect_f32(op, "x", x);
+    expect_rank(op, "x", x, 2);
     const int64_t M = x.dim(0), K = x.dim(1), F = w_gate.ndim == 2 ? w_gate.dim(0) : -1;
-    const ref::bf16* gp = weight_bf16("gate_up_silu", "w_gate", w_gate);
-    const ref::bf16* up = weight_bf16("gate_up_silu", "w_up", w_up);
-    expect_shape("gate_up_silu", "w_gate", w_gate, {F, K});
-    expect_shape("gate_up_silu", "w_up", w_up, {F, K});
-    expect_f32("gate_up_silu", "out", out);
-    expect_shape("gate_up_silu", "out", out, {M, F});
+    const ref::bf16* gp = weight_bf16(op, "w_gate", w_gate);
+    const ref::bf16* up = weight_bf16(op, "w_up", w_up);
+    expect_shape(op, "w_gate", w_gate, {F, K});
+    expect_shape(op, "w_up", w_up, {F, K});
+    expect_f32(op, "out", out);
+    expect_shape(op, "out", out, {M, F});
+    ref::GemvNorm norm;
+    float* normed_ptr = nullptr;
+    if (norm_weight) {
+        expect_f32(op, "norm_weight", *norm_weight);
+        expect_shape(op, "norm_weight", *norm_weight, {K});
+        expect_f32(op, "normed", *normed);
+        expect_shape(op, "normed", *normed, {M, K});
+        norm = {norm_weight->f32(), eps};
+        normed_ptr = normed->f32();
+    }
     float* scratch_ptr = nullptr;
     if (M > ref::kGemvMaxRows) {  // the GEMV path fuses both products and needs no scratch
-        expect_f32("gate_up_silu", "scratch", scratch);
-        expect_shape("gate_up_silu", "scratch", scratch, {M, F});
+        expect_f32(op, "scratch", scratch);
+        expect_shape(op, "scratch", scratch, {M, F});
         scratch_ptr = scratch.f32();
     }
-    ref::gate_up_silu(Context::get(s), out.f32(), scratch_ptr, x.f32(), gp, up, to_int(M),
-                      to_int(F), to_int(K), s);
+    ref::gate_up_silu(Context::get(s), out.f32(), scratch_ptr, normed_ptr, x.f32(), norm, gp, up,
+                      to_int(M), to_int(F), to_int(K), s);
 }
 
-void qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& x,
-                    const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
-                    const Tensor& sin, const Tensor& positions, const Tensor& k, const Tensor& v,
-                    int Hq, int Hkv, Stream s) {
-    const char* op = "qkv_rope_cache";
+void gate_up_silu(const Tensor& out, const Tensor& x, const Tensor& w_gate, const Tensor& w_up,
+                  const Tensor& scratch, Stream s) {
+    gate_up_silu_impl("gate_up_silu", out, x, nullptr, w_gate, w_up, nullptr, scratch, 0.0f, s);
+}
+
+void rmsnorm_gate_up_silu(const Tensor& out, const Tensor& x, const Tensor& norm_weight,
+                          const Tensor& w_gate, const Tensor& w_up, const Tensor& normed,
+                          const Tensor& scratch, float eps, Stream s) {
+    gate_up_silu_impl("rmsnorm_gate_up_silu", out, x, &norm_weight, w_gate, w_up, &normed, scratch, eps, s);
+}
+
+// qkv_rope_cache and rmsnorm_qkv_rope_cache (norm_weight set: x is normalised first).
+void qkv_rope_cache_impl(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                         const Tensor& x, const Tensor* norm_weight, const Tensor& w_q, const Tensor& w_k,
+                         const Tensor& w_v, const Tensor& cos, const Tensor& sin, const Tensor& positions,
+                         const Tensor* normed, const Tensor& k, const Tensor& v, float eps, int Hq, int Hkv,
+                         Stream s) {
     expect_f32(op, "x", x);
     expect_rank(op, "x", x, 2);
     const int64_t M = x.dim(0), K = x.dim(1);
@@ -350,17 +367,66 @@ void qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cach
     const int64_t P = cos.dim(0), half = cos.dim(1);
     expect_f32(op, "sin", sin);
     expect_shape(op, "sin", sin, {P, half});
-    if (2 * half > D) throw Error("qkv_rope_cache: rotary dim 2·" + std::to_string(half) + " exceeds head_dim " + std::to_string(D));
+    if (2 * half > D)
+        throw Error(std::string(op) + ": rotary dim 2·" + std::to_string(half) + " exceeds head_dim " +
+                    std::to_string(D));
     expect_i32(op, "positions", positions);
     expect_shape(op, "positions", positions, {M});
     expect_f32(op, "k", k);
     expect_shape(op, "k", k, {M, width_kv});
     expect_f32(op, "v", v);
     expect_shape(op, "v", v, {M, width_kv});
+    ref::GemvNorm norm;
+    float* normed_ptr = nullptr;
+    if (norm_weight) {
+        expect_f32(op, "norm_weight", *norm_weight);
+        expect_shape(op, "norm_weight", *norm_weight, {K});
+        expect_f32(op, "normed", *normed);
+        expect_shape(op, "normed", *normed, {M, K});
+        norm = {norm_weight->f32(), eps};
+        normed_ptr = normed->f32();
+    }
     const ref::QkvRopeCacheArgs args{q.f32(), k_cache.f32(), v_cache.f32(), x.f32(), wq, wk, wv, cos.f32(),
                                      sin.f32(), positions.i32(), to_int(M), to_int(K), Hq, Hkv, D,
-                                     to_int(half), to_int(P), to_int(cap)};
-    ref::qkv_rope_cache(Context::get(s), args, k.f32(), v.f32(), s);
+                                     to_int(half), to_int(P), to_int(cap), norm};
+    ref::qkv_rope_cache(Context::get(s), args, normed_ptr, k.f32(), v.f32(), s);
+}
+
+void qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& x,
+                    const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
+                    const Tensor& sin, const Tensor& positions, const Tensor& k, const Tensor& v,
+                    int Hq, int Hkv, Stream s) {
+    qkv_rope_cache_impl("qkv_rope_cache", q, k_cache, v_cache, x, nullptr, w_q, w_k, w_v, cos, sin,
+                        positions, nullptr, k, v, 0.0f, Hq, Hkv, s);
+}
+
+void rmsnorm_qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                            const Tensor& x, const Tensor& norm_weight, const Tensor& w_q,
+                            const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
+                            const Tensor& sin, const Tensor& positions, const Tensor& normed,
+                            const Tensor& k, const Tensor& v, float eps, int Hq, int Hkv, Stream s) {
+    qkv_rope_cache_impl("rmsnorm_qkv_rope_cache", q, k_cache, v_cache, x, &norm_weight, w_q, w_k, w_v, cos,
+                        sin, positions, &normed, k, v, eps, Hq, Hkv, s);
+}
+
+void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w, const Tensor& scratch,
+                     Stream s) {
+    const char* op = "linear_residual";
+    expect_f32(op, "x", x);
+    expect_rank(op, "x", x, 2);
+    const int64_t M = x.dim(0), K = x.dim(1), N = w.ndim == 2 ? w.dim(0) : -1;
+    const ref::bf16* wp = weight_bf16(op, "weight", w);
+    expect_shape(op, "weight", w, {N, K});
+    expect_f32(op, "residual", residual);
+    expect_shape(op, "residual", residual, {M, N});
+    float* scratch_ptr = nullptr;
+    if (M > ref::kGemvMaxRows) {  // the GEMV adds in its epilogue and needs no scratch
+        expect_f32(op, "scratch", scratch);
+        expect_shape(op, "scratch", scratch, {M, N});
+        scratch_ptr = scratch.f32();
+    }
+    ref::linear_residual(Context::get(s), residual.f32(), scratch_ptr, x.f32(), wp, to_int(M), to_int(N),
+                         to_int(K), s);
 }
 
 void setup(Stream s) { Context::get(s); }
@@ -383,11 +449,13 @@ Ops make_ops() {
     ops.argmax = &argmax;
     ops.cache_write = &cache_write;
     ops.attention = ref::settings().attention == ref::AttentionPath::three_kernel ? nullptr : &attention;
-    ops.add_rmsnorm = &add_rmsnorm;
     ops.add_layernorm = &add_layernorm;
     ops.linear_gelu = &linear_gelu;
     ops.gate_up_silu = &gate_up_silu;
     ops.qkv_rope_cache = &qkv_rope_cache;
+    ops.linear_residual = &linear_residual;
+    ops.rmsnorm_gate_up_silu = &rmsnorm_gate_up_silu;
+    ops.rmsnorm_qkv_rope_cache = &rmsnorm_qkv_rope_cache;
     return ops;
 }
 

@@ -212,12 +212,6 @@ OpCost attention_cost(const Tensor& out, const Tensor& q, const Tensor& k, const
     return {bytes(out, q, positions) + kv_bytes, n_heads * vis.pairs * (4 * D + 6)};
 }
 
-// add (1) then rmsnorm (4); the residual is read and written.
-OpCost add_rmsnorm_cost(const Tensor& residual, const Tensor& normed, const Tensor& x,
-                        const Tensor& weight, float, Stream) {
-    return {bytes(residual, residual, normed, x, weight), 5.0 * x.numel()};
-}
-
 // add (1) then layernorm (8); the residual is read and written.
 OpCost add_layernorm_cost(const Tensor& residual, const Tensor& normed, const Tensor& x,
                           const Tensor& weight, const Tensor& bias, float, Stream) {
@@ -248,6 +242,33 @@ OpCost qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const Tensor&
     const double N = q.dim(1) + 2 * width_kv;
     const double new_rows = M * (q.dim(1) + 2 * width_kv + 2 * cos.dim(1)) * sizeof(float);
     return {bytes(x, w_q, w_k, w_v, positions) + new_rows, 2 * M * N * K + 3 * M * (q.dim(1) + width_kv)};
+}
+
+// linear, then the add (1) into the residual, which is read and written; scratch is not counted.
+OpCost linear_residual_cost(const Tensor& residual, const Tensor& x, const Tensor& weight,
+                            const Tensor&, Stream stream) {
+    const OpCost gemm = linear_cost(residual, x, weight, Tensor{}, stream);
+    return {gemm.bytes + bytes(residual), gemm.flops + static_cast<double>(residual.numel())};
+}
+
+// rmsnorm (4 per element of x) before gate_up_silu; the normed rows need not leave the kernel.
+OpCost rmsnorm_gate_up_silu_cost(const Tensor& out, const Tensor& x, const Tensor& norm_weight,
+                                 const Tensor& w_gate, const Tensor& w_up, const Tensor&,
+                                 const Tensor& scratch, float, Stream stream) {
+    const OpCost mlp = gate_up_silu_cost(out, x, w_gate, w_up, scratch, stream);
+    return {mlp.bytes + bytes(norm_weight), mlp.flops + 4.0 * x.numel()};
+}
+
+// rmsnorm (4 per element of x) before qkv_rope_cache; the normed rows need not leave the kernel.
+OpCost rmsnorm_qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                   const Tensor& x, const Tensor& norm_weight, const Tensor& w_q,
+                                   const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
+                                   const Tensor& sin, const Tensor& positions, const Tensor&,
+                                   const Tensor& k, const Tensor& v, float, int n_heads,
+                                   int n_kv_heads, Stream stream) {
+    const OpCost qkv = qkv_rope_cache_cost(q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin, positions,
+                                           k, v, n_heads, n_kv_heads, stream);
+    return {qkv.bytes + bytes(norm_weight), qkv.flops + 4.0 * x.numel()};
 }
 
 // ---------------------------------------------------------------- shims
@@ -310,11 +331,15 @@ OpProfiler::OpProfiler(const OpTable& table, double delay_us)
     instrument<OpId::argmax, &Ops::argmax, argmax_cost>(ops);
     instrument<OpId::cache_write, &Ops::cache_write, cache_write_cost>(ops);
     instrument<OpId::attention, &Ops::attention, attention_cost>(ops);
-    instrument<OpId::add_rmsnorm, &Ops::add_rmsnorm, add_rmsnorm_cost>(ops);
     instrument<OpId::add_layernorm, &Ops::add_layernorm, add_layernorm_cost>(ops);
     instrument<OpId::linear_gelu, &Ops::linear_gelu, linear_gelu_cost>(ops);
     instrument<OpId::gate_up_silu, &Ops::gate_up_silu, gate_up_silu_cost>(ops);
     instrument<OpId::qkv_rope_cache, &Ops::qkv_rope_cache, qkv_rope_cache_cost>(ops);
+    instrument<OpId::linear_residual, &Ops::linear_residual, linear_residual_cost>(ops);
+    instrument<OpId::rmsnorm_gate_up_silu, &Ops::rmsnorm_gate_up_silu,
+               rmsnorm_gate_up_silu_cost>(ops);
+    instrument<OpId::rmsnorm_qkv_rope_cache, &Ops::rmsnorm_qkv_rope_cache,
+               rmsnorm_qkv_rope_cache_cost>(ops);
 }
 
 OpProfiler::~OpProfiler() {

@@ -25,8 +25,7 @@ Ops make_cpu_ops() {
     ops.add = cpu::add;
     ops.argmax = cpu::argmax;
     ops.cache_write = cpu::cache_write;
-    return ops;  // attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu,
-                 // qkv_rope_cache: compositions
+    return ops;  // every fused entry (attention, add_layernorm, ...): compositions
 }
 }  // namespace
 

@@ -113,7 +113,8 @@ OpTable OpTable::build(const std::string& default_track, const std::string& spec
                         op_name(static_cast<OpId>(i)) + " op: the contract requires every primitive");
     }
     // A fused entry is only taken from the track its primitives came from: if a student overrides
-    // rmsnorm, the reference's fused add_rmsnorm must not silently replace the student's kernel.
+    // rmsnorm, the reference's fused rmsnorm_gate_up_silu must not silently replace the
+    // student's kernel.
     auto drop_fused_if_mixed = [&](OpId fused, std::initializer_list<OpId> parts) {
         const int f = static_cast<int>(fused);
         if (chosen.count(f)) return;  // asked for explicitly
@@ -125,11 +126,14 @@ OpTable OpTable::build(const std::string& default_track, const std::string& spec
         }
     };
     drop_fused_if_mixed(OpId::attention, {OpId::attention_scores, OpId::softmax, OpId::attention_output});
-    drop_fused_if_mixed(OpId::add_rmsnorm, {OpId::add, OpId::rmsnorm});
     drop_fused_if_mixed(OpId::add_layernorm, {OpId::add, OpId::layernorm});
     drop_fused_if_mixed(OpId::linear_gelu, {OpId::linear, OpId::gelu});
     drop_fused_if_mixed(OpId::gate_up_silu, {OpId::linear, OpId::silu_mul});
     drop_fused_if_mixed(OpId::qkv_rope_cache, {OpId::linear, OpId::rope_apply, OpId::cache_write});
+    drop_fused_if_mixed(OpId::linear_residual, {OpId::linear, OpId::add});
+    drop_fused_if_mixed(OpId::rmsnorm_gate_up_silu, {OpId::rmsnorm, OpId::linear, OpId::silu_mul});
+    drop_fused_if_mixed(OpId::rmsnorm_qkv_rope_cache,
+                        {OpId::rmsnorm, OpId::linear, OpId::rope_apply, OpId::cache_write});
     return table;
 }
 

@@ -411,25 +411,26 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
                           : Tensor(m.dec_scores.data, DType::F32, m.dec_scores.device,
                                    {d.num_heads, rows, m.capacity});
 
-    ops.rmsnorm(normed, x, w.decoder[0].norm1_w, d.rms_norm_eps, m.stream);
+    // Pre-norm Llama layers. Each RMSNorm is part of the product that consumes it and each
+    // residual add part of the product that feeds it (ops.h), so `normed` is only scratch.
     for (size_t l = 0; l < w.decoder.size(); ++l) {
         const DecoderLayerWeights& L = w.decoder[l];
-        // q, k, v projections (no biases), full half-split RoPE, then append k, v to the cache
-        run_qkv_rope_cache(ops, q, m.k_cache[l], m.v_cache[l], normed, L.q_w, L.k_w, L.v_w, m.dec_cos,
-                           m.dec_sin, pos, k, v, d.num_heads, d.num_kv_heads, m.stream);
+        // input_layernorm, then the q, k, v projections (no biases), full half-split RoPE, and
+        // k, v appended to the cache
+        run_rmsnorm_qkv_rope_cache(ops, q, m.k_cache[l], m.v_cache[l], x, L.norm1_w, L.q_w, L.k_w,
+                                   L.v_w, m.dec_cos, m.dec_sin, pos, normed, k, v, d.rms_norm_eps,
+                                   d.num_heads, d.num_kv_heads, m.stream);
         // causal attention over the cache (key j visible to query i iff j ≤ pos[i]), GQA
         run_attention(ops, attn, q, m.k_cache[l], m.v_cache[l], pos, scores, d.num_heads,
                       d.num_kv_heads, scale, m.stream);
-        // h = x + o_proj(attn); normed = post_attention_layernorm(h)
-        ops.linear(proj, attn, L.o_w, Tensor{}, m.stream);
-        run_add_rmsnorm(ops, x, normed, proj, L.norm2_w, d.rms_norm_eps, m.stream);
-        // x = h + down(silu(gate(normed)) · up(normed)); normed = next input_layernorm / norm
-        run_gate_up_silu(ops, gate, normed, L.gate_w, L.up_w, up, m.stream);
-        ops.linear(proj, gate, L.down_w, Tensor{}, m.stream);
-        const bool last = l + 1 == w.decoder.size();
-        run_add_rmsnorm(ops, x, normed, proj, last ? w.final_norm_w : w.decoder[l + 1].norm1_w,
-                        d.rms_norm_eps, m.stream);
+        // x += o_proj(attn)
+        run_linear_residual(ops, x, attn, L.o_w, proj, m.stream);
+        // x += down(silu(gate(n)) · up(n)), n = post_attention_layernorm(x)
+        run_rmsnorm_gate_up_silu(ops, gate, x, L.norm2_w, L.gate_w, L.up_w, normed, up,
+                                 d.rms_norm_eps, m.stream);
+        run_linear_residual(ops, x, gate, L.down_w, proj, m.stream);
     }
+    ops.rmsnorm(normed, x, w.final_norm_w, d.rms_norm_eps, m.stream);
 }
 
 GenerateResult Model::transcribe(const AudioFeatures& features, const Tokenizer& tokenizer,

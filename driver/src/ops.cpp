@@ -13,8 +13,8 @@ namespace {
 constexpr std::array<const char*, kNumOps> kOpNames = {
     "linear", "conv1d", "layernorm", "rmsnorm", "gelu", "silu_mul", "softmax", "rope_freqs",
     "rope_apply", "attention_scores", "attention_output", "embedding", "add", "argmax",
-    "cache_write", "attention", "add_rmsnorm", "add_layernorm", "linear_gelu", "gate_up_silu",
-    "qkv_rope_cache"};
+    "cache_write", "attention", "add_layernorm", "linear_gelu", "gate_up_silu", "qkv_rope_cache",
+    "linear_residual", "rmsnorm_gate_up_silu", "rmsnorm_qkv_rope_cache"};
 }  // namespace
 
 DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }
@@ -43,16 +43,6 @@ void run_attention(const Ops& ops, const Tensor& out, const Tensor& q, const Ten
     const Tensor rows = scratch.reshape({scratch.dim(0) * scratch.dim(1), scratch.dim(2)});
     ops.softmax(rows, rows, stream);
     ops.attention_output(out, scratch, v, n_heads, n_kv_heads, stream);
-}
-
-void run_add_rmsnorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
-                     const Tensor& x, const Tensor& weight, float eps, Stream stream) {
-    if (ops.add_rmsnorm) {
-        ops.add_rmsnorm(residual, normed, x, weight, eps, stream);
-        return;
-    }
-    ops.add(residual, residual, x, stream);
-    ops.rmsnorm(normed, residual, weight, eps, stream);
 }
 
 void run_add_layernorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
@@ -104,6 +94,44 @@ void run_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
     ops.rope_apply(k, cos, sin, positions, n_kv_heads, stream);
     ops.cache_write(k_cache, k, positions, stream);
     ops.cache_write(v_cache, v, positions, stream);
+}
+
+void run_linear_residual(const Ops& ops, const Tensor& residual, const Tensor& x,
+                         const Tensor& weight, const Tensor& scratch, Stream stream) {
+    if (ops.linear_residual) {
+        ops.linear_residual(residual, x, weight, scratch, stream);
+        return;
+    }
+    ops.linear(scratch, x, weight, Tensor{}, stream);
+    ops.add(residual, residual, scratch, stream);
+}
+
+void run_rmsnorm_gate_up_silu(const Ops& ops, const Tensor& out, const Tensor& x,
+                              const Tensor& norm_weight, const Tensor& w_gate, const Tensor& w_up,
+                              const Tensor& normed, const Tensor& scratch, float eps,
+                              Stream stream) {
+    if (ops.rmsnorm_gate_up_silu) {
+        ops.rmsnorm_gate_up_silu(out, x, norm_weight, w_gate, w_up, normed, scratch, eps, stream);
+        return;
+    }
+    ops.rmsnorm(normed, x, norm_weight, eps, stream);
+    run_gate_up_silu(ops, out, normed, w_gate, w_up, scratch, stream);
+}
+
+void run_rmsnorm_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
+                                const Tensor& v_cache, const Tensor& x, const Tensor& norm_weight,
+                                const Tensor& w_q, const Tensor& w_k, const Tensor& w_v,
+                                const Tensor& cos, const Tensor& sin, const Tensor& positions,
+                                const Tensor& normed, const Tensor& k, const Tensor& v, float eps,
+                                int n_heads, int n_kv_heads, Stream stream) {
+    if (ops.rmsnorm_qkv_rope_cache) {
+        ops.rmsnorm_qkv_rope_cache(q, k_cache, v_cache, x, norm_weight, w_q, w_k, w_v, cos, sin,
+                                   positions, normed, k, v, eps, n_heads, n_kv_heads, stream);
+        return;
+    }
+    ops.rmsnorm(normed, x, norm_weight, eps, stream);
+    run_qkv_rope_cache(ops, q, k_cache, v_cache, normed, w_q, w_k, w_v, cos, sin, positions, k, v,
+                       n_heads, n_kv_heads, stream);
 }
 
 }  // namespace glmasr

@@ -550,11 +550,14 @@ TEST(CpuTable, EveryPrimitivePresentFusedLeftToCompositions) {
         {OpId::attention_output, o.attention_output != nullptr},
         {OpId::embedding, o.embedding != nullptr}, {OpId::add, o.add != nullptr},
         {OpId::argmax, o.argmax != nullptr}, {OpId::cache_write, o.cache_write != nullptr},
-        {OpId::attention, o.attention != nullptr}, {OpId::add_rmsnorm, o.add_rmsnorm != nullptr},
+        {OpId::attention, o.attention != nullptr},
         {OpId::add_layernorm, o.add_layernorm != nullptr},
         {OpId::linear_gelu, o.linear_gelu != nullptr},
         {OpId::gate_up_silu, o.gate_up_silu != nullptr},
-        {OpId::qkv_rope_cache, o.qkv_rope_cache != nullptr}};
+        {OpId::qkv_rope_cache, o.qkv_rope_cache != nullptr},
+        {OpId::linear_residual, o.linear_residual != nullptr},
+        {OpId::rmsnorm_gate_up_silu, o.rmsnorm_gate_up_silu != nullptr},
+        {OpId::rmsnorm_qkv_rope_cache, o.rmsnorm_qkv_rope_cache != nullptr}};
     static_assert(sizeof(present) / sizeof(present[0]) == kNumOps, "one line per op");
     for (const auto& [op, is_set] : present) {
         const bool primitive = static_cast<int>(op) < kNumPrimitiveOps;
@@ -564,23 +567,13 @@ TEST(CpuTable, EveryPrimitivePresentFusedLeftToCompositions) {
     EXPECT_THROW(OpTable::build("cpu", "rmsnorm=nonexistent"), InputError);
 }
 
-TEST(Compositions, AddNormsUpdateTheResidual) {
+TEST(Compositions, AddLayerNormUpdatesTheResidual) {
     const int64_t R = 3, D = 5;
     std::vector<float> res = random_vector(R * D, 15), x = random_vector(R * D, 16);
     std::vector<float> w = random_vector(D, 17), b = random_vector(D, 18), normed(R * D);
-    std::vector<double> sum(R * D);
+    std::vector<double> sum(R * D), want(R * D);
     for (int64_t i = 0; i < R * D; ++i) sum[i] = double(res[i]) + x[i];  // f32 add: this, rounded
     std::vector<float> res2 = res;
-
-    run_add_rmsnorm(ops(), f32(res, {R, D}), f32(normed, {R, D}), f32(x, {R, D}), f32(w, {D}), 1e-5f, nullptr);
-    std::vector<double> want(R * D);
-    for (int64_t r = 0; r < R; ++r) {
-        double ms = 0;
-        for (int64_t i = 0; i < D; ++i) ms += double(res[r * D + i]) * res[r * D + i] / D;
-        for (int64_t i = 0; i < D; ++i) want[r * D + i] = res[r * D + i] / std::sqrt(ms + 1e-5) * w[i];
-    }
-    EXPECT_TRUE(near(res, sum));
-    EXPECT_TRUE(near(normed, want));
 
     run_add_layernorm(ops(), f32(res2, {R, D}), f32(normed, {R, D}), f32(x, {R, D}), f32(w, {D}),
                       f32(b, {D}), 1e-5f, nullptr);
@@ -611,6 +604,52 @@ TEST(Compositions, LinearGeluAndGateUpSilu) {
     const std::vector<double> gate = ref_linear(x, w, nullptr, M, F, K), up = ref_linear(x, w2, nullptr, M, F, K);
     for (int64_t i = 0; i < M * F; ++i) want[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
     EXPECT_TRUE(near(out, want, 1e-5, 1e-6));
+}
+
+TEST(Compositions, TheDecoderBlocksSplitAtTheResidual) {
+    // linear_residual: residual += x·Wᵀ. The rmsnorm_ entries: their product of rmsnorm(x).
+    const int64_t M = 3, K = 8, F = 5, half = 2, Hq = 2, Hkv = 1, D = 2 * half, cap = 6;
+    const float eps = 1e-5f;
+    std::vector<float> x = random_vector(M * K, 23), g = random_vector(K, 24), w = random_vector(F * K, 25);
+    std::vector<float> w2 = random_vector(F * K, 26), res = random_vector(M * F, 27), scratch(M * F), out(M * F);
+    const std::vector<float> res0 = res;
+    run_linear_residual(ops(), f32(res, {M, F}), f32(x, {M, K}), f32(w, {F, K}), f32(scratch, {M, F}), nullptr);
+    const std::vector<double> prod = ref_linear(x, w, nullptr, M, F, K);
+    std::vector<double> want(M * F);
+    for (int64_t i = 0; i < M * F; ++i) want[i] = res0[i] + prod[i];
+    EXPECT_TRUE(near(res, want, 1e-6, 1e-6));
+
+    std::vector<float> xn(M * K), normed(M * K);  // rmsnorm(x), written out by hand
+    for (int64_t r = 0; r < M; ++r) {
+        double ms = 0;
+        for (int64_t i = 0; i < K; ++i) ms += double(x[r * K + i]) * x[r * K + i] / K;
+        for (int64_t i = 0; i < K; ++i) xn[r * K + i] = float(x[r * K + i] / std::sqrt(ms + eps) * g[i]);
+    }
+    run_rmsnorm_gate_up_silu(ops(), f32(out, {M, F}), f32(x, {M, K}), f32(g, {K}), f32(w, {F, K}), f32(w2, {F, K}),
+                             f32(normed, {M, K}), f32(scratch, {M, F}), eps, nullptr);
+    const std::vector<double> gate = ref_linear(xn, w, nullptr, M, F, K), up = ref_linear(xn, w2, nullptr, M, F, K);
+    for (int64_t i = 0; i < M * F; ++i) want[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
+    EXPECT_TRUE(near(out, want, 1e-5, 1e-6));
+
+    // rmsnorm_qkv_rope_cache against qkv_rope_cache of the hand-normalised rows.
+    std::vector<float> wq = random_vector(Hq * D * K, 28), wk = random_vector(Hkv * D * K, 29);
+    std::vector<float> wv = random_vector(Hkv * D * K, 30), cos(cap * half), sin(cap * half);
+    ops().rope_freqs(f32(cos, {cap, half}), f32(sin, {cap, half}), 10000.0f, nullptr);
+    std::vector<int32_t> pos = {1, 2, 4};
+    std::vector<float> q(M * Hq * D), q_want(M * Hq * D), k(M * Hkv * D), v(M * Hkv * D);
+    std::vector<float> kc(cap * Hkv * D, 7.0f), vc = kc, kc_want = kc, vc_want = kc;
+    run_rmsnorm_qkv_rope_cache(ops(), f32(q, {M, Hq * D}), f32(kc, {cap, Hkv * D}), f32(vc, {cap, Hkv * D}),
+                               f32(x, {M, K}), f32(g, {K}), f32(wq, {Hq * D, K}), f32(wk, {Hkv * D, K}),
+                               f32(wv, {Hkv * D, K}), f32(cos, {cap, half}), f32(sin, {cap, half}), i32(pos, {M}),
+                               f32(normed, {M, K}), f32(k, {M, Hkv * D}), f32(v, {M, Hkv * D}), eps, Hq, Hkv,
+                               nullptr);
+    run_qkv_rope_cache(ops(), f32(q_want, {M, Hq * D}), f32(kc_want, {cap, Hkv * D}), f32(vc_want, {cap, Hkv * D}),
+                       f32(xn, {M, K}), f32(wq, {Hq * D, K}), f32(wk, {Hkv * D, K}), f32(wv, {Hkv * D, K}),
+                       f32(cos, {cap, half}), f32(sin, {cap, half}), i32(pos, {M}), f32(k, {M, Hkv * D}),
+                       f32(v, {M, Hkv * D}), Hq, Hkv, nullptr);
+    EXPECT_TRUE(near(q, std::vector<double>(q_want.begin(), q_want.end()), 1e-5, 1e-6));
+    EXPECT_TRUE(near(kc, std::vector<double>(kc_want.begin(), kc_want.end()), 1e-5, 1e-6));
+    EXPECT_TRUE(near(vc, std::vector<double>(vc_want.begin(), vc_want.end()), 1e-5, 1e-6));
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 // test_fused.cpp — the fused entries through dispatch.h, exactly as the driver calls them (a
 // track's fused kernel when it has one, its own primitives composed otherwise), against the cpu
 // oracle's composition (its primitives, step by step):
-//   Fused.AddRMSNorm    residual += x; normed = rmsnorm(residual)        (decoder)
-//   Fused.AddLayerNorm  residual += x; normed = layernorm(residual)      (encoder)
-//   Fused.LinearGelu    out = gelu(x · Wᵀ + b)                           (encoder fc1, projector)
-//   Fused.GateUpSilu    out = silu(x · W_gateᵀ) · (x · W_upᵀ)            (decoder MLP)
-//   FusedQkv.QkvRopeCache  q = rope(x·W_qᵀ), k/v rows appended to the KV cache (decoder)
+//   Fused.AddLayerNorm       residual += x; normed = layernorm(residual)      (encoder)
+//   Fused.LinearGelu         out = gelu(x · Wᵀ + b)                           (encoder fc1, projector)
+//   Fused.LinearResidual     residual += x · Wᵀ                               (decoder o, down)
+//   Fused.GateUpSilu         out = silu(x · W_gateᵀ) · (x · W_upᵀ)            (decoder MLP)
+//   Fused.RmsNormGateUpSilu  the same of x̂ = rmsnorm(x)                      (decoder MLP)
+//   FusedQkv.QkvRopeCache    q = rope(x·W_qᵀ), k/v rows appended to the KV cache (decoder)
+//   FusedQkv.RmsNormQkvRopeCache  the same of x̂ = rmsnorm(x)                 (decoder)
 // The updated residual and the normalised rows are both checked; the whole caches are compared.
+// An entry that normalises x is held to its products' tolerance on x̂: the norm's few f32 ulps
+// are far inside the rounding of the products' operands.
 #include "glmasr/dispatch.h"
 #include "kernel_test.h"
 
@@ -18,23 +22,6 @@ using glmasr::test::operator<<;
 struct Shape { int64_t R, D, F; const char* name; };  // rows, width, output features
 
 class Fused : public ::testing::TestWithParam<Shape> {};
-
-TEST_P(Fused, AddRMSNorm) {
-    GLMASR_REQUIRE_GPU();
-    const Shape s = GetParam();
-    const float eps = kNano.text.rms_norm_eps;
-    for_each_track([&](const Track& track, Inputs& in) {
-        HostTensor res = host(in.normal(s.R * s.D), {s.R, s.D}), x = host(in.normal(s.R * s.D), {s.R, s.D});
-        HostTensor w = host(in.normal(s.D), {s.D}), normed = zeros({s.R, s.D});
-        DeviceTensor dres(res), dx(x), dw(w), dnormed(normed);  // copies before the oracle updates res
-        run_add_rmsnorm(cpu_track().ops, res.view(), normed.view(), x.view(), w.view(), eps, nullptr);
-
-        dnormed.poison();
-        run_add_rmsnorm(track.ops, dres.view(), dnormed.view(), dx.view(), dw.view(), eps, track_stream());
-        GLMASR_EXPECT(close(dres.download_f32(), res, elementwise_tolerance(res, 1), "residual"));
-        GLMASR_EXPECT(close(dnormed.download_f32(), normed, reduction_tolerance(normed, s.D), "normed"));
-    });
-}
 
 TEST_P(Fused, AddLayerNorm) {
     GLMASR_REQUIRE_GPU();
@@ -84,29 +71,66 @@ TEST_P(Fused, LinearGelu) {
     });
 }
 
-TEST_P(Fused, GateUpSilu) {
+TEST_P(Fused, LinearResidual) {
     GLMASR_REQUIRE_GPU();
     const Shape s = GetParam();
     for_each_track([&](const Track& track, Inputs& in) {
         HostTensor x = host(in.normal(s.R * s.D), {s.R, s.D});
+        HostTensor w = host(rounded(in.normal(s.F * s.D, 1.0f / std::sqrt(float(s.D))), track.weight_dtype),
+                            {s.F, s.D});
+        HostTensor res = host(in.normal(s.R * s.F), {s.R, s.F});
+        // The cpu composition: product = x·Wᵀ, ref = res + product.
+        HostTensor product = zeros({s.R, s.F}), magnitude = zeros({s.R, s.F}), ref = res;
+        cpu_track().ops.linear(product.view(), x.view(), w.view(), Tensor{}, nullptr);
+        cpu_track().ops.add(ref.view(), res.view(), product.view(), nullptr);
+        HostTensor ax = absolute(x), aw = absolute(w);
+        cpu_track().ops.linear(magnitude.view(), ax.view(), aw.view(), Tensor{}, nullptr);
+
+        HostTensor scratch = zeros({s.R, s.F});
+        DeviceTensor dx(x), dw(w, track.weight_dtype), dres(res), dscratch(scratch);
+        dscratch.poison();
+        run_linear_residual(track.ops, dres.view(), dx.view(), dw.view(), dscratch.view(), track_stream());
+        // The product's error, and the add's rounding of the sum.
+        Tolerance tol = product_tolerance(product, magnitude, s.D, matmul_precision(track));
+        for (size_t i = 0; i < tol.budget.size(); ++i) tol.budget[i] += float(kEpsF32 * std::fabs(ref.f[i]));
+        tol.model += ", plus the residual";
+        GLMASR_EXPECT(close(dres.download_f32(), ref, tol, "residual"));
+    });
+}
+
+// gate_up_silu, or with_norm: rmsnorm_gate_up_silu, against the cpu composition.
+void check_gate_up_silu(const Shape& s, bool with_norm) {
+    const float eps = kNano.text.rms_norm_eps;
+    for_each_track([&](const Track& track, Inputs& in) {
+        HostTensor x = host(in.normal(s.R * s.D), {s.R, s.D}), norm_w = host(in.normal(s.D), {s.D});
         const float w_scale = 1.0f / std::sqrt(float(s.D));
         HostTensor wg = host(rounded(in.normal(s.F * s.D, w_scale), track.weight_dtype), {s.F, s.D});
         HostTensor wu = host(rounded(in.normal(s.F * s.D, w_scale), track.weight_dtype), {s.F, s.D});
-        // The cpu composition, step by step: gate = x·W_gateᵀ, up = x·W_upᵀ, ref = silu(gate)·up.
+        // The cpu composition, step by step: [xn = rmsnorm(x)], gate = xn·W_gateᵀ, up = xn·W_upᵀ,
+        // ref = silu(gate)·up.
+        HostTensor xn = x;
+        if (with_norm) cpu_track().ops.rmsnorm(xn.view(), x.view(), norm_w.view(), eps, nullptr);
         HostTensor gate = zeros({s.R, s.F}), up = zeros({s.R, s.F}), ref = zeros({s.R, s.F});
-        cpu_track().ops.linear(gate.view(), x.view(), wg.view(), Tensor{}, nullptr);
-        cpu_track().ops.linear(up.view(), x.view(), wu.view(), Tensor{}, nullptr);
+        cpu_track().ops.linear(gate.view(), xn.view(), wg.view(), Tensor{}, nullptr);
+        cpu_track().ops.linear(up.view(), xn.view(), wu.view(), Tensor{}, nullptr);
         cpu_track().ops.silu_mul(ref.view(), gate.view(), up.view(), nullptr);
         HostTensor mag_gate = zeros({s.R, s.F}), mag_up = zeros({s.R, s.F});
-        HostTensor ax = absolute(x), awg = absolute(wg), awu = absolute(wu);
+        HostTensor ax = absolute(xn), awg = absolute(wg), awu = absolute(wu);
         cpu_track().ops.linear(mag_gate.view(), ax.view(), awg.view(), Tensor{}, nullptr);
         cpu_track().ops.linear(mag_up.view(), ax.view(), awu.view(), Tensor{}, nullptr);
 
-        HostTensor scratch = zeros({s.R, s.F});
-        DeviceTensor dx(x), dwg(wg, track.weight_dtype), dwu(wu, track.weight_dtype), dscratch(scratch), out(ref);
+        HostTensor scratch = zeros({s.R, s.F}), normed = zeros({s.R, s.D});
+        DeviceTensor dx(x), dnorm_w(norm_w), dwg(wg, track.weight_dtype), dwu(wu, track.weight_dtype);
+        DeviceTensor dscratch(scratch), dnormed(normed), out(ref);
         out.poison();
         dscratch.poison();
-        run_gate_up_silu(track.ops, out.view(), dx.view(), dwg.view(), dwu.view(), dscratch.view(), track_stream());
+        dnormed.poison();
+        if (with_norm)
+            run_rmsnorm_gate_up_silu(track.ops, out.view(), dx.view(), dnorm_w.view(), dwg.view(), dwu.view(),
+                                     dnormed.view(), dscratch.view(), eps, track_stream());
+        else
+            run_gate_up_silu(track.ops, out.view(), dx.view(), dwg.view(), dwu.view(), dscratch.view(),
+                             track_stream());
         // The products' errors δg, δu reach the output as silu'(g)·up·δg + silu(g)·δu, with
         // |silu'| ≤ 1.1; silu and the product add a few ulps.
         const Precision precision = matmul_precision(track);
@@ -127,10 +151,20 @@ TEST_P(Fused, GateUpSilu) {
     });
 }
 
+TEST_P(Fused, GateUpSilu) {
+    GLMASR_REQUIRE_GPU();
+    check_gate_up_silu(GetParam(), false);
+}
+
+TEST_P(Fused, RmsNormGateUpSilu) {
+    GLMASR_REQUIRE_GPU();
+    check_gate_up_silu(GetParam(), true);
+}
+
 const EncoderConfig& kEnc = kNano.audio;
 const DecoderConfig& kDec = kNano.text;
 
-// Each case runs all four tests; the norms use (R, D), the products (R, D) → (R, F).
+// Each case runs every test; the norms use (R, D), the products (R, D) → (R, F).
 INSTANTIATE_TEST_SUITE_P(, Fused, ::testing::Values(
     Shape{1, 1, 1, "one"},
     Shape{1, 19, 33, "tiny_decode"},
@@ -169,13 +203,13 @@ Tolerance rotated(const Tolerance& base, const HostTensor& ref, int64_t T, int H
 
 class FusedQkv : public ::testing::TestWithParam<QkvCase> {};
 
-TEST_P(FusedQkv, QkvRopeCache) {
-    GLMASR_REQUIRE_GPU();
-    const QkvCase c = GetParam();
+// qkv_rope_cache, or with_norm: rmsnorm_qkv_rope_cache, against the cpu composition.
+void check_qkv_rope_cache(const QkvCase& c, bool with_norm) {
+    const float eps = kNano.text.rms_norm_eps;
     const int64_t Wq = int64_t(c.Hq) * c.D, Wkv = int64_t(c.Hkv) * c.D;
     for_each_track([&](const Track& track, Inputs& in) {
         const float w_scale = 1.0f / std::sqrt(float(c.K));
-        HostTensor x = host(in.normal(c.T * c.K), {c.T, c.K});
+        HostTensor x = host(in.normal(c.T * c.K), {c.T, c.K}), norm_w = host(in.normal(c.K), {c.K});
         HostTensor wq = host(rounded(in.normal(Wq * c.K, w_scale), track.weight_dtype), {Wq, c.K});
         HostTensor wk = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
         HostTensor wv = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
@@ -186,18 +220,21 @@ TEST_P(FusedQkv, QkvRopeCache) {
         HostTensor pos = host_i32(positions, {c.T});
         // The caches start full of other values: rows not at a position must stay as they were.
         HostTensor k_cache = host(in.normal(c.cap * Wkv), {c.cap, Wkv}), v_cache = host(in.normal(c.cap * Wkv), {c.cap, Wkv});
-        DeviceTensor dx(x), dwq(wq, track.weight_dtype), dwk(wk, track.weight_dtype), dwv(wv, track.weight_dtype);
+        DeviceTensor dx(x), dnorm_w(norm_w), dwq(wq, track.weight_dtype), dwk(wk, track.weight_dtype), dwv(wv, track.weight_dtype);
         DeviceTensor dcos(cos), dsin(sin), dpos(pos), dk_cache(k_cache), dv_cache(v_cache);
 
-        // The oracle: the cpu composition, and the unrotated products for the budgets.
+        // The oracle: the cpu composition (of x̂ = rmsnorm(x) with_norm, else of x), and the
+        // unrotated products for the budgets.
+        HostTensor xn = x;
+        if (with_norm) cpu_track().ops.rmsnorm(xn.view(), x.view(), norm_w.view(), eps, nullptr);
         HostTensor q = zeros({c.T, Wq}), k = zeros({c.T, Wkv}), v = zeros({c.T, Wkv});
-        run_qkv_rope_cache(cpu_track().ops, q.view(), k_cache.view(), v_cache.view(), x.view(), wq.view(), wk.view(),
+        run_qkv_rope_cache(cpu_track().ops, q.view(), k_cache.view(), v_cache.view(), xn.view(), wq.view(), wk.view(),
                            wv.view(), cos.view(), sin.view(), pos.view(), k.view(), v.view(), c.Hq, c.Hkv, nullptr);
         const Precision precision = matmul_precision(track);
         auto product = [&](HostTensor& w, int64_t N) {
             HostTensor pre = zeros({c.T, N}), magnitude = zeros({c.T, N});
-            HostTensor ax = absolute(x), aw = absolute(w);
-            cpu_track().ops.linear(pre.view(), x.view(), w.view(), Tensor{}, nullptr);
+            HostTensor ax = absolute(xn), aw = absolute(w);
+            cpu_track().ops.linear(pre.view(), xn.view(), w.view(), Tensor{}, nullptr);
             cpu_track().ops.linear(magnitude.view(), ax.view(), aw.view(), Tensor{}, nullptr);
             return product_tolerance(pre, magnitude, c.K, precision);
         };
@@ -221,17 +258,34 @@ TEST_P(FusedQkv, QkvRopeCache) {
         }
 
         HostTensor scratch = zeros({c.T, Wkv});
-        DeviceTensor dq(q), dk(scratch), dv(scratch);
+        DeviceTensor dq(q), dk(scratch), dv(scratch), dnormed(x);
         dq.poison();
         dk.poison();
         dv.poison();
-        run_qkv_rope_cache(track.ops, dq.view(), dk_cache.view(), dv_cache.view(), dx.view(), dwq.view(), dwk.view(),
-                           dwv.view(), dcos.view(), dsin.view(), dpos.view(), dk.view(), dv.view(), c.Hq, c.Hkv,
-                           track_stream());
+        dnormed.poison();
+        if (with_norm)
+            run_rmsnorm_qkv_rope_cache(track.ops, dq.view(), dk_cache.view(), dv_cache.view(), dx.view(),
+                                       dnorm_w.view(), dwq.view(), dwk.view(), dwv.view(), dcos.view(), dsin.view(),
+                                       dpos.view(), dnormed.view(), dk.view(), dv.view(), eps, c.Hq, c.Hkv,
+                                       track_stream());
+        else
+            run_qkv_rope_cache(track.ops, dq.view(), dk_cache.view(), dv_cache.view(), dx.view(), dwq.view(),
+                               dwk.view(), dwv.view(), dcos.view(), dsin.view(), dpos.view(), dk.view(), dv.view(),
+                               c.Hq, c.Hkv, track_stream());
         GLMASR_EXPECT(close(dq.download_f32(), q, tq, "q"));
         GLMASR_EXPECT(close(dk_cache.download_f32(), k_cache, tk, "k_cache"));
         GLMASR_EXPECT(close(dv_cache.download_f32(), v_cache, tv, "v_cache"));
     });
+}
+
+TEST_P(FusedQkv, QkvRopeCache) {
+    GLMASR_REQUIRE_GPU();
+    check_qkv_rope_cache(GetParam(), false);
+}
+
+TEST_P(FusedQkv, RmsNormQkvRopeCache) {
+    GLMASR_REQUIRE_GPU();
+    check_qkv_rope_cache(GetParam(), true);
 }
 
 // Nano's decoder (GQA 16/4 × 128, K = 2048) for one token and a few; past the GEMV range (the

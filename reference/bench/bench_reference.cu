@@ -95,7 +95,7 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
         const int copies = static_cast<int>(std::min<size_t>(10, 59264ull * 2048 / mat));
         const double ms = time_ms(s, [&] {
             for (int i = 0; i < copies; ++i)
-                gemv_bf16(out, x, w + i * mat, nullptr, nullptr, g.M, g.N, g.K, GemvEpilogue::kBias, s);
+                gemv_bf16(out, x, w + i * mat, nullptr, nullptr, GemvNorm{}, g.M, g.N, g.K, GemvEpilogue::kBias, s);
         }) / copies;
         printf("gemv %-8s %5d x %5d x %5d: %8.2f us  %6.0f GB/s\n", g.name, g.M, g.N, g.K, ms * 1e3,
                2.0 * g.N * g.K / ms / 1e6);
@@ -105,9 +105,17 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
         const int pairs = static_cast<int>(59264ull * 2048 / (2 * mat));
         const double ms = time_ms(s, [&] {
             for (int i = 0; i < pairs; ++i)
-                gemv_bf16(out, x, w + 2 * i * mat, w + (2 * i + 1) * mat, nullptr, 1, 6144, 2048, GemvEpilogue::kSiluMul, s);
+                gemv_bf16(out, x, w + 2 * i * mat, w + (2 * i + 1) * mat, nullptr, GemvNorm{}, 1, 6144, 2048,
+                          GemvEpilogue::kSiluMul, s);
         }) / pairs;
         printf("gemv gate+up+silu 1 x 6144 x 2048: %8.2f us  %6.0f GB/s\n", ms * 1e3, 4.0 * 6144 * 2048 / ms / 1e6);
+        const double ms_norm = time_ms(s, [&] {
+            for (int i = 0; i < pairs; ++i)
+                gemv_bf16(out, x, w + 2 * i * mat, w + (2 * i + 1) * mat, nullptr, GemvNorm{bias, 1e-5f}, 1, 6144,
+                          2048, GemvEpilogue::kSiluMul, s);
+        }) / pairs;
+        printf("gemv rmsnorm+gate+up+silu 1 x 6144 x 2048: %8.2f us  %6.0f GB/s\n", ms_norm * 1e3,
+               4.0 * 6144 * 2048 / ms_norm / 1e6);
     }
     for (Shape g : {Shape{1500, 1280, 1280, "enc q/k/v/o"}, Shape{1500, 5120, 1280, "enc fc1"},
                     Shape{1500, 1280, 5120, "enc fc2"}, Shape{375, 4096, 5120, "projector 1"},
@@ -127,8 +135,8 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     printf("convert_to_bf16 1500 x 5120: %8.2f us  %6.0f GB/s\n", ms * 1e3, 6.0 * 1500 * 5120 / ms / 1e6);
     ms = time_ms(s, [&] { add_layernorm(out, out2, x, bias, bias, 1500, 1280, 1e-5f, s); });
     printf("add_layernorm 1500 x 1280: %8.2f us  %6.0f GB/s\n", ms * 1e3, 16.0 * 1500 * 1280 / ms / 1e6);
-    ms = time_ms(s, [&] { add_rmsnorm(out, out2, x, bias, 1, 2048, 1e-5f, s); });
-    printf("add_rmsnorm 1 x 2048: %8.2f us\n", ms * 1e3);
+    ms = time_ms(s, [&] { rmsnorm(out2, x, bias, 1, 2048, 1e-5f, s); });
+    printf("rmsnorm 1 x 2048: %8.2f us\n", ms * 1e3);
     ms = time_ms(s, [&] { gelu(out, x, 1500 * 5120, s); });
     printf("gelu 1500 x 5120: %8.2f us  %6.0f GB/s\n", ms * 1e3, 8.0 * 1500 * 5120 / ms / 1e6);
     ms = time_ms(s, [&] { argmax(reinterpret_cast<int*>(out2), x, 1, 59264, s); });
@@ -229,20 +237,16 @@ void bench_model(Context& ctx, cudaStream_t s) {
     const float scale = 1.0f / sqrtf(static_cast<float>(kHd));
 
     auto decoder_layers = [&](int rows, const int* pos) {
-        rmsnorm(normed, x, layers[0].norm1, rows, kD, 1e-5f, s);
-        for (int i = 0; i < kLayers; ++i) {
-            const Layer& l = layers[i];
-            const QkvRopeCacheArgs qkv{q, l.k_cache, l.v_cache, normed, l.q, l.k, l.v, cos, sin, pos,
-                                       rows, kD, kHq, kHkv, kHd, kHd / 2, kCap, kCap};
-            qkv_rope_cache(ctx, qkv, k, v, s);
+        for (const Layer& l : layers) {
+            const QkvRopeCacheArgs qkv{q, l.k_cache, l.v_cache, x, l.q, l.k, l.v, cos, sin, pos,
+                                       rows, kD, kHq, kHkv, kHd, kHd / 2, kCap, kCap, GemvNorm{l.norm1, 1e-5f}};
+            qkv_rope_cache(ctx, qkv, normed, k, v, s);
             attention(ctx, attn, q, l.k_cache, l.v_cache, pos, rows, kCap, kHq, kHkv, kHd, scale, s);
-            linear(ctx, proj, attn, l.o, nullptr, rows, kD, kD, Epilogue::kNone, s);
-            add_rmsnorm(x, normed, proj, l.norm2, rows, kD, 1e-5f, s);
-            gate_up_silu(ctx, gate, up, normed, l.gate, l.up, rows, kFfn, kD, s);
-            linear(ctx, proj, gate, l.down, nullptr, rows, kD, kFfn, Epilogue::kNone, s);
-            const float* next_norm = i + 1 < kLayers ? layers[i + 1].norm1 : final_norm;
-            add_rmsnorm(x, normed, proj, next_norm, rows, kD, 1e-5f, s);
+            linear_residual(ctx, x, proj, attn, l.o, rows, kD, kD, s);
+            gate_up_silu(ctx, gate, up, normed, x, GemvNorm{l.norm2, 1e-5f}, l.gate, l.up, rows, kFfn, kD, s);
+            linear_residual(ctx, x, proj, gate, l.down, rows, kD, kFfn, s);
         }
+        rmsnorm(normed, x, final_norm, rows, kD, 1e-5f, s);
     };
     auto logits_and_argmax = [&](int last_row) {
         linear(ctx, logits, normed + size_t{kD} * last_row, embed, nullptr, 1, kVocab, kD, Epilogue::kNone, s);

@@ -246,6 +246,27 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GateUpSilu, ::testing::Values(
     std::make_tuple(1, 64), std::make_tuple(4, 64), std::make_tuple(8, 2048),
     std::make_tuple(3, 30), std::make_tuple(12, 64), std::make_tuple(40, 30)));
 
+class LinearResidual : public Reference, public ::testing::WithParamInterface<std::tuple<int, int>> {};
+
+TEST_P(LinearResidual, AddsTheProductToTheResidual) {
+    // residual += x·Wᵀ: the GEMV's epilogue for M ≤ 8, a GEMM and an add kernel above.
+    const auto [M, K] = GetParam();
+    const int N = 72;
+    const Vec x = random_vec(static_cast<size_t>(M) * K, 10), w = round_bf16(random_vec(N * K, 11));
+    const Vec res = random_vec(static_cast<size_t>(M) * N, 12);
+    Vec prod, mag;
+    cpu_linear(x, w, nullptr, M, N, K, &prod, &mag);
+    Vec want(prod.size());
+    for (size_t i = 0; i < prod.size(); ++i) want[i] = res[i] + prod[i];
+    const double atol = M <= reference::kGemvMaxRows ? 1e-5 : 1.0 / 128;
+    const Tensor residual = dev_.f32(res, {M, N}), scratch = dev_.poisoned({M, N});
+    ops().linear_residual(residual, dev_.f32(x, {M, K}), dev_.bf16(w, {N, K}), scratch, stream_);
+    expect_close(Device::get(residual), want, atol, 1e-5, "linear_residual", &mag);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearResidual, ::testing::Values(
+    std::make_tuple(1, 2048), std::make_tuple(4, 64), std::make_tuple(3, 30), std::make_tuple(20, 64)));
+
 TEST_F(Reference, GemmRungsAgree) {
     // Every rung of the ladder computes the same bf16 product with f32 accumulation; only the
     // summation order differs.
@@ -331,7 +352,7 @@ Vec cpu_norm(const Vec& x, const Vec& w, const Vec* b, int rows, int dim, double
     return out;
 }
 
-TEST_P(Norms, RmsAndLayerNormPlainFusedAndInPlace) {
+TEST_P(Norms, RmsAndLayerNormPlainInPlaceAndAfterAnAdd) {
     const auto [rows, dim, pad] = GetParam();
     const float eps = 1e-5f;
     // An offset of 3 between x and residual keeps LayerNorm's mean away from 0.
@@ -352,11 +373,6 @@ TEST_P(Norms, RmsAndLayerNormPlainFusedAndInPlace) {
     expect_close(Device::get(inplace), cpu_norm(x, w, nullptr, rows, dim, eps), 1e-5, 1e-5, "rmsnorm in place");
 
     Tensor residual = dev_.f32(res, {rows, dim});
-    ops().add_rmsnorm(residual, out, tx, tw, eps, stream_);
-    expect_close(Device::get(residual), sum, 0, 0, "add_rmsnorm residual");
-    expect_close(Device::get(out), cpu_norm(sum, w, nullptr, rows, dim, eps), 1e-5, 1e-5, "add_rmsnorm");
-
-    residual = dev_.f32(res, {rows, dim});
     ops().add_layernorm(residual, out, tx, tw, tb, eps, stream_);
     expect_close(Device::get(residual), sum, 0, 0, "add_layernorm residual");
     expect_close(Device::get(out), cpu_norm(sum, w, &b, rows, dim, eps), 1e-5, 1e-4, "add_layernorm");
@@ -365,6 +381,30 @@ TEST_P(Norms, RmsAndLayerNormPlainFusedAndInPlace) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Norms, ::testing::Values(
     NormCase{3, 1, 0}, NormCase{2, 19, 0}, NormCase{5, 256, 1}, NormCase{3, 1280, 0},
     NormCase{2, 2048, 0}, NormCase{2, 5000, 0}, NormCase{1, 8192, 2}));
+
+TEST_P(GateUpSilu, WithTheRmsNormFusedMatchesComposition) {
+    // rmsnorm_gate_up_silu: the GEMV normalises x on the way in (M ≤ 8, K % 8 == 0); other
+    // shapes run the norm kernel into `normed` first.
+    const auto [M, K] = GetParam();
+    const int F = 96;
+    const float eps = 1e-5f;
+    const Vec x = random_vec(static_cast<size_t>(M) * K, 6, -2.0f, 2.0f), nw = random_vec(K, 9);
+    const Vec wg = round_bf16(random_vec(F * K, 7)), wu = round_bf16(random_vec(F * K, 8));
+    const Vec xn = cpu_norm(x, nw, nullptr, M, K, eps);
+    Vec g, gm, u, um;
+    cpu_linear(xn, wg, nullptr, M, F, K, &g, &gm);
+    cpu_linear(xn, wu, nullptr, M, F, K, &u, &um);
+    Vec want(g.size()), mag(g.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+        want[i] = static_cast<float>(silu_ref(g[i]) * u[i]);
+        mag[i] = gm[i] * std::fabs(u[i]) + um[i] * std::fabs(g[i]);
+    }
+    const double atol = M <= reference::kGemvMaxRows ? 1e-5 : 1.0 / 128;
+    const Tensor out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F}), normed = dev_.poisoned({M, K});
+    ops().rmsnorm_gate_up_silu(out, dev_.f32(x, {M, K}), dev_.f32(nw, {K}), dev_.bf16(wg, {F, K}),
+                               dev_.bf16(wu, {F, K}), normed, scratch, eps, stream_);
+    expect_close(Device::get(out), want, atol, 1e-4, "rmsnorm_gate_up_silu", &mag);
+}
 
 TEST_F(Reference, NormTooWideIsAnError) {
     const int dim = reference::kNormMaxDim + 4;
@@ -599,7 +639,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::Values(
 // ----------------------------------------------------------------------------- CUDA graphs
 
 TEST_F(Reference, DecodeStepCapturesIntoAGraph) {
-    // A decode-shaped sequence (GEMV, rope, cache write, flash-decoding, fused norm, argmax) is
+    // A decode-shaped sequence (GEMV, rope, cache write, flash-decoding, GEMV + residual add,
+    // norm, argmax) is
     // recorded once and replayed at later positions; each replay must equal an eager run.
     const int D = 64, Hq = 4, Hkv = 2, cap = 40, width = Hq * D, kv = Hkv * D;
     const Vec x0 = random_vec(width, 30), wq = round_bf16(random_vec(width * width, 31));
@@ -617,7 +658,8 @@ TEST_F(Reference, DecodeStepCapturesIntoAGraph) {
         ops().rope_apply(q, cos, sin, pos, Hq, stream_);
         ops().cache_write(kc, q.reshape({Hq / Hkv, kv}).rows(0, 1), pos, stream_);
         ops().attention(attn, q, kc, vc, pos, Tensor{}, Hq, Hkv, 0.125f, stream_);
-        ops().add_rmsnorm(residual, normed, attn, nw, 1e-5f, stream_);
+        ops().linear_residual(residual, attn, w, Tensor{}, stream_);
+        ops().rmsnorm(normed, residual, nw, 1e-5f, stream_);
         ops().argmax(next, normed, stream_);
     };
     auto set_pos = [&](int p) { CUDA_CHECK(cudaMemcpyAsync(pos.data, &p, 4, cudaMemcpyHostToDevice, stream_)); CUDA_CHECK(cudaStreamSynchronize(stream_)); };

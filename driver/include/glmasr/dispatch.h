@@ -14,10 +14,6 @@ void run_attention(const Ops& ops, const Tensor& out, const Tensor& q, const Ten
                    const Tensor& v, const Tensor& positions, const Tensor& scratch, int n_heads,
                    int n_kv_heads, float scale, Stream stream);
 
-// residual += x; normed = rmsnorm(residual)
-void run_add_rmsnorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
-                     const Tensor& x, const Tensor& weight, float eps, Stream stream);
-
 // residual += x; normed = layernorm(residual)
 void run_add_layernorm(const Ops& ops, const Tensor& residual, const Tensor& normed,
                        const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
@@ -37,5 +33,23 @@ void run_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
                         const Tensor& w_k, const Tensor& w_v, const Tensor& cos, const Tensor& sin,
                         const Tensor& positions, const Tensor& k, const Tensor& v, int n_heads,
                         int n_kv_heads, Stream stream);
+
+// residual += x · weightᵀ; scratch(M, N) holds the product for the composition
+void run_linear_residual(const Ops& ops, const Tensor& residual, const Tensor& x,
+                         const Tensor& weight, const Tensor& scratch, Stream stream);
+
+// out = silu(x̂ · w_gateᵀ) · (x̂ · w_upᵀ), x̂ = rmsnorm(x); normed(R, K) and scratch(R, F) scratch
+void run_rmsnorm_gate_up_silu(const Ops& ops, const Tensor& out, const Tensor& x,
+                              const Tensor& norm_weight, const Tensor& w_gate, const Tensor& w_up,
+                              const Tensor& normed, const Tensor& scratch, float eps,
+                              Stream stream);
+
+// run_qkv_rope_cache on x̂ = rmsnorm(x); normed(T, K), k, v scratch
+void run_rmsnorm_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
+                                const Tensor& v_cache, const Tensor& x, const Tensor& norm_weight,
+                                const Tensor& w_q, const Tensor& w_k, const Tensor& w_v,
+                                const Tensor& cos, const Tensor& sin, const Tensor& positions,
+                                const Tensor& normed, const Tensor& k, const Tensor& v, float eps,
+                                int n_heads, int n_kv_heads, Stream stream);
 
 }  // namespace glmasr

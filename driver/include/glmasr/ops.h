@@ -108,10 +108,6 @@ struct Ops {
                       const Tensor& positions, const Tensor& scratch, int n_heads, int n_kv_heads,
                       float scale, Stream stream);
 
-    // residual += x; normed = rmsnorm(residual)          (composition: add, rmsnorm)
-    void (*add_rmsnorm)(const Tensor& residual, const Tensor& normed, const Tensor& x,
-                        const Tensor& weight, float eps, Stream stream);
-
     // residual += x; normed = layernorm(residual)        (composition: add, layernorm)
     void (*add_layernorm)(const Tensor& residual, const Tensor& normed, const Tensor& x,
                           const Tensor& weight, const Tensor& bias, float eps, Stream stream);
@@ -135,13 +131,39 @@ struct Ops {
                            const Tensor& cos, const Tensor& sin, const Tensor& positions,
                            const Tensor& k, const Tensor& v, int n_heads, int n_kv_heads,
                            Stream stream);
+
+    // The decoder's pre-norm blocks, split at the residual stream so that no kernel has to
+    // stop and normalise a row on its own: the add goes into the producing product's epilogue
+    // (linear_residual), the RMSNorm into the consuming product's prologue (the two rmsnorm_
+    // entries). Llama's layer is then  rmsnorm_qkv_rope_cache → attention → linear_residual →
+    // rmsnorm_gate_up_silu → linear_residual.
+
+    // residual(M, N) += x(M, K) · weight(N, K)ᵀ; scratch(M, N)   (composition: linear, add)
+    void (*linear_residual)(const Tensor& residual, const Tensor& x, const Tensor& weight,
+                            const Tensor& scratch, Stream stream);
+
+    // out(R, F) = gate_up_silu(rmsnorm(x(R, K), norm_weight(K), eps), w_gate, w_up);
+    // normed(R, K) and scratch(R, F) are scratch            (composition: rmsnorm, gate_up_silu)
+    void (*rmsnorm_gate_up_silu)(const Tensor& out, const Tensor& x, const Tensor& norm_weight,
+                                 const Tensor& w_gate, const Tensor& w_up, const Tensor& normed,
+                                 const Tensor& scratch, float eps, Stream stream);
+
+    // qkv_rope_cache(rmsnorm(x(T, K), norm_weight(K), eps), ...), with normed(T, K), k and v
+    // scratch                                             (composition: rmsnorm, qkv_rope_cache)
+    void (*rmsnorm_qkv_rope_cache)(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                   const Tensor& x, const Tensor& norm_weight, const Tensor& w_q,
+                                   const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
+                                   const Tensor& sin, const Tensor& positions, const Tensor& normed,
+                                   const Tensor& k, const Tensor& v, float eps, int n_heads,
+                                   int n_kv_heads, Stream stream);
 };
 
 // The names of the entries, in declaration order; used by --ops, reports and the grader.
 enum class OpId : int {
     linear, conv1d, layernorm, rmsnorm, gelu, silu_mul, softmax, rope_freqs, rope_apply,
     attention_scores, attention_output, embedding, add, argmax, cache_write,
-    attention, add_rmsnorm, add_layernorm, linear_gelu, gate_up_silu, qkv_rope_cache,
+    attention, add_layernorm, linear_gelu, gate_up_silu, qkv_rope_cache, linear_residual,
+    rmsnorm_gate_up_silu, rmsnorm_qkv_rope_cache,
     count
 };
 constexpr int kNumOps = static_cast<int>(OpId::count);
