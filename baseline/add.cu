@@ -8,9 +8,9 @@
 // Why it is slow — it is already coalesced and near memory bandwidth on its own; what it leaves
 // on the table:
 //   * 4-byte scalar loads where float4 vector loads need a quarter of the instructions;
-//   * a separate pass over the residual stream that the following norm reads again: fused
-//     (Ops::add_rmsnorm, Ops::add_layernorm), the sum is formed in registers by the norm kernel
-//     and the residual makes one trip through DRAM instead of two;
+//   * a separate pass over the residual stream that a neighbour touches anyway: fused into the
+//     norm after it (Ops::add_layernorm) or the product before it (Ops::linear_residual), the
+//     sum is formed in registers and the residual makes one trip through DRAM instead of two;
 //   * in decode it is 2048 elements — 8 blocks: launch overhead, not bandwidth, dominates.
 #include "glmasr/cuda_check.h"
 #include "kernels.h"

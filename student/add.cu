@@ -5,8 +5,8 @@
 // In GLM-ASR: x = x + attention(...) and x = x + mlp(...) in every encoder and decoder layer,
 // on (1500, 1280) in the encoder and (rows, 2048) in the decoder. A plain one-thread-per-element
 // kernel: it already moves data at close to the memory bandwidth, which is all an add can do.
-// The real gain is to fuse it into the norm that follows (the optional add_rmsnorm and
-// add_layernorm entries of ops.h; see docs/tracks.md).
+// The real gain is to fuse it into a neighbour: the norm that follows (add_layernorm) or the
+// product before it (linear_residual); these optional entries of ops.h are in docs/tracks.md.
 #include "glmasr/cuda_check.h"
 #include "kernels.h"
 

@@ -7,7 +7,7 @@
 // with raw pointers. Weights reach this track as f32 (Track::weight_dtype), converted from the
 // bf16 checkpoint when the model loads.
 //
-// The fused entries of Ops (attention, add_rmsnorm, ...) stay null here, so the driver runs
+// The fused entries of Ops (attention, add_layernorm, ...) stay null here, so the driver runs
 // their compositions of your primitives. The stretch goal of docs/kernels/attention.md (a fused
 // flash attention) shows how to fill `attention` in student_track() below.
 //
