@@ -1,5 +1,7 @@
-// norm.cu — RMSNorm and LayerNorm over rows, each optionally fused with the residual add that
-// precedes it in a pre-norm transformer (residual += x; normed = norm(residual)).
+// norm.cu — RMSNorm and LayerNorm over rows, and LayerNorm fused with the residual add that
+// precedes it in the pre-norm encoder (residual += x; normed = layernorm(residual)). The
+// decoder's residual adds and most of its RMSNorms live in its GEMVs instead (gemv_core.cuh);
+// the kernel here serves the rest (prefill rows, the final norm).
 //
 // One block per row. The row is read from memory exactly once into registers (up to
 // kNormItems values per thread), so the fused add, the reductions and the normalisation never
