@@ -294,6 +294,19 @@ void linear_gelu(const Tensor& out, const Tensor& x, const Tensor& w, const Tens
                 to_int(M), to_int(N), to_int(K), ref::Epilogue::kGelu, s);
 }
 
+// The RMSNorm an entry applies to its input x(M, K), checked: none when norm_weight is null;
+// *normed_ptr is then null, else the (M, K) scratch for a path that cannot fuse the norm.
+ref::GemvNorm input_norm(const char* op, const Tensor* norm_weight, const Tensor* normed, int64_t M,
+                         int64_t K, float eps, float** normed_ptr) {
+    if (!norm_weight) return {};
+    expect_f32(op, "norm_weight", *norm_weight);
+    expect_shape(op, "norm_weight", *norm_weight, {K});
+    expect_f32(op, "normed", *normed);
+    expect_shape(op, "normed", *normed, {M, K});
+    *normed_ptr = normed->f32();
+    return {norm_weight->f32(), eps};
+}
+
 // gate_up_silu and rmsnorm_gate_up_silu (norm_weight set: x is normalised first).
 void gate_up_silu_impl(const char* op, const Tensor& out, const Tensor& x, const Tensor* norm_weight,
                        const Tensor& w_gate, const Tensor& w_up, const Tensor* normed,
@@ -307,16 +320,8 @@ void gate_up_silu_impl(const char* op, const Tensor& out, const Tensor& x, const
     expect_shape(op, "w_up", w_up, {F, K});
     expect_f32(op, "out", out);
     expect_shape(op, "out", out, {M, F});
-    ref::GemvNorm norm;
     float* normed_ptr = nullptr;
-    if (norm_weight) {
-        expect_f32(op, "norm_weight", *norm_weight);
-        expect_shape(op, "norm_weight", *norm_weight, {K});
-        expect_f32(op, "normed", *normed);
-        expect_shape(op, "normed", *normed, {M, K});
-        norm = {norm_weight->f32(), eps};
-        normed_ptr = normed->f32();
-    }
+    const ref::GemvNorm norm = input_norm(op, norm_weight, normed, M, K, eps, &normed_ptr);
     float* scratch_ptr = nullptr;
     if (M > ref::kGemvMaxRows) {  // the GEMV path fuses both products and needs no scratch
         expect_f32(op, "scratch", scratch);
@@ -376,16 +381,8 @@ void qkv_rope_cache_impl(const char* op, const Tensor& q, const Tensor& k_cache,
     expect_shape(op, "k", k, {M, width_kv});
     expect_f32(op, "v", v);
     expect_shape(op, "v", v, {M, width_kv});
-    ref::GemvNorm norm;
     float* normed_ptr = nullptr;
-    if (norm_weight) {
-        expect_f32(op, "norm_weight", *norm_weight);
-        expect_shape(op, "norm_weight", *norm_weight, {K});
-        expect_f32(op, "normed", *normed);
-        expect_shape(op, "normed", *normed, {M, K});
-        norm = {norm_weight->f32(), eps};
-        normed_ptr = normed->f32();
-    }
+    const ref::GemvNorm norm = input_norm(op, norm_weight, normed, M, K, eps, &normed_ptr);
     const ref::QkvRopeCacheArgs args{q.f32(), k_cache.f32(), v_cache.f32(), x.f32(), wq, wk, wv, cos.f32(),
                                      sin.f32(), positions.i32(), to_int(M), to_int(K), Hq, Hkv, D,
                                      to_int(half), to_int(P), to_int(cap), norm};
