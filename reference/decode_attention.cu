@@ -79,6 +79,7 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
                         int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
     constexpr int E = D / kWarpSize;  // dims per lane
     __shared__ float sm_o[kDecodeWarps][kDecodeMaxGroup][D];
+    pdl_launch_dependents();  // the combine and then the o GEMV may start their own set-up
     pdl_wait();
     __shared__ float sm_m[kDecodeWarps][kDecodeMaxGroup], sm_l[kDecodeWarps][kDecodeMaxGroup];
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -199,6 +200,7 @@ decode_combine_kernel(float* __restrict__ out,            // (1, Hq·D)
                       const float* __restrict__ part_ml,  // (Hq, n_splits, 2)
                       int n_splits, int D) {
     __shared__ float red_o[kCombineGroups][kWarpSize], red_l[kCombineGroups][kWarpSize];
+    pdl_launch_dependents();  // the o GEMV's weight loads overlap this kernel
     pdl_wait();
     const int h = blockIdx.x, lane = threadIdx.x % kWarpSize, grp = threadIdx.x / kWarpSize;
     const int d = blockIdx.y * kWarpSize + lane;

@@ -18,9 +18,10 @@
 //     into the write. The gate/up product can also normalise x on the way in (RMSNorm,
 //     gemv_core.cuh), so the decoder needs no norm kernel between its products.
 //   * Launched with programmatic dependent launch (common.cuh): a block sets up its weight-row
-//     pointers (they do not depend on the previous kernel), lets the next kernel be scheduled,
-//     and only then waits for x. Decode is a chain of short kernels; this overlaps each one's
-//     launch and start-up with its predecessor's tail.
+//     pointers and issues its first weight loads (gemv_prefetch: weights do not depend on the
+//     previous kernel), lets the next kernel be scheduled, and only then waits for x. Decode is a
+//     chain of short kernels; this overlaps each one's launch, start-up and first DRAM round
+//     trip with its predecessor's tail (−0.09 ms per Nano token on an H100, docs/performance.md).
 // The fast kernel needs K % 8 == 0 and 16-byte aligned w and x rows; other shapes (odd test
 // sizes) take the generic kernel: one warp per output row, scalar loads, same arithmetic.
 //
@@ -65,12 +66,15 @@ gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
             const int row = min(row0 + r, N - 1);
             rows[mat * kRows + r] = reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
         }
-    // Let the next kernel be scheduled as soon as SMs free up (PDL), then wait for x.
+    // Start the weight loads, let the next kernel be scheduled as soon as SMs free up (PDL), and
+    // only then wait for x.
+    GemvPrefetch<kMats * kRows> pre;
+    gemv_prefetch(rows, K, pre);
     pdl_launch_dependents();
     pdl_wait();
 
     __shared__ GemvPartials<M, kMats * kRows, kRmsNorm> partials;
-    block_gemv<M, kMats * kRows, kRmsNorm>(rows, x, norm.weight, K, partials);
+    block_gemv<M, kMats * kRows, kRmsNorm>(rows, pre, x, norm.weight, K, partials);
     for (int i = threadIdx.x; i < kRows * M; i += kGemvThreads) {
         const int r = i / M, m = i % M, row = row0 + r;
         if (row >= N) continue;

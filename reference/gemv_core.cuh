@@ -10,6 +10,8 @@
 //     4×, giving every thread 4·R independent weight loads in flight.
 //   * Weights are loaded with the streaming hint (used once); x through the read-only cache
 //     (shared by all blocks, it stays in L1/L2).
+//   * The first kGemvPrefetch chunks of every row are loaded before pdl_wait() (gemv_prefetch),
+//     so a kernel's first DRAM round trip overlaps the end of the kernel before it.
 //   * Warp shuffles, then shared memory across the 4 warps: after block_gemv() returns, every
 //     thread may read any total with partials.total(r, m).
 //   * With kRmsNorm the product is taken with x̂ = rmsnorm(x) instead of x, without a separate
@@ -47,11 +49,73 @@ struct GemvPartials {
     }
 };
 
+// How many 16-byte chunks of every owned row a thread loads before pdl_wait(). Weights do not
+// depend on the previous kernel, so these loads can be in flight while it finishes: the DRAM
+// round trip that starts every GEMV overlaps its predecessor's tail instead of following it.
+// Two chunks per thread are a block's whole row slice when K = 2048 (the decoder's q/k/v, o and
+// gate/up products), the first third of it for down (K = 6144).
+constexpr int kGemvPrefetch = 2;
+
+template <int R>
+struct GemvPrefetch {
+    uint4 chunk[kGemvPrefetch][R];  // chunk p of row r: threadIdx.x + p·kGemvThreads
+};
+
+// pre ← the first kGemvPrefetch chunks of this thread in every row. Safe before pdl_wait().
+template <int R>
+__device__ __forceinline__ void gemv_prefetch(const uint4* const (&rows)[R], int K, GemvPrefetch<R>& pre) {
+    const int n_chunks = K / kGemvChunk;
+#pragma unroll
+    for (int p = 0; p < kGemvPrefetch; ++p) {
+        const int c = threadIdx.x + p * kGemvThreads;
+#pragma unroll
+        for (int r = 0; r < R; ++r) pre.chunk[p][r] = c < n_chunks ? __ldcs(rows[r] + c) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+// acc[r][m] += chunk c of row r · the same 8 elements of x[m] (with kRmsNorm: of g ⊙ x[m], and
+// acc[R][m] += Σ x[m]² over them).
+template <int M, int R, bool kRmsNorm>
+__device__ __forceinline__ void gemv_chunk(const uint4 (&w)[R], int c,
+                                           const float* __restrict__ x,            // (M, K)
+                                           const float* __restrict__ norm_weight,  // (K) or null
+                                           int K, float (&acc)[R + (kRmsNorm ? 1 : 0)][M]) {
+    float wf[R][kGemvChunk];
+#pragma unroll
+    for (int r = 0; r < R; ++r) unpack_bf16x8(w[r], wf[r]);
+    float g[kGemvChunk];
+    if constexpr (kRmsNorm) {
+        const float4* gr = reinterpret_cast<const float4*>(norm_weight) + 2 * c;
+        const float4 g0 = __ldg(gr), g1 = __ldg(gr + 1);
+        g[0] = g0.x; g[1] = g0.y; g[2] = g0.z; g[3] = g0.w;
+        g[4] = g1.x; g[5] = g1.y; g[6] = g1.z; g[7] = g1.w;
+    }
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+        const float4* xr = reinterpret_cast<const float4*>(x + static_cast<size_t>(m) * K) + 2 * c;
+        const float4 x0 = __ldg(xr), x1 = __ldg(xr + 1);
+        float xs[kGemvChunk] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        if constexpr (kRmsNorm) {
+#pragma unroll
+            for (int e = 0; e < kGemvChunk; ++e) {
+                acc[R][m] = fmaf(xs[e], xs[e], acc[R][m]);
+                xs[e] *= g[e];
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int e = 0; e < kGemvChunk; ++e) acc[r][m] = fmaf(wf[r][e], xs[e], acc[r][m]);
+    }
+}
+
 // partials ← rows[r] · x[m] for all r < R, m < M (with kRmsNorm: rows[r] · (g ⊙ x[m]) and
-// Σ x[m]², g = norm_weight). Called by all kGemvThreads threads of the block, after pdl_wait()
-// (x is the predecessor's output); ends with __syncthreads().
+// Σ x[m]², g = norm_weight). `pre` holds the first chunks (gemv_prefetch, before pdl_wait());
+// called by all kGemvThreads threads of the block after pdl_wait() (x is the predecessor's
+// output); ends with __syncthreads().
 template <int M, int R, bool kRmsNorm = false>
 __device__ __forceinline__ void block_gemv(const uint4* const (&rows)[R],  // R rows of (K) bf16
+                                           const GemvPrefetch<R>& pre,
                                            const float* __restrict__ x,    // (M, K)
                                            const float* __restrict__ norm_weight,  // (K) or null
                                            int K, GemvPartials<M, R, kRmsNorm>& partials) {
@@ -64,35 +128,17 @@ __device__ __forceinline__ void block_gemv(const uint4* const (&rows)[R],  // R 
 #pragma unroll
         for (int m = 0; m < M; ++m) acc[r][m] = 0.0f;
 
+#pragma unroll
+    for (int p = 0; p < kGemvPrefetch; ++p) {
+        const int c = tid + p * kGemvThreads;
+        if (c < n_chunks) gemv_chunk<M, R, kRmsNorm>(pre.chunk[p], c, x, norm_weight, K, acc);
+    }
 #pragma unroll 4
-    for (int c = tid; c < n_chunks; c += kGemvThreads) {
-        float wf[R][kGemvChunk];
+    for (int c = tid + kGemvPrefetch * kGemvThreads; c < n_chunks; c += kGemvThreads) {
+        uint4 w[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) unpack_bf16x8(__ldcs(rows[r] + c), wf[r]);
-        float g[kGemvChunk];
-        if constexpr (kRmsNorm) {
-            const float4* gr = reinterpret_cast<const float4*>(norm_weight) + 2 * c;
-            const float4 g0 = __ldg(gr), g1 = __ldg(gr + 1);
-            g[0] = g0.x; g[1] = g0.y; g[2] = g0.z; g[3] = g0.w;
-            g[4] = g1.x; g[5] = g1.y; g[6] = g1.z; g[7] = g1.w;
-        }
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-            const float4* xr = reinterpret_cast<const float4*>(x + static_cast<size_t>(m) * K) + 2 * c;
-            const float4 x0 = __ldg(xr), x1 = __ldg(xr + 1);
-            float xs[kGemvChunk] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-            if constexpr (kRmsNorm) {
-#pragma unroll
-                for (int e = 0; e < kGemvChunk; ++e) {
-                    acc[R][m] = fmaf(xs[e], xs[e], acc[R][m]);
-                    xs[e] *= g[e];
-                }
-            }
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-                for (int e = 0; e < kGemvChunk; ++e) acc[r][m] = fmaf(wf[r][e], xs[e], acc[r][m]);
-        }
+        for (int r = 0; r < R; ++r) w[r] = __ldcs(rows[r] + c);
+        gemv_chunk<M, R, kRmsNorm>(w, c, x, norm_weight, K, acc);
     }
 #pragma unroll
     for (int r = 0; r < kSums; ++r)

@@ -58,11 +58,13 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
     const uint4* rows[kUnitRows];
 #pragma unroll
     for (int r = 0; r < kUnitRows; ++r) rows[r] = reinterpret_cast<const uint4*>(w + static_cast<size_t>(row[r]) * K);
+    GemvPrefetch<kUnitRows> pre;
+    gemv_prefetch(rows, K, pre);  // weights only: safe before pdl_wait()
     pdl_launch_dependents();
     pdl_wait();
 
     __shared__ GemvPartials<M, kUnitRows, kRmsNorm> partials;
-    block_gemv<M, kUnitRows, kRmsNorm>(rows, x, norm.weight, K, partials);
+    block_gemv<M, kUnitRows, kRmsNorm>(rows, pre, x, norm.weight, K, partials);
 
     // Epilogue: thread (pair, m) for q/k — two pairs × M rows; thread (r, m) for v.
     const int tid = threadIdx.x;
