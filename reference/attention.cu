@@ -23,7 +23,7 @@ void attention(Context& ctx, float* out, const float* q, const float* k, const f
     } else if (flash_supports(D) && ctx.attention != AttentionPath::flash_simt &&
                flash_tc_fits(Tk, Hkv * D) && aligned_to(k, 16) && aligned_to(v, 16)) {
         flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale,
-                           ctx.attention != AttentionPath::flash_bf16, stream);
+                           ctx.attention == AttentionPath::flash_split, stream);
     } else if (flash_supports(D)) {
         flash_attention(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
     } else {

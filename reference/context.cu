@@ -41,8 +41,8 @@ const char* attention_name(AttentionPath path) {
     switch (path) {
         case AttentionPath::three_kernel: return "three_kernel";
         case AttentionPath::flash_simt: return "flash_simt";
+        case AttentionPath::flash_split: return "flash_split";
         case AttentionPath::flash_bf16: return "flash_bf16";
-        case AttentionPath::flash: return "flash";
     }
     return "?";
 }
@@ -68,7 +68,7 @@ Settings read_settings() {
         const std::string v = attn;
         bool found = false;
         for (AttentionPath a : {AttentionPath::three_kernel, AttentionPath::flash_simt,
-                                AttentionPath::flash_bf16, AttentionPath::flash}) {
+                                AttentionPath::flash_split, AttentionPath::flash_bf16}) {
             if (v == attention_name(a)) {
                 s.attention = a;
                 found = true;
@@ -76,7 +76,7 @@ Settings read_settings() {
         }
         if (!found)
             throw InputError("GLMASR_ATTENTION: unknown attention path '" + v +
-                             "' (choose three_kernel, flash_simt, flash_bf16 or flash)");
+                             "' (choose three_kernel, flash_simt, flash_split or flash_bf16)");
     }
     return s;
 }

@@ -43,17 +43,18 @@ void check_cublas(cublasStatus_t status, const char* expr, const char* file, int
 // GLMASR_GEMM=naive|smem|regtile|wmma|cublas (default cublas); applies to linear/conv1d with
 // more than kGemvMaxRows rows. Decode-sized products (≤ kGemvMaxRows rows) always use the GEMV.
 enum class GemmRung { naive, smem, regtile, wmma, cublas };
-// The attention ladder, GLMASR_ATTENTION=three_kernel|flash_simt|flash_bf16|flash (default
-// flash): three_kernel leaves the fused `attention` entry null, so the driver composes
-// attention_scores → softmax → attention_output; flash_simt is the fused online softmax on CUDA
-// cores (f32); flash_bf16 moves both products to tensor cores in plain bf16; flash splits every
-// operand into two bf16 to keep f32-level accuracy on tensor cores. Decode steps (one query)
-// use flash-decoding in every fused variant.
-enum class AttentionPath { three_kernel, flash_simt, flash_bf16, flash };
+// The attention ladder, GLMASR_ATTENTION=three_kernel|flash_simt|flash_split|flash_bf16
+// (default flash_bf16): three_kernel leaves the fused `attention` entry null, so the driver
+// composes attention_scores → softmax → attention_output; flash_simt is the fused online softmax
+// on CUDA cores (f32); flash_split moves both products to tensor cores and splits every operand
+// into two bf16 to keep f32-level accuracy (3 mma per product); flash_bf16 takes them in plain
+// bf16, the precision of PyTorch's bf16 SDPA that transformers runs (docs/tracks.md, "Precision
+// policy"). Decode steps (one query) use flash-decoding, in f32, in every fused variant.
+enum class AttentionPath { three_kernel, flash_simt, flash_split, flash_bf16 };
 
 struct Settings {
     GemmRung gemm = GemmRung::cublas;
-    AttentionPath attention = AttentionPath::flash;
+    AttentionPath attention = AttentionPath::flash_bf16;
 };
 // Reads GLMASR_GEMM and GLMASR_ATTENTION once (the first call); throws InputError on a value it
 // does not know.
@@ -82,7 +83,7 @@ public:
     bf16* attn_kv = nullptr;                // 4 x kAttnKvElems: K hi, K lo, V hi, V lo
     float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
     GemmRung gemm = GemmRung::cublas;
-    AttentionPath attention = AttentionPath::flash;
+    AttentionPath attention = AttentionPath::flash_bf16;
 
     // cuBLASLt's heuristic search costs tens of microseconds of host time; its answer depends
     // only on the problem and the pointer alignments, so it is remembered per key.

@@ -157,7 +157,7 @@ void attention_output(float* out, const float* probs, const float* v, int Tq, in
                       int Hkv, int D, cudaStream_t stream);
 // Fused attention, never materialising the scores. Picks, by ctx.attention and the shape:
 // flash-decoding for one query (D ∈ {32, 64, 128}); for many queries the tensor-core flash
-// kernel (flash, flash_bf16) or the CUDA-core one (flash_simt), D ∈ {32, 64, 128}; and the
+// kernel (flash_bf16, flash_split) or the CUDA-core one (flash_simt), D ∈ {32, 64, 128}; and the
 // one-warp-per-query kernel for any other D ≤ kAttentionMaxGenericDim.     (attention.cu, host)
 void attention(Context& ctx, float* out, const float* q, const float* k, const float* v,
                const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,

@@ -10,7 +10,7 @@
 //
 // Usage: `glmasr transcribe clip.wav --track reference`. Two ladders are selectable at run time
 // (context.h): GLMASR_GEMM=naive|smem|regtile|wmma|cublas picks the GEMM rung used for products
-// of more than 8 rows; GLMASR_ATTENTION=three_kernel|flash_simt|flash_bf16|flash the attention.
+// of more than 8 rows; GLMASR_ATTENTION=three_kernel|flash_simt|flash_split|flash_bf16 the attention.
 // Both variables are read once, when the track is first used.
 #include <string>
 

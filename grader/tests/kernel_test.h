@@ -328,6 +328,15 @@ inline Precision matmul_precision(const Track& track) {
     return track.weight_dtype == DType::BF16 ? Precision::BF16 : Precision::TF32;
 }
 
+// The precision a track's fused attention is judged at: a track with bf16 weights may take both
+// of its products (q·kᵀ and p·v) with bf16 operands, as PyTorch's bf16 SDPA does in the
+// transformers model it must match token for token; every other track computes attention in f32,
+// with at least 16 significant bits in the logits' products (a tensor-core kernel may split each
+// f32 operand into two bf16). test_attention.cpp holds the error models of both.
+inline Precision attention_precision(const Track& track) {
+    return track.weight_dtype == DType::BF16 ? Precision::BF16 : Precision::F32;
+}
+
 struct Tolerance {
     std::vector<float> budget;  // per element
     double rmse_bound = 0;      // on rms(got − ref) over the finite elements

@@ -48,6 +48,72 @@ Data make(const Case& c, Inputs& in) {
     return d;
 }
 
+// Attention.Whole's budget where both products may take bf16 operands (attention_precision):
+// rounding to nearest moves each operand by at most u = 2^-8 of itself. To first order a logit
+// error δ_j moves output i by p_j·δ_j·(v_j − out_i), and rounding p_j or v_j moves it by at most
+// u·p_j·|v_j|. With a_j = scale·|q|·|k_j| (so |δ_j| ≤ 2u·a_j):
+//   budget_i   = f32 part + Σ_j p_j·2u·a_j·(|v_j| + |out_i|) + 2u·Σ_j p_j·|v_j|
+//   typical_i² = Σ_j p_j²·(σ_j²·(v_j − out_i)² + 2σ²·v_j²),  σ² = u²/3 (a uniform rounding
+//                error), σ_j² = 2σ²·scale²·Σ_d q_d²·k_jd² (independent errors add like a random walk)
+//   rmse_bound = the f32 part's + 2·rms(typical)
+// The budget bounds any correct kernel; the typical error is what catches a dropped key tile or
+// a wrong scale, which a worst-case budget alone would let through. Every sum is an attention
+// computed by the oracle itself: scores of |q|, |k| or q², k², then outputs of |v|, v or v² (keys
+// with p = 0 are skipped, so unwritten cache rows stay unread).
+Tolerance bf16_attention_tolerance(const Case& c, Data& d, const HostTensor& ref, double f32_rel) {
+    const Ops& cpu = cpu_track().ops;
+    const double u = operand_roundoff(Precision::BF16), sigma2 = u * u / 3;
+    const Tensor pos = c.causal ? d.pos.view() : Tensor{};
+    auto scores_of = [&](HostTensor q, HostTensor k, float scale) {
+        HostTensor s = zeros({c.Hq, c.Tq, c.Tk});
+        cpu.attention_scores(s.view(), q.view(), k.view(), pos, int(c.Hq), int(c.Hkv), scale, nullptr);
+        return s;
+    };
+    auto output_of = [&](HostTensor& weights, HostTensor v) {
+        HostTensor o = zeros({c.Tq, c.Hq * c.D});
+        cpu.attention_output(o.view(), weights.view(), v.view(), int(c.Hq), int(c.Hkv), nullptr);
+        return o;
+    };
+    auto squared = [](HostTensor t) {
+        for (float& x : t.f) x *= x;
+        return t;
+    };
+
+    HostTensor p = scores_of(d.q, d.k, d.scale);
+    const Tensor rows = p.view().reshape({c.Hq * c.Tq, c.Tk});
+    cpu.softmax(rows, rows, nullptr);
+    const HostTensor a = scores_of(absolute(d.q), absolute(d.k), d.scale);
+    const HostTensor a2 = scores_of(squared(d.q), squared(d.k), d.scale * d.scale);
+    HostTensor w_worst = zeros(p.shape), w_typical = zeros(p.shape), p2 = zeros(p.shape);
+    std::vector<double> worst_sum(c.Hq * c.Tq, 0.0), typical_sum(c.Hq * c.Tq, 0.0);
+    for (size_t i = 0; i < p.f.size(); ++i) {
+        if (p.f[i] == 0.0f) continue;  // a masked key (its a is −inf)
+        w_worst.f[i] = float(p.f[i] * 2 * u * a.f[i]);
+        p2.f[i] = p.f[i] * p.f[i];
+        w_typical.f[i] = float(p2.f[i] * 2 * sigma2 * a2.f[i]);
+        worst_sum[i / c.Tk] += w_worst.f[i];
+        typical_sum[i / c.Tk] += w_typical.f[i];
+    }
+    const HostTensor abs_v = absolute(d.v), v2 = squared(d.v);
+    const HostTensor logit_worst = output_of(w_worst, abs_v), operand_worst = output_of(p, abs_v);
+    const HostTensor logit_v2 = output_of(w_typical, v2), logit_v = output_of(w_typical, d.v);
+    const HostTensor operand_v2 = output_of(p2, v2);
+
+    Tolerance tol = relative_tolerance(ref, f32_rel, rms(d.v.f));
+    std::vector<float> typical(ref.f.size());
+    for (size_t e = 0; e < ref.f.size(); ++e) {
+        const int64_t i = int64_t(e) / (c.Hq * c.D), h = int64_t(e) % (c.Hq * c.D) / c.D, row = h * c.Tq + i;
+        const double out = ref.f[e];
+        tol.budget[e] += float(logit_worst.f[e] + std::fabs(out) * worst_sum[row] + 2 * u * operand_worst.f[e]);
+        const double t2 = logit_v2.f[e] - 2 * out * logit_v.f[e] + out * out * typical_sum[row] +
+                          2 * sigma2 * operand_v2.f[e];
+        typical[e] = float(std::sqrt(std::max(t2, 0.0)));
+    }
+    tol.rmse_bound += 2 * rms_of_finite(typical, ref.f);
+    tol.model = "bf16 operands (u " + fmt(u) + "), first-order rounding model + " + tol.model;
+    return tol;
+}
+
 class Attention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Attention, Scores) {
@@ -111,12 +177,17 @@ TEST_P(Attention, Whole) {
         dscratch.poison();
         run_attention(track.ops, out.view(), dq.view(), dk.view(), dv.view(), view_or_empty(dpos), dscratch.view(),
                       int(c.Hq), int(c.Hkv), d.scale, track_stream());
-        // Budget: the f32 sums over Tk and D, plus the logits' products computed with at least
-        // 16 significant bits (a tensor-core kernel that splits each f32 operand into two bf16,
-        // as the reference's flash kernel does); a logit error δ moves the output by ~δ·|v|.
+        // Budget: the f32 sums over Tk and D, plus what the track's attention_precision allows.
+        // In f32, the logits' products may carry as few as 16 significant bits (a tensor-core
+        // kernel that splits each f32 operand into two bf16); a logit error δ moves the output by
+        // ~δ·|v|. With bf16 operands, bf16_attention_tolerance above.
+        const double f32_rel = 8 * kEpsF32 * (std::sqrt(double(d.valid + c.D)) + 2);
         const double logit_size = d.scale * c.D * rms(d.q.f) * rms(d.k.f);
-        const double rel = 8 * (kEpsF32 * (std::sqrt(double(d.valid + c.D)) + 2) + std::ldexp(1.0, -16) * logit_size);
-        GLMASR_EXPECT(close(out.download_f32(), ref, relative_tolerance(ref, rel, rms(d.v.f))));
+        const Tolerance tol =
+            attention_precision(track) == Precision::BF16
+                ? bf16_attention_tolerance(c, d, ref, f32_rel)
+                : relative_tolerance(ref, f32_rel + 8 * std::ldexp(1.0, -16) * logit_size, rms(d.v.f));
+        GLMASR_EXPECT(close(out.download_f32(), ref, tol));
     });
 }
 

@@ -183,7 +183,7 @@ void bench_ladders(Context& ctx, cudaStream_t s) {
     printf("attention flash_simt,   encoder: %8.3f ms  %6.1f TFLOP/s\n", ms, flops / ms / 1e9);
     for (bool split : {false, true}) {
         ms = time_ms(s, [&] { flash_attention_tc(ctx, o, q, k, k, nullptr, T, T, 20, 20, 64, 0.125f, split, s); });
-        printf("attention %-12s encoder: %8.3f ms  %6.1f TFLOP/s\n", split ? "flash," : "flash_bf16,", ms, flops / ms / 1e9);
+        printf("attention %-12s encoder: %8.3f ms  %6.1f TFLOP/s\n", split ? "flash_split," : "flash_bf16,", ms, flops / ms / 1e9);
     }
     for (int S : {400, 2000}) {
         const double causal_flops = 2.0 * S * S * 128 * 16;
@@ -191,7 +191,7 @@ void bench_ladders(Context& ctx, cudaStream_t s) {
         printf("attention flash_simt,   prefill %4d: %8.3f ms  %6.1f TFLOP/s\n", S, ms, causal_flops / ms / 1e9);
         for (bool split : {false, true}) {
             ms = time_ms(s, [&] { flash_attention_tc(ctx, o, q, k, v, pos, S, S + 100, 16, 4, 128, 0.088f, split, s); });
-            printf("attention %-12s prefill %4d: %8.3f ms  %6.1f TFLOP/s\n", split ? "flash," : "flash_bf16,", S, ms,
+            printf("attention %-12s prefill %4d: %8.3f ms  %6.1f TFLOP/s\n", split ? "flash_split," : "flash_bf16,", S, ms,
                    causal_flops / ms / 1e9);
         }
     }
@@ -337,7 +337,7 @@ void bench_model(Context& ctx, cudaStream_t s) {
         linear(ctx, proj_out, proj_hidden, proj2_w, enc[0].vec, kTokens, kD, kProj, Epilogue::kNone, s);
     };
     const AttentionPath chosen = ctx.attention;
-    for (AttentionPath path : {AttentionPath::flash, AttentionPath::flash_bf16, AttentionPath::flash_simt}) {
+    for (AttentionPath path : {AttentionPath::flash_bf16, AttentionPath::flash_split, AttentionPath::flash_simt}) {
         ctx.attention = path;
         const double attn_ms = time_ms(s, [&] {
             for (int i = 0; i < kEncLayers; ++i)
