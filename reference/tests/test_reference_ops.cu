@@ -223,19 +223,27 @@ TEST_F(Reference, GemvAndGemmAgreeAcrossTheSwitch) {
 
 class GateUpSilu : public Reference, public ::testing::WithParamInterface<std::tuple<int, int>> {};
 
+// want = silu(x·wgᵀ) ⊙ (x·wuᵀ) for x (M, K), and its magnitude for expect_close: each product's
+// Σ|x·w| times the size of the other factor.
+void cpu_gate_up_silu(const Vec& x, const Vec& wg, const Vec& wu, int M, int F, int K, Vec* want, Vec* mag) {
+    Vec g, gm, u, um;
+    cpu_linear(x, wg, nullptr, M, F, K, &g, &gm);
+    cpu_linear(x, wu, nullptr, M, F, K, &u, &um);
+    want->resize(g.size());
+    mag->resize(g.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+        (*want)[i] = static_cast<float>(silu_ref(g[i]) * u[i]);
+        (*mag)[i] = gm[i] * std::fabs(u[i]) + um[i] * std::fabs(g[i]);
+    }
+}
+
 TEST_P(GateUpSilu, MatchesComposition) {
     const auto [M, K] = GetParam();
     const int F = 96;
     const Vec x = random_vec(static_cast<size_t>(M) * K, 6);
     const Vec wg = round_bf16(random_vec(F * K, 7)), wu = round_bf16(random_vec(F * K, 8));
-    Vec g, gm, u, um;
-    cpu_linear(x, wg, nullptr, M, F, K, &g, &gm);
-    cpu_linear(x, wu, nullptr, M, F, K, &u, &um);
-    Vec want(g.size()), mag(g.size());
-    for (size_t i = 0; i < g.size(); ++i) {
-        want[i] = static_cast<float>(silu_ref(g[i]) * u[i]);
-        mag[i] = gm[i] * std::fabs(u[i]) + um[i] * std::fabs(g[i]);
-    }
+    Vec want, mag;
+    cpu_gate_up_silu(x, wg, wu, M, F, K, &want, &mag);
     const double atol = M <= reference::kGemvMaxRows ? 1e-5 : 1.0 / 128;
     const Tensor out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F});
     ops().gate_up_silu(out, dev_.f32(x, {M, K}), dev_.bf16(wg, {F, K}), dev_.bf16(wu, {F, K}), scratch, stream_);
@@ -390,20 +398,38 @@ TEST_P(GateUpSilu, WithTheRmsNormFusedMatchesComposition) {
     const float eps = 1e-5f;
     const Vec x = random_vec(static_cast<size_t>(M) * K, 6, -2.0f, 2.0f), nw = random_vec(K, 9);
     const Vec wg = round_bf16(random_vec(F * K, 7)), wu = round_bf16(random_vec(F * K, 8));
-    const Vec xn = cpu_norm(x, nw, nullptr, M, K, eps);
-    Vec g, gm, u, um;
-    cpu_linear(xn, wg, nullptr, M, F, K, &g, &gm);
-    cpu_linear(xn, wu, nullptr, M, F, K, &u, &um);
-    Vec want(g.size()), mag(g.size());
-    for (size_t i = 0; i < g.size(); ++i) {
-        want[i] = static_cast<float>(silu_ref(g[i]) * u[i]);
-        mag[i] = gm[i] * std::fabs(u[i]) + um[i] * std::fabs(g[i]);
-    }
+    Vec want, mag;
+    cpu_gate_up_silu(cpu_norm(x, nw, nullptr, M, K, eps), wg, wu, M, F, K, &want, &mag);
     const double atol = M <= reference::kGemvMaxRows ? 1e-5 : 1.0 / 128;
     const Tensor out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F}), normed = dev_.poisoned({M, K});
     ops().rmsnorm_gate_up_silu(out, dev_.f32(x, {M, K}), dev_.f32(nw, {K}), dev_.bf16(wg, {F, K}),
                                dev_.bf16(wu, {F, K}), normed, scratch, eps, stream_);
     expect_close(Device::get(out), want, atol, 1e-4, "rmsnorm_gate_up_silu", &mag);
+}
+
+TEST_F(Reference, FoldedNormAndResidualEntriesRejectWrongShapes) {
+    // Each entry checks every Tensor before it launches anything: one clear error, never a fault.
+    const int M = 2, K = 64, F = 96, Hq = 2, Hkv = 1, D = 16, cap = 8, P = 8;
+    const Tensor x = dev_.poisoned({M, K}), normed = dev_.poisoned({M, K});
+    const Tensor w = dev_.bf16(Vec(static_cast<size_t>(F) * K, 0.5f), {F, K});
+    const Tensor out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F});
+    EXPECT_THROW(ops().linear_residual(dev_.poisoned({M, F + 1}), x, w, scratch, stream_), Error);
+    EXPECT_THROW(ops().rmsnorm_gate_up_silu(out, x, dev_.poisoned({K + 8}), w, w, normed, scratch, 1e-5f, stream_),
+                 Error);
+    EXPECT_THROW(ops().rmsnorm_gate_up_silu(out, x, dev_.poisoned({K}), w, w, dev_.poisoned({M + 1, K}), scratch,
+                                            1e-5f, stream_),
+                 Error);
+
+    const Tensor q = dev_.poisoned({M, Hq * D}), k_cache = dev_.poisoned({cap, Hkv * D});
+    const Tensor v_cache = dev_.poisoned({cap, Hkv * D});
+    const Tensor w_q = dev_.bf16(Vec(static_cast<size_t>(Hq) * D * K, 0.5f), {Hq * D, K});
+    const Tensor w_kv = dev_.bf16(Vec(static_cast<size_t>(Hkv) * D * K, 0.5f), {Hkv * D, K});
+    const Tensor cos = dev_.poisoned({P, D / 2}), sin = dev_.poisoned({P, D / 2});
+    const Tensor positions = dev_.i32({0, 1}, {M});
+    const Tensor k = dev_.poisoned({M, Hkv * D}), v = dev_.poisoned({M, Hkv * D});
+    EXPECT_THROW(ops().rmsnorm_qkv_rope_cache(q, k_cache, v_cache, x, dev_.poisoned({K - 8}), w_q, w_kv, w_kv, cos,
+                                              sin, positions, normed, k, v, 1e-5f, Hq, Hkv, stream_),
+                 Error);
 }
 
 TEST_F(Reference, NormTooWideIsAnError) {
