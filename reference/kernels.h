@@ -167,8 +167,9 @@ bool flash_supports(int D);
 void flash_attention(float* out, const float* q, const float* k, const float* v,
                      const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
                      cudaStream_t stream);                                    // (flash_attention.cu)
-// Tensor cores; k and v are first converted into ctx.attn_kv (bf16 hi/lo). split: three bf16 mma
-// per product (f32-level accuracy) instead of one.                          (flash_attention_tc.cu)
+// Tensor cores; k and v are first converted into ctx.attn_kv (bf16, and the lo residual with
+// split). split: three bf16 mma per product (f32-level accuracy) instead of one (bf16 operands,
+// the default path).                                                        (flash_attention_tc.cu)
 void flash_attention_tc(Context& ctx, float* out, const float* q, const float* k, const float* v,
                         const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
                         bool split, cudaStream_t stream);
