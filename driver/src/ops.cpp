@@ -10,11 +10,9 @@
 namespace glmasr {
 
 namespace {
-constexpr std::array<const char*, kNumOps> kOpNames = {
-    "linear", "conv1d", "layernorm", "rmsnorm", "gelu", "silu_mul", "softmax", "rope_freqs",
-    "rope_apply", "attention_scores", "attention_output", "embedding", "add", "argmax",
-    "cache_write", "attention", "add_layernorm", "linear_gelu", "gate_up_silu", "qkv_rope_cache",
-    "linear_residual", "rmsnorm_gate_up_silu", "rmsnorm_qkv_rope_cache"};
+#define GLMASR_OP_NAME(name) #name,
+constexpr std::array<const char*, kNumOps> kOpNames = {GLMASR_OP_ENTRIES(GLMASR_OP_NAME)};
+#undef GLMASR_OP_NAME
 }  // namespace
 
 DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }

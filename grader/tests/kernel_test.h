@@ -46,6 +46,7 @@
 #include "glmasr/config.h"
 #include "glmasr/error.h"
 #include "glmasr/track.h"
+#include "remote_track.h"
 
 #ifdef GLMASR_BUGGY_TRACK
 namespace glmasr {
@@ -96,14 +97,18 @@ inline bool tracks_can_run() {
     return true;
 }
 
-// The track a test runs: the driver's registry (get_track), plus one name the kernel tests alone
-// know. "buggy" is grader/buggy/, the baseline with one deliberate mistake (GLMASR_BUG), which
-// checks that these tests catch it; its library is linked into the kernel tests only, so
-// `glmasr` never sees the name (grader/buggy/bugs.h).
+// The track a test runs. This program is a checker: it links the trusted tracks (cpu, baseline,
+// reference) and no student code. "student" is a remote track (grader/runner/remote_track.h):
+// the student's kernels run in build/graded/kernel-runner-student, a process of their own that
+// only computes the outputs of the calls it is handed, so nothing the student's code does can
+// touch the inputs, the oracle, the tolerances or this report. "buggy" is grader/buggy/, the
+// baseline with one deliberate mistake (GLMASR_BUG), which checks that these tests catch it; its
+// library is linked into the kernel tests only, so `glmasr` never sees the name.
 inline const Track& track_under_test(const std::string& name) {
 #ifdef GLMASR_BUGGY_TRACK
     if (name == "buggy") return buggy_track();
 #endif
+    if (name == "student") return runner::remote_track(name);
     return get_track(name);
 }
 

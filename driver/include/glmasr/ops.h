@@ -158,12 +158,19 @@ struct Ops {
                                    int n_kv_heads, Stream stream);
 };
 
+// Every entry of Ops, in declaration order: X(name) per entry. OpId, the op names and the
+// grader's remote track (grader/runner/) are generated from this list.
+#define GLMASR_OP_ENTRIES(X)                                                                   \
+    X(linear) X(conv1d) X(layernorm) X(rmsnorm) X(gelu) X(silu_mul) X(softmax) X(rope_freqs)  \
+    X(rope_apply) X(attention_scores) X(attention_output) X(embedding) X(add) X(argmax)        \
+    X(cache_write) X(attention) X(add_layernorm) X(linear_gelu) X(gate_up_silu)                \
+    X(qkv_rope_cache) X(linear_residual) X(rmsnorm_gate_up_silu) X(rmsnorm_qkv_rope_cache)
+
 // The names of the entries, in declaration order; used by --ops, reports and the grader.
 enum class OpId : int {
-    linear, conv1d, layernorm, rmsnorm, gelu, silu_mul, softmax, rope_freqs, rope_apply,
-    attention_scores, attention_output, embedding, add, argmax, cache_write,
-    attention, add_layernorm, linear_gelu, gate_up_silu, qkv_rope_cache, linear_residual,
-    rmsnorm_gate_up_silu, rmsnorm_qkv_rope_cache,
+#define GLMASR_OP_ID(name) name,
+    GLMASR_OP_ENTRIES(GLMASR_OP_ID)
+#undef GLMASR_OP_ID
     count
 };
 constexpr int kNumOps = static_cast<int>(OpId::count);

@@ -73,12 +73,15 @@ struct Track {
 // The cpu track (driver/cpu/): plain loops, the oracle every other track is tested against.
 const Track& cpu_track();
 
-// Every track name this project has, whether or not this build can run it.
+// Every track name this project has, whether or not this program links it.
 const std::vector<std::string>& known_track_names();
-// The track, or throws glmasr::Error with the reason (unknown name, built without CUDA).
+// The track, or throws glmasr::InputError with the reason (unknown name, built without CUDA,
+// not linked into this program — the grader's programs link only some tracks).
 const Track& get_track(const std::string& name);
-// The tracks this build can run (cpu always; the CUDA tracks when built with CUDA).
+// The tracks this program links (driver/registry/tracks.cpp says which program has which).
 std::vector<const Track*> available_tracks();
+// What `--track auto` means here: reference with a GPU, else cpu, else the only track linked.
+std::string default_track_name();
 
 // A table of ops, each taken from some track.
 struct OpTable {
