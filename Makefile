@@ -36,9 +36,10 @@ demo: build
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE '^student$$'
 
-# make test_rmsnorm TRACK=student|baseline|reference
+# make test_rmsnorm TRACK=student|baseline|reference  (the student's kernels run in their own
+# process, build/graded/kernel-runner-student, which the test drives: grader/runner/)
 test_%: $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target test_$*
+	cmake --build $(BUILD) -j $(JOBS) --target test_$* $(if $(filter student,$(TRACK)),kernel-runner-student)
 	GLMASR_TRACK=$(TRACK) $(BUILD)/tests/test_$*
 
 # The autograder (grader/grade.py): writes grade-out/report.md and grade-out/results.json.

@@ -12,11 +12,18 @@
 #
 # Why symbols: a call into cuBLAS or cuDNN leaves an undefined symbol (cublasSgemm_v2, ...) in
 # the object that makes it; CUTLASS is header-only, so it shows up as *defined* template
-# instantiations named cutlass::... — hence every symbol is checked, defined or not, by its
-# mangled name (which contains the namespace and function names verbatim). The same way, a call
-# into the reference or baseline track (glmasr::reference::..., reference_track(),
-# get_track(...)) would pass the tests with someone else's kernels, and dlopen/dlsym would load a
-# library behind this check's back; both are rejected too. Set NM to use another nm.
+# instantiations in namespace cutlass — hence every symbol is checked, defined or not, by its
+# mangled name. The match is on the vendors' real names, not on substrings, so a student's own
+# `my_cublas_like_gemm` is fine: C entry points that begin with cublas/cublasLt/cudnn followed by
+# an upper-case letter (cublasCreate_v2, cublasLtMatmul, cudnnCreate), and any
+# name inside namespace cutlass (mangled "7cutlass" as a name component). The same way, a call
+# into another track (the namespaces glmasr::reference and glmasr::baseline, reference_track(),
+# get_track(), OpTable, ...) would pass the tests with someone else's kernels, and the loader
+# entry points (dlopen, dlsym, dl_iterate_phdr, ...) would reach a library behind this check's
+# back; both are rejected too. (A library reached without any symbol — by reading ELF files by
+# hand — is the grader's other check: the memory maps of every student process, and, when it
+# runs as root, a sandbox in which the vendor libraries cannot be read. docs/grading.md.)
+# Set NM to use another nm.
 set -u
 
 usage() {
@@ -39,9 +46,9 @@ table=$("$nm_tool" -P "$lib") || {
     exit 2
 }
 
-vendor='cublas|cudnn|cutlass'
-tracks='6glmasr9reference|6glmasr8baseline|reference_track|baseline_track|cpu_track|get_track|available_tracks|OpTable'
-loader='^(dlopen|dlmopen|dlsym|dlvsym)$'
+vendor='^_?(cublas|cudnn)[A-Z]|(^|[^0-9])7cutlass'
+tracks='6glmasr9reference|6glmasr8baseline|6glmasr15reference_track|6glmasr14baseline_track|6glmasr9cpu_track|6glmasr9get_track|6glmasr16available_tracks|6glmasr7OpTable'
+loader='^(dlopen|dlmopen|dlsym|dlvsym|dladdr|dladdr1|dlinfo|dl_iterate_phdr|_dl_[a-z_]+|_r_debug)(@.*)?$'
 
 found=$(printf '%s\n' "$table" | awk -v vendor="$vendor" -v tracks="$tracks" -v loader="$loader" '
     /\]:$/ { member = $0; sub(/\]:$/, "", member); sub(/^.*\[/, "", member); next }
@@ -49,7 +56,7 @@ found=$(printf '%s\n' "$table" | awk -v vendor="$vendor" -v tracks="$tracks" -v 
     {
         name = $1
         why = ""
-        if (tolower(name) ~ vendor) why = "vendor library (cuBLAS/cuDNN/CUTLASS)"
+        if (name ~ vendor) why = "vendor library (cuBLAS/cuDNN/CUTLASS)"
         else if (name ~ tracks) why = "another track"
         else if (name ~ loader) why = "run-time library loading"
         if (why != "") printf "  %s: %s  [%s]\n", member, name, why
