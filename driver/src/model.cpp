@@ -274,6 +274,14 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
     const int S = static_cast<int>(prompt_ids.size());
     if (S == 0) throw InputError("empty prompt");
     if (options.max_new_tokens < 1) throw InputError("--max-new-tokens must be at least 1");
+    if (!options.forced_inputs.empty()) {
+        if (static_cast<int>(options.forced_inputs.size()) < options.max_new_tokens - 1)
+            throw InputError("forced inputs: " + std::to_string(options.forced_inputs.size()) +
+                             " tokens for " + std::to_string(options.max_new_tokens) + " decode steps");
+        for (int id : options.forced_inputs)
+            if (id < 0 || id >= config_.text.vocab_size)
+                throw InputError("forced input token id " + std::to_string(id) + " is outside the vocabulary");
+    }
     const int needed = S + options.max_new_tokens;
     if (needed > d.max_positions)
         throw InputError("prompt (" + std::to_string(S) + " tokens) + max new tokens (" +
@@ -383,6 +391,8 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
         auto s0 = m.backend.mark(m.stream);
         const int32_t position = S + i;  // position of the token just produced
         m.backend.upload(m.dec_pos.data, &position, sizeof position, m.stream);
+        if (!options.forced_inputs.empty())
+            m.backend.upload(m.next_id.data, &options.forced_inputs[i], sizeof(int32_t), m.stream);
         if (graphs) {
             if (!m.decode_graph) m.decode_graph = m.backend.capture(m.stream, step);
             m.backend.replay(m.decode_graph, m.stream);

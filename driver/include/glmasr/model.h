@@ -27,6 +27,12 @@ struct GenerateOptions {
     int max_new_tokens = 500;
     bool ignore_eos = false;  // forced length: always run max_new_tokens steps (timing, parity)
     bool use_graphs = true;   // record the decode step as a CUDA graph (GPU tracks)
+    // Teacher forcing (the grader's timed runs): decode step i is fed forced_inputs[i] instead of
+    // the token step i − 1 predicted; `tokens` still records every prediction. Each prediction
+    // then depends on the audio and these inputs alone, never on earlier predictions, so one
+    // near-tie between two correct implementations changes one token, not the rest of the run.
+    // Needs at least max_new_tokens − 1 entries; empty: greedy decoding.
+    std::vector<int> forced_inputs;
     // Called with each step's logits (V floats on the host) — tests only; slows decoding.
     std::function<void(int step, const std::vector<float>& logits)> on_logits;
 };
