@@ -26,10 +26,27 @@ def gtest_report(cases):
     return {"testsuites": [{"name": s, "testsuite": c} for s, c in suites.items()]}
 
 
-def bench(ms, tokens=None, stable=True):
-    return {"bench": {"tracks": [
-        {"track": name, "median": {"end_to_end_ms": t}, "tokens": (tokens or {}).get(name, [5, 6]),
-         "tokens_stable": stable} for name, t in ms.items()]}}
+def speed(ms, wrong_round=None, near_tie=False, warmup=1, repeats=2):
+    """A run_speed result (grader/e2e.py): median wall ms per role; the graded track's run
+    `wrong_round` predicted another token than the baseline at step 3."""
+    tracks = {role: {"track": role, "median_wall_ms": t, "error": None, "median_reported": {},
+                     "runs": [{}] * (warmup + repeats)} for role, t in ms.items()}
+    verdicts = []
+    for r in range(warmup + repeats):
+        v = {"round": r, "warmup": r < warmup, "audio_seed": 7 + r, "equal": r != wrong_round,
+             "first_difference": None if r != wrong_round else 3}
+        if r == wrong_round:
+            v.update(expected=11, got=12, near_tie=near_tie)
+        verdicts.append(v)
+    return {"tracks": tracks, "tokens": {"graded": verdicts}, "warmup": warmup, "repeats": repeats}
+
+
+def accuracy(clips, fresh_ok=True, checks=3):
+    checks = [{"audio_seed": i, "equal": fresh_ok or i != checks - 1,
+               "first_difference": None if fresh_ok or i != checks - 1 else 0,
+               "expected": 5, "got": 6} for i in range(checks)]
+    return {"clips": clips, "fresh_input": {"seed": 1, "checks": checks, "ok": fresh_ok,
+                                            "error": None}}
 
 
 class Wer(unittest.TestCase):
@@ -85,10 +102,11 @@ class Grading(unittest.TestCase):
         passing = {"status": "passed", "passed": 4, "total": 4, "message": "4 passed", "failures": []}
         self.results = {
             "track": "student",
-            "integrity": {"checked": True, "symbols": []},
+            "integrity": {"checked": True, "violations": []},
             "kernels": {k: dict(passing) for k in self.rubric["kernels"]["points"]},
-            "accuracy": [score.clip_result("a.wav", "one two three four", "one two three four", None, False)],
-            "speed": bench({"baseline": 1000.0, "student": 1000.0, "reference": 10.0}),
+            "accuracy": accuracy([score.clip_result("a.wav", "one two three four",
+                                                    "one two three four", None, False)]),
+            "speed": speed({"baseline": 1000.0, "graded": 1000.0, "reference": 10.0}),
         }
 
     def points(self, name, results=None):
@@ -107,46 +125,87 @@ class Grading(unittest.TestCase):
                                              "message": "3 of 4 failed", "failures": []}
         self.assertAlmostEqual(self.points("kernel: linear")[0], self.rubric["kernels"]["points"]["linear"] / 4)
 
-    def test_forbidden_symbols_zero_kernels(self):
-        self.results["integrity"]["symbols"] = ["cublasSgemm_v2"]
-        self.assertEqual(self.points("kernel: linear")[0], 0)
+    def test_a_violation_zeroes_everything_the_code_produced(self):
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 10.0, "reference": 10.0})
+        for violation in ({"check": "symbols", "detail": "linear.cu.o: cublasSgemm_v2"},
+                          {"check": "mappings", "detail": "123: /usr/lib/libcublas.so.13"}):
+            self.results["integrity"]["violations"] = [violation]
+            graded = score.grade(self.results, self.rubric)
+            self.assertEqual(graded["score"], 0)
+            for i in graded["items"]:
+                self.assertIn("integrity violation", i["output"])
+        # Seen by a kernel-test checker in its runner's memory maps: the same consequence.
+        self.results["integrity"]["violations"] = []
+        self.results["kernels"]["gelu"]["violations"] = ["vendor library mapped: 9: libcublas.so"]
+        self.assertEqual(score.grade(self.results, self.rubric)["score"], 0)
+
+    def test_checker_reports_its_runner_violation(self):
+        report = gtest_report([("Linear", "a", "INTEGRITY VIOLATION: ...")])
+        report["testsuites"][0]["testsuite"][0]["integrity_violation"] = "vendor library mapped: x"
+        r = score.kernel_result(report, 1, "", False, 300, 1.0)
+        self.assertEqual(r["violations"], ["vendor library mapped: x"])
 
     def test_wer_interpolation(self):
         ac = self.rubric["accuracy"]
         mid = (ac["full_wer"] + ac["zero_wer"]) / 2
         words = 1000
         errors = round(mid * words)
-        self.results["accuracy"] = [{"clip": "a", "reference": "", "hypothesis": "", "errors": errors,
-                                     "words": words, "wer": errors / words, "error": None, "private": False}]
+        self.results["accuracy"] = accuracy([{"clip": "a", "reference": "", "hypothesis": "",
+                                              "errors": errors, "words": words, "wer": errors / words,
+                                              "error": None, "private": False}])
         self.assertAlmostEqual(self.points("accuracy (WER)")[0], ac["points"] / 2, places=1)
+
+    def test_replayed_transcripts_earn_nothing(self):
+        # Perfect transcripts, but the process did not reproduce the trusted ids on inputs drawn
+        # at grading time: the clips' ids were replayed, not computed.
+        self.results["accuracy"] = accuracy(self.results["accuracy"]["clips"], fresh_ok=False)
+        score_, graded = self.points("accuracy (WER)")
+        self.assertEqual(score_, 0)
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 10.0, "reference": 10.0})
+        self.assertEqual(self.points("speed vs baseline")[0], 0)  # speed needs a correct track
 
     def test_speed_log_scale(self):
         pts = self.rubric["speed"]["points"]
         self.assertEqual(self.points("speed vs baseline")[0], 0)            # 1x: nothing
-        self.results["speed"] = bench({"baseline": 1000.0, "student": 10.0, "reference": 10.0})
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 10.0, "reference": 10.0})
         self.assertEqual(self.points("speed vs baseline")[0], pts)          # reference speed: all
-        self.results["speed"] = bench({"baseline": 1000.0, "student": 100.0, "reference": 10.0})
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 100.0, "reference": 10.0})
         self.assertAlmostEqual(self.points("speed vs baseline")[0], pts / 2)  # 10x of 100x: half
 
     def test_implausible_speed_flagged(self):
-        self.results["speed"] = bench({"baseline": 1000.0, "student": 1.0, "reference": 10.0})
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 1.0, "reference": 10.0})
         score_, graded = self.points("speed vs baseline")
         self.assertEqual(score_, 0)
         self.assertTrue(graded["speed"]["flagged"])
 
-    def test_wrong_timed_result(self):
-        self.results["speed"] = bench({"baseline": 1000.0, "student": 10.0, "reference": 10.0},
-                                      tokens={"baseline": [1, 2], "student": [3, 2], "reference": [1, 2]})
-        self.assertEqual(self.points("speed vs baseline")[0], 0)
+    def test_any_wrong_run_costs_the_speed_item(self):
+        # Right on the first token, wrong later, in one timed run of three: nothing.
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 10.0, "reference": 10.0},
+                                      wrong_round=2)
+        score_, graded = self.points("speed vs baseline")
+        self.assertEqual(score_, 0)
+        self.assertIn("step 3", next(i for i in graded["items"] if i["name"] == "speed vs baseline")["output"])
+        # A difference on a near-tie of the trusted logits stands.
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 10.0, "reference": 10.0},
+                                      wrong_round=2, near_tie=True)
+        self.assertEqual(self.points("speed vs baseline")[0], self.rubric["speed"]["points"])
 
-    def test_baseline_track_gets_no_speed_points(self):
+    def test_yardsticks(self):
+        self.results["track"] = "reference"
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 10.0, "reference": 10.0})
+        self.assertEqual(self.points("speed vs baseline")[0], self.rubric["speed"]["points"])
         self.results["track"] = "baseline"
-        self.results["speed"] = bench({"baseline": 1000.0, "reference": 10.0})
+        self.results["speed"] = speed({"baseline": 1000.0, "graded": 1000.0, "reference": 10.0})
         self.assertEqual(self.points("speed vs baseline")[0], 0)
 
     def test_results_json_and_reports(self):
         self.results["kernels"]["rmsnorm"] = {"status": "failed", "passed": 0, "total": 3,
                                               "message": "not implemented: rmsnorm", "failures": []}
+        self.results["intake"] = {"accepted": [{"path": "student/rmsnorm.cu"}],
+                                  "ignored": [{"path": "grader/rubric.toml", "reason": "not student-owned"}],
+                                  "refused": [{"path": "student/x.cu", "reason": "a symbolic link"}]}
+        self.results["sandbox"] = "sandboxed: uid 65534"
+        self.results["stubs"] = {"rmsnorm": "student/rmsnorm.cu"}
         graded = score.grade(self.results, self.rubric)
         gs = score.gradescope_results(graded)
         json.dumps(gs)
@@ -156,6 +215,11 @@ class Grading(unittest.TestCase):
         for t in gs["tests"]:
             self.assertTrue({"name", "score", "max_score", "status", "output", "visibility"} <= set(t))
         self.assertEqual(gs["leaderboard"][0]["order"], "asc")
+        for text in (gs["output"], score.render_terminal(graded), score.render_markdown(graded)):
+            self.assertIn("ignored grader/rubric.toml: not student-owned", text)
+            self.assertIn("refused student/x.cu: a symbolic link", text)
+            self.assertIn("sandbox: sandboxed: uid 65534", text)
+            self.assertIn("still TODO (throw NotImplemented): rmsnorm", text)
         self.assertIn("not implemented: rmsnorm", score.render_terminal(graded))
         self.assertIn("| kernel: rmsnorm | 0.0 |", score.render_markdown(graded))
 

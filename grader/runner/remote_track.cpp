@@ -51,7 +51,15 @@ std::string describe_status(int status) {
         const int sig = WTERMSIG(status);
         return "was killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
     }
-    if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+    if (WIFEXITED(status)) {
+        // Inside the grader's sandbox a shell waits for the runner and reports its death by
+        // signal N as status 128 + N (grader/sandbox.py).
+        const int code = WEXITSTATUS(status);
+        if (code > 128 && code < 128 + 32)
+            return "exited with status " + std::to_string(code) + " (killed by signal " + std::to_string(code - 128) +
+                   ", " + strsignal(code - 128) + ")";
+        return "exited with status " + std::to_string(code);
+    }
     return "stopped";
 }
 
