@@ -1,6 +1,6 @@
 // kernel_test.h — the harness of the per-kernel tests (grader/tests/test_<kernel>.cpp): every
 // GPU track's op against the cpu track (the oracle: plain loops, sums in double) on fresh random
-// inputs. Do not modify: the grader runs these files as they are.
+// inputs. The grader runs its own copy of these files, whatever a submission carries.
 //
 //   make test_rmsnorm TRACK=student            (= GLMASR_TRACK=student build/tests/test_rmsnorm)
 //   GLMASR_TRACK=baseline,reference build/tests/test_linear --gtest_filter='Linear*'
