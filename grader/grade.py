@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
 """make grade — the GLM-ASR Kernel Lab autograder.
 
-    python3 grader/grade.py [--track student] [--rubric grader/rubric.toml] [--out grade-out]
+    python3 grader/grade.py [--track student]                  grade this checkout (local feedback)
+    python3 grader/grade.py --submission PATH [--work DIR]     grade a student's hand-in (instructors)
 
-Steps (each runs student code only in child processes, with a time limit; this process alone
-writes the score files):
-  1. integrity — the track's library must not reference cuBLAS/cuDNN/CUTLASS symbols;
-  2. kernels   — build/tests/test_<kernel> per kernel, GoogleTest JSON output, per-kernel points;
-  3. accuracy  — `glmasr transcribe --json` over the clip set(s), word error rate per clip;
-  4. speed     — `glmasr bench` times baseline, the graded track and the reference interleaved
-                 in one process (CUDA events, median after warm-up), speed points on a log scale;
-  5. report    — a terminal table, report.md and Gradescope's results.json.
-Standard library only (Python ≥ 3.11 for tomllib). Scoring and rendering live in score.py so
+The trust boundary (docs/grading.md): no process that contains student code decides or writes a
+verdict. With --submission, only the files the rubric's [submission] table declares student-owned
+are taken from PATH (a directory, .zip or .tar[.gz]) into a pristine copy of the instructor tree;
+everything else is ignored and listed. Then, with the student track:
+  1. build      — trusted programs (checkers, glmasr-trusted) and the student's (the student library,
+                  build/graded/glmasr-student and kernel-runner-student: the student track alone);
+  2. integrity  — symbol scan of the student library, the libraries its programs link, and, while
+                  they run, the memory maps of every student process (vendor libraries however
+                  reached); a violation zeroes every item the student's code produced;
+  3. kernels    — build/tests/test_<kernel>: a trusted checker (inputs, oracle, tolerances, the
+                  GoogleTest report) driving the student's kernels in the runner process;
+  4. accuracy   — transcriptions by glmasr-student, plus a check on inputs drawn now whose token
+                  ids must equal the trusted baseline's (grader/e2e.py);
+  5. speed      — baseline, student and reference workers in their own processes, alternating,
+                  timed by this process's clock on fresh teacher-forced inputs, every run's tokens
+                  checked against the baseline's;
+  6. report     — a terminal table, report.md and Gradescope's results.json, written here only.
+When this process is root, every student process runs in grader/sandbox.py's sandbox.
+Standard library only (Python >= 3.11 for tomllib). Scoring and rendering live in score.py so
 they can be tested on recorded results without a GPU (grader/selftest.py).
 """
 import argparse
@@ -24,13 +35,18 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import score  # noqa: E402  (grader/score.py)
+import e2e  # noqa: E402
+import integrity  # noqa: E402
+import intake  # noqa: E402
+import sandbox  # noqa: E402
+import score  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRUSTED_TRACKS = ("baseline", "reference")
 
 
 def run(cmd, timeout, env=None, cwd=ROOT):
-    """Run a child; never raises for crashes or time-outs: returns (returncode, output, timed_out)."""
+    """Run a trusted child; never raises for crashes or time-outs: (returncode, output, timed_out)."""
     merged = dict(os.environ, **(env or {}))
     try:
         p = subprocess.run(cmd, cwd=cwd, env=merged, capture_output=True, text=True,
@@ -41,44 +57,104 @@ def run(cmd, timeout, env=None, cwd=ROOT):
         return None, out.decode(errors="replace") if isinstance(out, bytes) else out, True
 
 
-def build(build_dir, targets):
+def sync_tree(source, dest, keep):
+    """Makes dest a copy of source, writing only the files whose bytes differ (they get a new
+    modification time, so the build recompiles exactly those: a class graded in one work
+    directory rebuilds only each submission's own files) and deleting what source lacks, except
+    the directory `keep` (the build)."""
+    wanted = set()
+    for folder, dirs, files in os.walk(source):
+        rel = os.path.relpath(folder, source)
+        os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
+        for name in files:
+            path = os.path.normpath(os.path.join(rel, name))
+            wanted.add(path)
+            src, dst = os.path.join(source, path), os.path.join(dest, path)
+            with open(src, "rb") as f:
+                data = f.read()
+            try:
+                with open(dst, "rb") as f:
+                    same = f.read() == data
+            except OSError:
+                same = False
+            if not same:
+                if os.path.lexists(dst):
+                    os.remove(dst)
+                with open(dst, "wb") as f:
+                    f.write(data)
+            os.chmod(dst, os.stat(src).st_mode & 0o777)
+    for folder, dirs, files in os.walk(dest, topdown=True):
+        rel = os.path.relpath(folder, dest)
+        if rel == ".":
+            dirs[:] = [d for d in dirs if d != keep]
+        for name in files:
+            if os.path.normpath(os.path.join(rel, name)) not in wanted:
+                os.remove(os.path.join(folder, name))
+
+
+def cuda_build(build_dir):
+    """Whether the build was configured with nvcc (it then has the CUDA tracks and graded/)."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            return any(l.startswith("CMAKE_CUDA_COMPILER:") and l.strip().split("=", 1)[1]
+                       for l in f)
+    except OSError:
+        return False
+
+
+def build(tree, build_dir, kernels, graded_track):
+    """Builds the trusted programs (a failure is the grader's: exit 2) and then the student's
+    (a failure is the submission's: returned as one message, every student item scores 0)."""
     if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
-        code, out, _ = run(["cmake", "-S", ROOT, "-B", build_dir], timeout=600)
+        code, out, _ = run(["cmake", "-S", tree, "-B", build_dir, "-G", "Ninja"]
+                           if shutil.which("ninja") else ["cmake", "-S", tree, "-B", build_dir],
+                           timeout=900, cwd=tree)
         if code != 0:
             sys.exit("grade: cmake configure failed:\n" + out[-3000:])
-    code, out, _ = run(["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 2),
-                        "--target", *targets], timeout=3600)
+    jobs = str(os.cpu_count() or 2)
+    trusted = ["glmasr"] + [f"test_{k}" for k in kernels]
+    if cuda_build(build_dir):
+        trusted.append("glmasr-trusted")
+    code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", *trusted],
+                       timeout=3600, cwd=tree)
     if code != 0:
-        sys.exit("grade: build failed:\n" + out[-5000:])
-
-
-def check_integrity(build_dir, track, rubric):
-    """Forbidden symbols in the graded track's library (tools/check_student_symbols.sh: vendor
-    libraries, header-only CUTLASS instantiations, calls into other tracks)."""
-    lib = os.path.join(build_dir, track, f"libglmasr_{track}.a")
-    if track != "student" or not os.path.exists(lib):
-        return {"checked": False, "library": lib, "symbols": []}
-    code, out, _ = run(["sh", os.path.join(ROOT, "tools/check_student_symbols.sh"), lib], timeout=120)
+        sys.exit("grade: building the grader's own programs failed:\n" + out[-5000:])
+    if graded_track in TRUSTED_TRACKS or not cuda_build(build_dir):
+        return None
+    code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", "glmasr_student",
+                        "glmasr-student", "kernel-runner-student"], timeout=3600, cwd=tree)
     if code == 0:
-        return {"checked": True, "library": lib, "symbols": []}
-    if code == 1:
-        hits = [l.strip() for l in out.splitlines() if l.strip() and not l.startswith("check")]
-        return {"checked": True, "library": lib, "symbols": hits[:20] or ["(see the check's output)"]}
-    return {"checked": False, "library": lib, "symbols": [], "error": out.strip()[-300:]}
+        return None
+    errors = [l for l in out.splitlines() if "error" in l.lower()]
+    return "the student code does not build: " + (errors[0].strip() if errors else out.strip()[-300:])
 
 
-def run_kernel_tests(build_dir, track, rubric, seed, out_dir):
+def check_integrity(build_dir, tree):
+    """Static checks of the student's build: symbols and linked libraries."""
+    library = os.path.join(build_dir, "student", "libglmasr_student.a")
+    violations, error = integrity.check_symbols(library, tree)
+    violations += integrity.check_linkage(
+        [os.path.join(build_dir, "graded", p) for p in ("glmasr-student", "kernel-runner-student")])
+    return {"checked": error is None, "library": library, "violations": violations,
+            "error": error}
+
+
+def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box):
+    """Each suite's trusted checker, its report written into a directory only this process can
+    write (the runner, sandboxed or not, gets no path to it)."""
     results = {}
     timeout = rubric["kernels"]["timeout_seconds"]
     for kernel in rubric["kernels"]["points"]:
         exe = os.path.join(build_dir, "tests", f"test_{kernel}")
-        json_path = os.path.join(out_dir, f"kernel_{kernel}.json")
+        json_path = os.path.join(private_dir, f"kernel_{kernel}.json")
         if os.path.exists(json_path):
             os.remove(json_path)
         if not os.path.exists(exe):
             results[kernel] = score.kernel_result_missing(f"{exe} was not built")
             continue
-        env = {"GLMASR_TRACK": track}
+        env = {"GLMASR_TRACK": track,
+               "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", "kernel-runner-student"),
+               "GLMASR_RUNNER_PREFIX": box.prefix_json() if box and box.active else ""}
         if seed is not None:
             env["GLMASR_TEST_SEED"] = str(seed)
         started = time.time()
@@ -106,104 +182,193 @@ def read_transcripts(directory):
     return clips
 
 
-def run_accuracy(glmasr, track, rubric, private_dir):
+def gather_clips(tree, rubric, private_dir, scratch):
+    """The clip set: the rubric's clips of the tree, plus the instructor's private ones copied
+    (audio only) into the scratch directory the student's process may read."""
     acc = rubric["accuracy"]
-    clips = []
-    for directory in [acc["clips"], private_dir or acc.get("private_clips", "")]:
-        if directory and os.path.exists(os.path.join(ROOT, directory, "transcripts.tsv")):
-            clips += [(p, t, directory != acc["clips"]) for p, t in
-                      read_transcripts(os.path.join(ROOT, directory))]
-    if not clips:
-        return {"error": "no clips: " + os.path.join(acc["clips"], "transcripts.tsv") + " not found"}
-    results = []
-    for path, reference, private in clips:
-        code, output, timed_out = run(
-            [glmasr, "transcribe", path, "--model", os.path.join(ROOT, acc["model"]),
-             "--track", track, "--json", "--max-new-tokens", str(acc["max_new_tokens"])],
-            acc["timeout_seconds"])
-        hypothesis, error = None, None
-        if timed_out:
-            error = f"timed out after {acc['timeout_seconds']} s"
-        elif code != 0:
-            error = score.last_error_line(output) or f"exit code {code}"
-        else:
-            try:
-                hypothesis = json.loads(output.strip().splitlines()[0])["text"]
-            except (ValueError, KeyError, IndexError):
-                error = "glmasr printed no JSON result"
-        results.append(score.clip_result(os.path.basename(path), reference, hypothesis, error,
-                                         private))
-    return results
+    clips = [(p, t, False) for p, t in read_transcripts(os.path.join(tree, acc["clips"]))] \
+        if os.path.exists(os.path.join(tree, acc["clips"], "transcripts.tsv")) else []
+    private = private_dir or acc.get("private_clips", "")
+    if private:
+        private = private if os.path.isabs(private) else os.path.join(ROOT, private)
+        if not os.path.exists(os.path.join(private, "transcripts.tsv")):
+            sys.exit(f"grade: private clips: {private}/transcripts.tsv not found")
+        os.makedirs(os.path.join(scratch, "private"), exist_ok=True)
+        for i, (path, text) in enumerate(read_transcripts(private)):
+            copy = os.path.join(scratch, "private", f"p{i:03d}{os.path.splitext(path)[1]}")
+            shutil.copyfile(path, copy)
+            os.chmod(copy, 0o644)
+            clips.append((copy, text, True))
+    return clips
 
 
-def run_speed(glmasr, track, rubric):
-    sp = rubric["speed"]
-    tracks = ["baseline", track, "reference"] if track not in ("baseline", "reference") \
-        else ["baseline", "reference"]
-    workload = ["--model", os.path.join(ROOT, sp["model"])] if sp.get("model") else \
-        ["--config", os.path.join(ROOT, sp["config"])]
-    cmd = [glmasr, "bench", *workload, "--tracks",
-           ",".join(tracks), "--seconds", str(sp["seconds"]), "--decode-steps",
-           str(sp["decode_steps"]), "--warmup", str(sp["warmup"]), "--repeats",
-           str(sp["repeats"]), "--json"]
-    code, output, timed_out = run(cmd, sp["timeout_seconds"])
-    if timed_out:
-        return {"error": f"bench timed out after {sp['timeout_seconds']} s"}
-    if code != 0:
-        return {"error": score.last_error_line(output) or f"bench exit code {code}"}
+def watched(box, findings):
+    """The launch hook of every student process: the sandbox prefix when there is one, and a
+    record of the process so its memory maps can be checked while it runs (e2e.Worker calls
+    `inspect` after each request)."""
+    def launch(argv):
+        return box.wrap(argv)[0] if box and box.active else argv
+
+    def inspect(pid):
+        for hit in integrity.vendor_mappings(pid):
+            findings.append({"check": "mappings", "detail": hit})
+    return launch, inspect
+
+
+def timing_environment():
+    """The GPU and its state around the timed runs (nvidia-smi), for the report."""
+    fields = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw," \
+             "clocks_throttle_reasons.active"
     try:
-        start = output.index("{")
-        return {"bench": json.loads(output[start:output.rindex("}") + 1]), "track": track}
-    except ValueError:
-        return {"error": "bench printed no JSON"}
+        p = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30)
+        return p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
 
 
 def main():
     parser = argparse.ArgumentParser(description="GLM-ASR Kernel Lab autograder")
     parser.add_argument("--track", default="student")
+    parser.add_argument("--submission", default=None,
+                        help="a student's hand-in (directory, .zip, .tar[.gz]): grade only its "
+                             "student-owned files, in a pristine copy of this tree")
+    parser.add_argument("--work", default=None,
+                        help="work directory (default OUT/work): the pristine tree of --submission "
+                             "and its build live there, kept for inspection")
     parser.add_argument("--rubric", default=os.path.join(ROOT, "grader/rubric.toml"))
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=os.path.join(ROOT, "grade-out"))
-    parser.add_argument("--seed", type=int, default=None, help="hidden test seed (instructors)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="hidden seed of the kernel tests and of every end-to-end input")
     parser.add_argument("--private-clips", default="", help="extra clip directory (instructors)")
     parser.add_argument("--results-json", default=None,
                         help="also write results.json here (e.g. /autograder/results/results.json)")
+    parser.add_argument("--sandbox", choices=["auto", "off", "required"], default=None,
+                        help="override the rubric's [sandbox] enabled")
     parser.add_argument("--skip-build", action="store_true")
     parser.add_argument("--skip", action="append", default=[], choices=["kernels", "accuracy", "speed"])
     args = parser.parse_args()
 
-    rubric = score.load_rubric(args.rubric)
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        rubric = score.load_rubric(args.rubric)
+    except (OSError, ValueError) as e:
+        sys.exit(f"grade: {e}")
     started = time.time()
     kernels = list(rubric["kernels"]["points"])
-    if not args.skip_build:
-        build(args.build, ["glmasr"] + [f"test_{k}" for k in kernels])
-    glmasr = os.path.join(args.build, "glmasr")
-    work = tempfile.mkdtemp(prefix="grade-")
+    graded = args.track
+    results = {"track": graded, "seed_hidden": args.seed is not None}
+    # Reports only this process writes (0700, and /tmp is private inside the sandbox), and the
+    # work directory: the pristine tree, its build, and copies of private clips' audio, all
+    # readable (never writable) by the sandboxed student processes.
+    box = None
+    private = tempfile.mkdtemp(prefix="grade-private-")
+    work = os.path.abspath(args.work or os.path.join(args.out, "work"))
+    scratch = os.path.join(work, "clips")
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch, mode=0o755)
     try:
-        results = {"track": args.track, "seed_hidden": args.seed is not None}
-        results["integrity"] = check_integrity(args.build, args.track, rubric)
+        if args.submission:
+            if graded != "student":
+                sys.exit("grade: --submission grades the student track")
+            tree = os.path.join(work, "tree")
+            build_dir = os.path.join(tree, "build")
+            fresh = tempfile.mkdtemp(prefix="grade-tree-")
+            try:
+                intake.make_pristine_tree(ROOT, fresh)
+                results["intake"] = intake.intake(args.submission, fresh,
+                                                  intake.policy_from(rubric.get("submission", {})))
+            except intake.IntakeError as e:
+                print(f"grade: {e}", file=sys.stderr)
+                sys.exit(2)
+            sync_tree(fresh, tree, keep="build")
+            shutil.rmtree(fresh, ignore_errors=True)
+        else:
+            tree, build_dir = ROOT, args.build
+            results["intake"] = None  # this checkout, as it is: local feedback, not a hand-in
+
+        student_build_error = None
+        if not args.skip_build:
+            student_build_error = build(tree, build_dir, kernels, graded)
+        results["build_error"] = student_build_error
+        results["stubs"] = integrity.stubs(tree) if graded == "student" else {}
+
+        if graded == "student":
+            settings = sandbox.settings_from(rubric.get("sandbox", {}))
+            if args.sandbox:
+                settings["enabled"] = args.sandbox
+            hidden = [os.path.join(tree, p) for p in ("reference", "grader", "tests/fixtures/parity")]
+            if args.private_clips or rubric["accuracy"].get("private_clips"):
+                hidden.append(os.path.abspath(args.private_clips or os.path.join(
+                    ROOT, rubric["accuracy"]["private_clips"])))
+            try:
+                box = sandbox.Sandbox(tree, hidden=[h for h in hidden if os.path.exists(h)],
+                                      writable=[], **settings)
+            except sandbox.SandboxError as e:
+                sys.exit(f"grade: {e}")
+            results["sandbox"] = box.description
+            results["integrity"] = check_integrity(build_dir, tree)
+        else:
+            results["sandbox"] = "not needed: the graded track is trusted code"
+            results["integrity"] = {"checked": False, "violations": []}
+        findings = results["integrity"]["violations"]
+        launch, inspect = watched(box, findings)
+
+        has_gpu_programs = os.path.exists(os.path.join(build_dir, "graded", "glmasr-trusted"))
+        trusted_bin = os.path.join(build_dir, "graded", "glmasr-trusted")
+        graded_bin = None if graded in TRUSTED_TRACKS else \
+            os.path.join(build_dir, "graded", f"glmasr-{graded}")
+        blocked = student_build_error or (None if has_gpu_programs else
+                                          "this build has no CUDA programs (nvcc was not found)")
         if "kernels" not in args.skip:
-            results["kernels"] = run_kernel_tests(args.build, args.track, rubric, args.seed, work)
+            results["kernels"] = {k: score.kernel_result_missing(student_build_error)
+                                  for k in kernels} if student_build_error else \
+                run_kernel_tests(build_dir, graded, rubric, args.seed, private, box)
         if "accuracy" not in args.skip:
-            results["accuracy"] = run_accuracy(glmasr, args.track, rubric, args.private_clips)
+            acc = rubric["accuracy"]
+            if blocked:
+                results["accuracy"] = {"error": blocked}
+            else:
+                results["accuracy"] = e2e.run_accuracy(
+                    trusted_bin, graded_bin, graded, os.path.join(tree, acc["model"]),
+                    gather_clips(tree, rubric, args.private_clips, scratch),
+                    acc["max_new_tokens"], fresh_checks=acc["fresh_checks"], seed=args.seed,
+                    launch_graded=launch, inspect_graded=inspect,
+                    request_timeout=acc["timeout_seconds"],
+                    near_tie_margin=acc["near_tie_margin"])
         if "speed" not in args.skip:
-            results["speed"] = run_speed(glmasr, args.track, rubric)
+            sp = rubric["speed"]
+            if blocked:
+                results["speed"] = {"error": blocked}
+            else:
+                workload = ["--model", os.path.join(tree, sp["model"])] if sp.get("model") else \
+                    ["--config", os.path.join(tree, sp["config"])]
+                workload += ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
+                results["environment"] = {"before": timing_environment()}
+                results["speed"] = e2e.run_speed(
+                    trusted_bin, graded_bin, graded, workload, warmup=sp["warmup"],
+                    repeats=sp["repeats"], seed=args.seed, launch_graded=launch,
+                    inspect_graded=inspect, request_timeout=sp["timeout_seconds"],
+                    near_tie_margin=sp["near_tie_margin"])
+                results["environment"]["after"] = timing_environment()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if box:
+            box.close()
     results["execution_time"] = time.time() - started
 
+    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "raw_results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    graded = score.grade(results, rubric)
-    report = score.render_markdown(graded)
+    graded_items = score.grade(results, rubric)
     with open(os.path.join(args.out, "report.md"), "w") as f:
-        f.write(report)
-    gradescope = score.gradescope_results(graded)
+        f.write(score.render_markdown(graded_items))
+    gradescope = score.gradescope_results(graded_items)
     for path in filter(None, [os.path.join(args.out, "results.json"), args.results_json]):
         with open(path, "w") as f:
             json.dump(gradescope, f, indent=1)
-    print(score.render_terminal(graded))
+    print(score.render_terminal(graded_items))
     print(f"\nreport: {os.path.join(args.out, 'report.md')}  results: "
           f"{os.path.join(args.out, 'results.json')}")
 

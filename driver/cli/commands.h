@@ -1,22 +1,26 @@
-// commands.h — the subcommands of `glmasr` that live in their own files, and the workload that
-// `bench` and `profile` share.
+// commands.h — the subcommands of `glmasr` that live in their own files, the workload that
+// `bench`, `profile` and `worker` share, and the transcription of one file that `transcribe`
+// and `worker` share.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "glmasr/config.h"
 #include "glmasr/features.h"
+#include "glmasr/model.h"
+#include "glmasr/tokenizer.h"
 #include "glmasr/track.h"
 #include "glmasr/weights.h"
 
 namespace glmasr::cli {
 
-// The options `bench` and `profile` share (workload.cpp).
+// The options `bench`, `profile` and `worker` share (workload.cpp).
 struct WorkloadArgs {
     std::string config_path;  // random weights of this config.json (default: the real Nano)
     std::string model_dir;    // or a real checkpoint
@@ -28,22 +32,33 @@ struct WorkloadArgs {
     bool json = false;
 };
 
-// Registers --config, --model, --seconds, --decode-steps, --warmup, --repeats, --seed, --json.
+// Registers --config, --model, --seconds, --decode-steps, --seed: the model and the clip.
+void add_model_options(CLI::App& command, WorkloadArgs& args);
+// Registers those and --warmup, --repeats, --json: how `bench` and `profile` time them.
 void add_workload_options(CLI::App& command, WorkloadArgs& args);
 
-// One deterministic synthetic clip through one model: what `bench` and `profile` time.
+// A variation of `clip` for an audio seed (0: the clip itself): resampled by a seeded factor in
+// [0.8, 1.25] (pitch, glide and syllable rate move together), started at a seeded point
+// (circularly, so the envelope and glide phases move), scaled and given fresh noise. Cheap
+// (linear in the clip) so that a worker can vary every timed request.
+std::vector<float> vary_audio(const std::vector<float>& clip, uint64_t seed);
+
+// One deterministic synthetic clip through one model: what `bench`, `profile` and `worker` time.
 struct Workload {
     WorkloadArgs args;
     std::string source;               // the model, for reports
     ModelConfig config;
     std::string weights_path;         // model.safetensors, or empty for random weights
     FeatureConfig feature_config;
+    std::optional<Tokenizer> tokenizer;  // the checkpoint's, with --model
     std::vector<float> pcm;           // the synthetic clip, 16 kHz
     AudioFeatures features;
     std::vector<int> prompt;          // the real prompt with a tokenizer, else synthetic_prompt
 
     // Validates the options, loads the config (and tokenizer), synthesises the clip.
     static Workload load(const WorkloadArgs& args, const std::string& command);
+    // The clip of an audio seed: vary_audio(pcm, audio_seed). Same length, so same prompt.
+    std::vector<float> clip(uint64_t audio_seed) const;
     // The model's weights for one table: random (seeded) or loaded from weights_path.
     ModelWeights weights(const OpTable& table, Backend& backend) const;
     // "MODEL | 30.0 s audio (1 window(s)), 391 prompt tokens, 64 decode steps"
@@ -64,6 +79,27 @@ struct ProfileArgs : WorkloadArgs {
 };
 
 int run_profile(const ProfileArgs& args);
+
+struct WorkerArgs : WorkloadArgs {
+    std::string track = "auto";
+    std::string ops_spec;     // --ops, as for transcribe
+};
+
+int run_worker(const WorkerArgs& args);
+
+// One audio file through a model, as `glmasr transcribe` does it (main.cpp): load and resample,
+// refuse silence and (unless `truncate`) audio longer than the model's limit, extract features,
+// then the real prompt with a tokenizer, else synthetic_prompt. Throws InputError.
+struct FileTranscription {
+    GenerateResult result;
+    std::string text;          // empty without a tokenizer
+    double seconds = 0;        // of audio
+    int windows = 0, audio_tokens = 0;
+    double features_ms = 0;    // host
+};
+FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
+                                  const LogMelExtractor& extractor, const std::string& file,
+                                  const GenerateOptions& options, bool truncate);
 
 // The prompt used with random weights when there is no tokenizer: the real prompt's length
 // (3 + N + 13 tokens around the audio), text positions filled with token 0.

@@ -6,6 +6,7 @@
 //   glmasr info --model DIR            (or --config config.json)
 //   glmasr bench --tracks baseline,reference --decode-steps 64
 //   glmasr profile --track reference                      per-op time, GB/s and TFLOP/s
+//   glmasr worker --track student                         requests on stdin (grader/e2e.py)
 //   glmasr tracks
 //
 // Exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file and the problem),
@@ -71,10 +72,10 @@ std::string require_file(const fs::path& path, const std::string& what) {
 // "auto" picks the reference track when a GPU is present and says so; never silently.
 std::string resolve_track(const std::string& track, bool quiet) {
     if (track != "auto") return track;
-    const std::string chosen = gpu_available() ? "reference" : "cpu";
+    const std::string chosen = default_track_name();
     if (!quiet)
-        std::cerr << "glmasr: " << (chosen == "cpu" ? "no GPU found, using" : "GPU found, using")
-                  << " the " << chosen << " track (choose with --track)\n";
+        std::cerr << "glmasr: " << (gpu_available() ? "GPU found" : "no GPU found") << ", using the "
+                  << chosen << " track (choose with --track)\n";
     return chosen;
 }
 
@@ -128,43 +129,17 @@ int run_transcribe(const TranscribeArgs& args) {
     int exit_code = kExitOk;
     for (const std::string& file : args.files) {
         try {
-            const AudioClip clip = load_audio(file, feature_config.sample_rate);
-            const double seconds = static_cast<double>(clip.samples.size()) / clip.sample_rate;
-            float peak = 0;
-            for (float s : clip.samples) peak = std::max(peak, std::fabs(s));
-            if (peak < 1e-5f)
-                throw InputError(file + ": the audio is silent (peak amplitude " +
-                                 std::to_string(peak) + "); nothing to transcribe");
-            const double max_seconds = feature_config.max_windows() * feature_config.chunk_seconds;
-            if (seconds > max_seconds && !args.truncate)
-                throw InputError(file + ": " + std::to_string(static_cast<int>(seconds)) +
-                                 " s is longer than the model's " +
-                                 std::to_string(static_cast<int>(max_seconds)) +
-                                 " s limit; pass --truncate to transcribe the first " +
-                                 std::to_string(static_cast<int>(max_seconds)) + " s");
-            if (seconds > max_seconds)
-                std::cerr << "glmasr: warning: " << file << " truncated to its first "
-                          << max_seconds << " s\n";
-
-            auto f0 = std::chrono::steady_clock::now();
-            const AudioFeatures features = extractor.extract(clip.samples);
-            const double features_ms = std::chrono::duration<double, std::milli>(
-                                           std::chrono::steady_clock::now() - f0).count();
-            GenerateResult result;
-            if (tokenizer) {
-                result = model.transcribe(features, *tokenizer, options);
-            } else {
-                const std::vector<float> audio = model.encode_audio(features);
-                result = model.generate(cli::synthetic_prompt(config, features.total_audio_tokens()),
-                                        audio, options);
-            }
-            const std::string text = tokenizer ? tokenizer->decode(result.tokens, true) : "";
+            const cli::FileTranscription done = cli::transcribe_file(
+                model, tokenizer ? &*tokenizer : nullptr, extractor, file, options, args.truncate);
+            const GenerateResult& result = done.result;
+            const std::string& text = done.text;
+            const double seconds = done.seconds, features_ms = done.features_ms;
             const StageTimes& t = result.times;
             if (args.json) {
                 nlohmann::json out = {
                     {"file", file}, {"text", text}, {"tokens", result.tokens},
                     {"track", table.describe()}, {"audio_seconds", seconds},
-                    {"windows", features.n_windows}, {"audio_tokens", features.total_audio_tokens()},
+                    {"windows", done.windows}, {"audio_tokens", done.audio_tokens},
                     {"timing_ms", {{"features", features_ms}, {"encoder", t.encoder_ms},
                                    {"projector", t.projector_ms}, {"prefill", t.prefill_ms},
                                    {"decode", t.decode_ms}, {"decode_steps", t.decode_steps},
@@ -184,8 +159,8 @@ int run_transcribe(const TranscribeArgs& args) {
                              "  features  %9.2f ms (host)\n  encoder   %9.2f ms\n"
                              "  projector %9.2f ms\n  prefill   %9.2f ms\n"
                              "  decode    %9.2f ms (%d steps, %.3f ms/token)\n",
-                             file.c_str(), table.describe().c_str(), seconds, features.n_windows,
-                             features.total_audio_tokens(), features_ms, t.encoder_ms,
+                             file.c_str(), table.describe().c_str(), seconds, done.windows,
+                             done.audio_tokens, features_ms, t.encoder_ms,
                              t.projector_ms, t.prefill_ms, t.decode_ms, t.decode_steps,
                              t.per_token_ms());
             }
@@ -253,6 +228,50 @@ int run_tracks() {
 
 }  // namespace
 
+namespace glmasr::cli {
+
+FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
+                                  const LogMelExtractor& extractor, const std::string& file,
+                                  const GenerateOptions& options, bool truncate) {
+    const FeatureConfig& feature_config = extractor.config();
+    const AudioClip clip = load_audio(file, feature_config.sample_rate);
+    FileTranscription out;
+    out.seconds = static_cast<double>(clip.samples.size()) / clip.sample_rate;
+    float peak = 0;
+    for (float s : clip.samples) peak = std::max(peak, std::fabs(s));
+    if (peak < 1e-5f)
+        throw InputError(file + ": the audio is silent (peak amplitude " + std::to_string(peak) +
+                         "); nothing to transcribe");
+    const double max_seconds = feature_config.max_windows() * feature_config.chunk_seconds;
+    if (out.seconds > max_seconds && !truncate)
+        throw InputError(file + ": " + std::to_string(static_cast<int>(out.seconds)) +
+                         " s is longer than the model's " +
+                         std::to_string(static_cast<int>(max_seconds)) +
+                         " s limit; pass --truncate to transcribe the first " +
+                         std::to_string(static_cast<int>(max_seconds)) + " s");
+    if (out.seconds > max_seconds)
+        std::cerr << "glmasr: warning: " << file << " truncated to its first " << max_seconds
+                  << " s\n";
+
+    const auto f0 = std::chrono::steady_clock::now();
+    const AudioFeatures features = extractor.extract(clip.samples);
+    out.features_ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - f0).count();
+    out.windows = features.n_windows;
+    out.audio_tokens = features.total_audio_tokens();
+    if (tokenizer) {
+        out.result = model.transcribe(features, *tokenizer, options);
+        out.text = tokenizer->decode(out.result.tokens, true);
+    } else {
+        const std::vector<float> audio = model.encode_audio(features);
+        out.result = model.generate(synthetic_prompt(model.config(), out.audio_tokens), audio,
+                                    options);
+    }
+    return out;
+}
+
+}  // namespace glmasr::cli
+
 int main(int argc, char** argv) {
     CLI::App app{"GLM-ASR Kernel Lab: speech to text through swappable kernel tracks"};
     app.require_subcommand(1);
@@ -292,6 +311,21 @@ int main(int argc, char** argv) {
     profile->add_option("--delay-us", p.delay_us, "GPU idle time before each op, so no launch latency is timed (0: none)");
     cli::add_workload_options(*profile, p);
 
+    cli::WorkerArgs wk;
+    CLI::App* worker = app.add_subcommand(
+        "worker",
+        "build one model, then serve one JSON request per stdin line with one JSON reply per stdout line "
+        "(the grader's timed runs, grader/e2e.py).\n"
+        "Ready: {\"ready\": true, \"track\": ..., \"workload\": {...}, \"pid\": N}\n"
+        "{\"audio_seed\": S [, \"forced_inputs\": [ids], \"decode_steps\": N, \"margins\": true]} -> bench's clip "
+        "varied by seed S, --decode-steps forced steps (teacher-forced by the ids): "
+        "{\"audio_seed\": S, \"tokens\": [...], \"times\": {...}}\n"
+        "{\"transcribe\": \"clip.wav\" [, \"max_new_tokens\": N]} -> {\"text\": ..., \"tokens\": [...], ...}\n"
+        "A bad request -> {\"error\": ...}; a failing track -> {\"error\": ...} and exit 1; EOF -> exit 0.");
+    worker->add_option("--track", wk.track, "cpu, baseline, reference, student, or auto (GPU if present)");
+    worker->add_option("--ops", wk.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
+    cli::add_model_options(*worker, wk);
+
     app.add_subcommand("tracks", "list the kernel tracks this build has");
 
     try {
@@ -313,6 +347,10 @@ int main(int argc, char** argv) {
         if (profile->parsed()) {
             p.track = resolve_track(p.track, p.json);
             return cli::run_profile(p);
+        }
+        if (worker->parsed()) {
+            wk.track = resolve_track(wk.track, false);
+            return cli::run_worker(wk);
         }
         return run_tracks();
     } catch (const InputError& e) {

@@ -1,11 +1,13 @@
-// workload.cpp — the workload `glmasr bench` and `glmasr profile` time: a deterministic
-// synthetic clip of --seconds through a model with --config's shapes and seeded random weights
-// (default: the real GLM-ASR-Nano-2512's), or through a real checkpoint (--model), with
-// --decode-steps forced greedy steps.
+// workload.cpp — the workload `glmasr bench`, `glmasr profile` and `glmasr worker` time: a
+// deterministic synthetic clip of --seconds through a model with --config's shapes and seeded
+// random weights (default: the real GLM-ASR-Nano-2512's), or through a real checkpoint
+// (--model), with --decode-steps forced greedy steps. The worker asks for a new variation of
+// the clip for every request (Workload::clip), so no answer can be replayed.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <random>
 
 #include "commands.h"
 #include "glmasr/error.h"
@@ -46,14 +48,44 @@ std::vector<float> synthetic_audio(double seconds, int rate) {
 
 }  // namespace
 
-void add_workload_options(CLI::App& command, WorkloadArgs& args) {
+std::vector<float> vary_audio(const std::vector<float>& clip, uint64_t seed) {
+    if (seed == 0) return clip;
+    // std::mt19937_64's sequence is fixed by the standard (the distributions are not): the same
+    // seed gives the same clip with every compiler.
+    std::mt19937_64 random(seed);
+    const auto uniform = [&](double lo, double hi) {
+        return lo + (hi - lo) * static_cast<double>(random() >> 11) * 0x1p-53;
+    };
+    const double speed = uniform(0.8, 1.25);   // pitch, glide and syllable rate, together
+    const double gain = uniform(0.5, 1.5);
+    const size_t n = clip.size();
+    double position = uniform(0, static_cast<double>(n));  // where the varied clip starts
+    uint32_t lcg = static_cast<uint32_t>(random());          // the noise, as synthetic_audio's
+    std::vector<float> pcm(n);
+    for (size_t i = 0; i < n; ++i, position += speed) {
+        if (position >= static_cast<double>(n)) position -= static_cast<double>(n);
+        // Linear interpolation between the two neighbouring samples, wrapping around the clip.
+        const size_t j = static_cast<size_t>(position);
+        const double frac = position - static_cast<double>(j);
+        const double v = (1 - frac) * clip[j] + frac * clip[j + 1 < n ? j + 1 : 0];
+        lcg = lcg * 1664525u + 1013904223u;
+        pcm[i] = static_cast<float>(gain * v + 0.01 * ((lcg >> 8) / 16777216.0 - 0.5));
+    }
+    return pcm;
+}
+
+void add_model_options(CLI::App& command, WorkloadArgs& args) {
     command.add_option("--config", args.config_path, "random weights of this config.json (default: the real Nano's shapes)");
     command.add_option("--model", args.model_dir, "a real checkpoint directory instead");
     command.add_option("--seconds", args.seconds, "synthetic audio length");
     command.add_option("--decode-steps", args.decode_steps, "forced decode steps");
+    command.add_option("--seed", args.seed, "seed of the random weights");
+}
+
+void add_workload_options(CLI::App& command, WorkloadArgs& args) {
+    add_model_options(command, args);
     command.add_option("--warmup", args.warmup, "untimed rounds first");
     command.add_option("--repeats", args.repeats, "timed rounds");
-    command.add_option("--seed", args.seed, "seed of the random weights");
     command.add_flag("--json", args.json, "machine-readable output");
 }
 
@@ -65,11 +97,10 @@ Workload Workload::load(const WorkloadArgs& args, const std::string& command) {
 
     Workload w;
     w.args = args;
-    std::optional<Tokenizer> tokenizer;
     if (!args.model_dir.empty()) {
         const fs::path dir(args.model_dir);
         w.config = ModelConfig::load((dir / "config.json").string());
-        tokenizer.emplace(Tokenizer::load((dir / "tokenizer.json").string()));
+        w.tokenizer.emplace(Tokenizer::load((dir / "tokenizer.json").string()));
         w.weights_path = (dir / "model.safetensors").string();
         w.source = args.model_dir;
     } else if (!args.config_path.empty()) {
@@ -86,10 +117,12 @@ Workload Workload::load(const WorkloadArgs& args, const std::string& command) {
         throw InputError(command + ": --seconds is longer than the model's 630 s");
     w.pcm = synthetic_audio(args.seconds, w.feature_config.sample_rate);
     w.features = LogMelExtractor(w.feature_config).extract(w.pcm);
-    w.prompt = tokenizer ? build_prompt(*tokenizer, w.features.total_audio_tokens())
+    w.prompt = w.tokenizer ? build_prompt(*w.tokenizer, w.features.total_audio_tokens())
                          : synthetic_prompt(w.config, w.features.total_audio_tokens());
     return w;
 }
+
+std::vector<float> Workload::clip(uint64_t audio_seed) const { return vary_audio(pcm, audio_seed); }
 
 ModelWeights Workload::weights(const OpTable& table, Backend& backend) const {
     return weights_path.empty() ? random_weights(config, table, backend, args.seed)
