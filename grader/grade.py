@@ -307,6 +307,10 @@ def main():
             except sandbox.SandboxError as e:
                 sys.exit(f"grade: {e}")
             results["sandbox"] = box.description
+            if box.active and any(os.path.realpath(p).startswith(("/tmp/", "/var/tmp/"))
+                                  for p in (tree, build_dir)):
+                sys.exit(f"grade: {tree} is under /tmp, which is private inside the sandbox: "
+                         "give --work (or --build) a directory elsewhere")
             results["integrity"] = check_integrity(build_dir, tree)
         else:
             results["sandbox"] = "not needed: the graded track is trusted code"
