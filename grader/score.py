@@ -165,7 +165,8 @@ def grade(results, rubric):
     accuracy = results.get("accuracy")
     clips, wer, accuracy_ok = [], None, False
     if accuracy is not None and ac["points"]:
-        share, note, clips, wer, accuracy_ok = accuracy_share(accuracy, ac)
+        share, note, clips, wer, accuracy_ok = accuracy_share(
+            accuracy, ac, trusted=results.get("track") in ("baseline", "reference"))
         if broken:
             share, note, accuracy_ok = 0.0, broken, False
         items.append(item("accuracy (WER)", ac["points"] * share, ac["points"], note,
@@ -210,10 +211,12 @@ def accepted(verdict):
     return verdict.get("equal") or verdict.get("near_tie", False)
 
 
-def accuracy_share(accuracy, ac):
+def accuracy_share(accuracy, ac, trusted=False):
     """WER over the clips, earned only if the graded process also reproduced the trusted
     baseline's token ids on inputs drawn at grading time (transcripts a process can produce
     without its kernels computing them — a replay of the shipped clips' ids — are worth nothing).
+    The yardstick tracks (trusted code; the reference computes in bf16 and may part from the
+    baseline's f32 on a teacher-forced input) are not held to it.
     Returns (share, note, clips, wer, fresh inputs ok)."""
     if "error" in accuracy:
         return 0.0, accuracy["error"], [], None, False
@@ -230,6 +233,8 @@ def accuracy_share(accuracy, ac):
     checks = fresh.get("checks", [])
     ok = bool(checks) and fresh.get("error") is None and all(accepted(v) for v in checks) and \
         len(checks) >= ac["fresh_checks"]
+    if trusted:
+        return share, note + " (a trusted track: no fresh-input check)", clips, wer, True
     if not ok:
         bad = next((v for v in checks if not accepted(v)), None)
         why = fresh.get("error") or (tokens_note(bad, "a fresh input") if bad else "no check ran")
