@@ -12,9 +12,9 @@ import tomllib
 DEFAULTS = {
     "kernels": {"partial": True, "timeout_seconds": 300, "visibility": "visible", "points": {}},
     "accuracy": {"points": 0, "visibility": "visible", "full_wer": 0.05, "zero_wer": 0.30,
-                 "fresh_checks": 3, "near_tie_margin": 1e-3},
+                 "fresh_checks": 3, "near_tie_margin": 0.05},
     "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5,
-              "near_tie_margin": 1e-3, "requires_accuracy": True},
+              "near_tie_margin": 0.05, "requires_accuracy": True},
 }
 
 
