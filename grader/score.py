@@ -251,7 +251,7 @@ def speed_share(speed, sc, track):
     if "error" in speed:
         return 0.0, speed["error"], None
     tracks = speed["tracks"]
-    for role in ("baseline", "graded", "reference"):
+    for role in ("graded", "baseline", "reference"):  # the graded track's own failure first
         if tracks.get(role, {}).get("error"):
             return 0.0, tracks[role]["error"], None  # e2e names the worker
     t_base = tracks["baseline"]["median_wall_ms"]

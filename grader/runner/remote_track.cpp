@@ -41,7 +41,10 @@ double call_timeout_seconds() {
 // Text from the runner is shown to the student in reports: printable, bounded.
 std::string printable(const std::string& s, size_t limit = 600) {
     std::string out;
-    for (char c : s.substr(0, limit)) out += (std::isprint(static_cast<unsigned char>(c)) || c == '\n') ? c : '?';
+    for (char c : s.substr(0, limit)) {
+        const auto u = static_cast<unsigned char>(c);  // UTF-8 bytes (≥ 0x80) pass: messages have "—"
+        out += (u >= 0x80 || std::isprint(u) || c == '\n') ? c : '?';
+    }
     if (s.size() > limit) out += "…";
     return out;
 }
