@@ -4,6 +4,10 @@
 #   make test                      set up, build, run the project's tests (ctest)
 #   make test_rmsnorm [TRACK=...]  one kernel's tests on one track (default: student)
 #   make grade [TRACK=student]     the autograder: kernel tests, accuracy, speed, report
+#   make submission                submission.tar.gz: the student-owned files, to hand in
+#   make handout [OUT=dir]         the student distribution, without the solution (instructor)
+#   make handout-check [OUT=dir]   make the handout, build it from its tarball, check it
+#   make cheats [CHEAT_FLAGS=--gpu] grade the cheat suite: every cheat must be caught
 #   make setup                     install missing Debian build dependencies
 #   make clean
 BUILD ?= build
@@ -14,7 +18,7 @@ GENERATOR := $(if $(shell command -v ninja),-G Ninja,)
 DEMO_MODEL ?= assets/models/glm-asr-tiny
 DEMO_CLIP ?= assets/audio/concord.wav
 
-.PHONY: all build setup demo test grade clean
+.PHONY: all build setup demo test grade submission clean
 all: build
 
 setup:
@@ -45,6 +49,30 @@ test_%: $(BUILD)/CMakeCache.txt
 # The autograder (grader/grade.py): writes grade-out/report.md and grade-out/results.json.
 grade: $(BUILD)/CMakeCache.txt
 	python3 grader/grade.py --track $(TRACK) --build $(BUILD) $(GRADE_FLAGS)
+
+# The hand-in: the files [submission] owned in grader/rubric.toml names, nothing else.
+submission:
+	python3 tools/make_submission.py --out submission.tar.gz
+
+# Every cheat of grader/cheats/ graded with grade.py --submission must be caught (instructor
+# tree only). CHEAT_FLAGS: --gpu on a GPU machine, --only NAME.
+ifneq ($(wildcard grader/cheats/check_cheats.py),)
+.PHONY: cheats
+cheats:
+	python3 grader/cheats/check_cheats.py $(CHEAT_FLAGS)
+endif
+
+# Instructor tree only: tools/handout/ is not part of the handout (docs/grading.md,
+# "Instructor workflow"). HANDOUT_FLAGS: e.g. --cuda-archs "90-real"; CHECK_FLAGS: --quick.
+ifneq ($(wildcard tools/handout/make_handout.py),)
+OUT ?= handout-out
+.PHONY: handout handout-check
+handout:
+	python3 tools/handout/make_handout.py --out $(OUT) --jobs $(JOBS) $(HANDOUT_FLAGS)
+
+handout-check: handout
+	python3 tools/handout/check_handout.py $(OUT)/glmasr-lab-handout.tar.gz --jobs $(JOBS) $(CHECK_FLAGS)
+endif
 
 clean:
 	rm -rf $(BUILD)

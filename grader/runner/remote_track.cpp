@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,10 +89,10 @@ public:
     }
 
     void execute(OpId op, const std::vector<Arg>& args);
+    void stop();  // kills the runner's process group (a later call starts a new one)
 
 private:
     void ensure_started();
-    void stop();
     [[noreturn]] void fail(const std::string& what);
     void check_mappings();
 
@@ -417,8 +418,10 @@ const Track& remote_track(const std::string& name) {
     return remote_track_for(name, runner_command(name), DType::F32);  // the student track is f32 (docs/tracks.md)
 }
 
-std::vector<std::string> vendor_mappings(int root) {
-    // The process tree under `root`, from every process's parent in /proc/<pid>/stat.
+namespace {
+
+// The process tree under `root` (root included), from every process's parent in /proc/<pid>/stat.
+std::vector<int> descendants(int root) {
     std::map<int, std::vector<int>> children;
     if (DIR* proc = opendir("/proc")) {
         while (dirent* entry = readdir(proc)) {
@@ -437,13 +440,47 @@ std::vector<std::string> vendor_mappings(int root) {
         }
         closedir(proc);
     }
-    std::vector<std::string> found;
-    std::set<std::string> seen;
-    std::vector<int> todo = {root};
+    std::vector<int> tree, todo = {root};
     while (!todo.empty()) {
         const int pid = todo.back();
         todo.pop_back();
+        tree.push_back(pid);
         for (int child : children[pid]) todo.push_back(child);
+    }
+    return tree;
+}
+
+// Student code must not outlive the checker: a runner's detached grandchild (setsid, double
+// fork) could otherwise rewrite this program's report after it is written. The checker makes
+// itself the subreaper of everything it starts, so every orphan below it becomes its child, and
+// kills them all when the tests end — before GoogleTest writes its report.
+class Reaper : public ::testing::Environment {
+public:
+    void TearDown() override {
+        for (auto& runner : runners())
+            if (runner) runner->stop();
+        for (int round = 0; round < 100; ++round) {
+            const std::vector<int> tree = descendants(getpid());
+            if (tree.size() <= 1) return;
+            for (size_t i = 1; i < tree.size(); ++i) kill(tree[i], SIGKILL);
+            while (waitpid(-1, nullptr, WNOHANG) > 0) {
+            }
+            usleep(10000);
+        }
+    }
+};
+[[maybe_unused]] const bool kReaper = [] {
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    ::testing::AddGlobalTestEnvironment(new Reaper);
+    return true;
+}();
+
+}  // namespace
+
+std::vector<std::string> vendor_mappings(int root) {
+    std::vector<std::string> found;
+    std::set<std::string> seen;
+    for (const int pid : descendants(root)) {
         std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
         for (std::string line; std::getline(maps, line);) {
             const size_t slash = line.find('/');

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""baseline_submission.py — the honest control of the cheat suite: a complete submission made of
+the baseline track's kernels.
+
+    python3 grader/cheats/baseline_submission.py OUT
+
+Writes OUT/student/: every baseline/<kernel>.cu (not track.cu) and baseline/kernels.h with the
+namespace glmasr::baseline renamed glmasr::student (the header keeps the student's kTodo, which
+the stubs test), plus student/track.cu as it is. The baseline
+has the student's launchers (same signatures, same files), so this is what a student who wrote
+the naive kernels would hand in: graded with `grader/grade.py --submission OUT` on a GPU it must
+earn every kernel and accuracy point (and no speed point: it is the speed yardstick). The cheats
+of check_cheats.py are this submission plus a few changed files. Standard-library Python;
+a problem: one line on stderr, exit 2.
+"""
+import argparse
+import glob
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def files(root=ROOT):
+    """{path relative to the lab's root: text} of the honest submission."""
+    def read(path):
+        with open(os.path.join(root, path), encoding="utf-8") as f:
+            return f.read()
+
+    def renamed(path):
+        text = read(path).replace("glmasr::baseline", "glmasr::student")
+        return f"// Generated from {path} by grader/cheats/baseline_submission.py.\n{text}"
+
+    kernels = sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "baseline/*.cu"))
+                     if os.path.basename(p) != "track.cu")
+    stubs = sorted(os.path.basename(p) for p in glob.glob(os.path.join(root, "student/*.cu"))
+                   if os.path.basename(p) != "track.cu")
+    missing = sorted(set(stubs) - {os.path.basename(p) for p in kernels})
+    if missing:
+        raise ValueError(f"baseline/ has no counterpart of student/{', student/'.join(missing)}")
+
+    out = {f"student/{os.path.basename(p)}": renamed(p) for p in kernels}
+    header = renamed("baseline/kernels.h")
+    # The stubs test kTodo, which only the student's kernels.h declares: keep it, so that any
+    # stub the grader keeps (a file a submission lacks, or one the intake refused) compiles
+    # and throws "not implemented" as in the handout.
+    todo = re.search(r"^inline constexpr bool kTodo\b.*$", read("student/kernels.h"), re.M)
+    if todo and "kTodo" not in header:
+        header = header.replace("namespace glmasr::student {", "namespace glmasr::student {\n\n"
+                                "// From student/kernels.h: what the stubs test.\n" + todo.group(0), 1)
+    out["student/kernels.h"] = header
+    out["student/track.cu"] = read("student/track.cu")
+    return out
+
+
+def write(out_dir, root=ROOT):
+    """Writes the submission under out_dir; returns its paths."""
+    written = files(root)
+    for path, text in written.items():
+        os.makedirs(os.path.join(out_dir, os.path.dirname(path)), exist_ok=True)
+        with open(os.path.join(out_dir, path), "w", encoding="utf-8") as f:
+            f.write(text)
+    return sorted(written)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", help="directory to write (it gets a student/ folder)")
+    args = parser.parse_args()
+    if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
+        print(f"baseline_submission: {args.out} exists and is not an empty directory", file=sys.stderr)
+        return 2
+    try:
+        paths = write(args.out)
+    except (OSError, ValueError) as e:
+        print(f"baseline_submission: {e}", file=sys.stderr)
+        return 2
+    print(f"baseline_submission: {args.out}: {len(paths)} files ({' '.join(paths)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
