@@ -31,6 +31,7 @@ enum Chaos {
     kVendorMap = 6,    // maps the file named by GLMASR_CHAOS_LIBRARY (a stand-in for libcublas)
     kNotImplemented = 7,
     kSkipOutput = 8,   // returns without writing `out`
+    kOrphan = 9,       // leaves a detached grandchild that writes GLMASR_CHAOS_ORPHAN_FILE later
 };
 
 void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr::Tensor& b, glmasr::Stream stream) {
@@ -65,6 +66,17 @@ void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr:
             throw glmasr::NotImplemented("add", "docs/kernels/add.md");
         case kSkipOutput:
             return;
+        case kOrphan:
+            if (fork() == 0) {
+                setsid();
+                if (fork() == 0) {  // the grandchild: reparented, in a session of its own
+                    sleep(2);
+                    if (const char* path = std::getenv("GLMASR_CHAOS_ORPHAN_FILE"))
+                        if (FILE* f = std::fopen(path, "w")) std::fclose(f);
+                }
+                std::_Exit(0);
+            }
+            break;
     }
     glmasr::cpu_track().ops.add(out, a, b, stream);
 }
