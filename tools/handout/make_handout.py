@@ -46,6 +46,7 @@ GENERATED = {
     "README.md": "README.md.in",
     "reference/CMakeLists.txt": "reference_CMakeLists.txt.in",
     "reference/README.md": "reference_README.md.in",
+    "reference/prebuilt/architectures.cmake": "reference_architectures.cmake.in",
     PREBUILT: None,
     "grader/rubric.toml": None,
 }
