@@ -11,7 +11,6 @@
 
     python3 grader/cheats/test_check_cheats.py [-v]
 """
-import io
 import json
 import os
 import re
