@@ -376,6 +376,8 @@ def main():
     print(score.render_terminal(graded_items))
     print(f"\nreport: {os.path.join(args.out, 'report.md')}  results: "
           f"{os.path.join(args.out, 'results.json')}")
+    if score.incomplete_items(graded_items):
+        sys.exit(3)  # the grader's own run failed: a batch regrades this submission
 
 
 if __name__ == "__main__":

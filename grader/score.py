@@ -235,6 +235,9 @@ def accuracy_share(accuracy, ac, trusted=False):
         len(checks) >= ac["fresh_checks"]
     if trusted:
         return share, note + " (a trusted track: no fresh-input check)", clips, wer, True
+    if fresh.get("trusted_error"):
+        return 0.0, note + "; not scored: " + yardstick_failure("baseline", fresh["trusted_error"]), \
+            clips, wer, False
     if not ok:
         bad = next((v for v in checks if not accepted(v)), None)
         why = fresh.get("error") or (tokens_note(bad, "a fresh input") if bad else "no check ran")
@@ -244,6 +247,23 @@ def accuracy_share(accuracy, ac, trusted=False):
         clips, wer, True
 
 
+INCOMPLETE_MARK = "GRADING INCOMPLETE"
+
+
+def yardstick_failure(role, error):
+    """The note of an item the grader could not score because its own trusted run (the
+    baseline or the reference: no student code) failed — a busy or faulty GPU, a missing file.
+    The item scores 0 (nothing is paid without its yardstick), the report and results.json say
+    GRADING INCOMPLETE, and grade.py exits 3 so a batch regrades the submission. (A student's
+    process that starves the trusted one, e.g. of GPU memory, gains nothing by it.)"""
+    return f"{INCOMPLETE_MARK}: the grader's own {role} run failed ({error}); regrade"
+
+
+def incomplete_items(graded):
+    """The items a trusted run's failure left unscored (grade.py exits 3 if there are any)."""
+    return [i["name"] for i in graded["items"] if INCOMPLETE_MARK in i["output"]]
+
+
 def speed_share(speed, sc, track):
     """Log-scale speed credit between 1x (baseline) and the reference's measured speedup, from
     the grader's own clock; nothing unless every run of the graded track (warm-ups included)
@@ -251,9 +271,11 @@ def speed_share(speed, sc, track):
     if "error" in speed:
         return 0.0, speed["error"], None
     tracks = speed["tracks"]
-    for role in ("graded", "baseline", "reference"):  # the graded track's own failure first
+    if tracks.get("graded", {}).get("error"):  # the graded track's own failure first
+        return 0.0, tracks["graded"]["error"], None  # e2e names the worker
+    for role in ("baseline", "reference"):
         if tracks.get(role, {}).get("error"):
-            return 0.0, tracks[role]["error"], None  # e2e names the worker
+            return 0.0, "not scored: " + yardstick_failure(role, tracks[role]["error"]), None
     t_base = tracks["baseline"]["median_wall_ms"]
     t = tracks["graded"]["median_wall_ms"]
     t_ref = tracks["reference"]["median_wall_ms"]
@@ -303,6 +325,10 @@ def gradescope_results(graded):
 def context_lines(graded):
     """What was graded, how, and what was found: intake, sandbox, integrity, stubs, GPU."""
     lines = []
+    unscored = incomplete_items(graded)
+    if unscored:
+        lines.append(f"{INCOMPLETE_MARK}: {', '.join(unscored)} could not be scored (the grader's "
+                     "own trusted run failed, see the item); regrade this submission")
     record = graded.get("intake")
     if record is None:
         lines.append("graded: this checkout as it is (local feedback, not a pristine intake)")

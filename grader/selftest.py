@@ -198,6 +198,25 @@ class Grading(unittest.TestCase):
         self.results["speed"] = speed({"baseline": 1000.0, "graded": 1000.0, "reference": 10.0})
         self.assertEqual(self.points("speed vs baseline")[0], 0)
 
+    def test_a_failed_yardstick_leaves_the_grade_incomplete(self):
+        # The trusted baseline's own run failed (e.g. out of GPU memory): nothing is paid and
+        # the report says the grade is incomplete, never that the submission failed.
+        self.results["speed"] = speed({"baseline": None, "graded": 10.0, "reference": 10.0})
+        self.results["speed"]["tracks"]["baseline"]["error"] = "baseline (baseline): out of GPU memory"
+        score_, graded = self.points("speed vs baseline")
+        self.assertEqual(score_, 0)
+        self.assertEqual(score.incomplete_items(graded), ["speed vs baseline"])
+        self.assertIn("GRADING INCOMPLETE: speed vs baseline", score.gradescope_results(graded)["output"])
+        # The graded track's own failure is its own: scored 0, the grade complete.
+        self.results["speed"]["tracks"]["graded"]["error"] = "graded (student): out of GPU memory"
+        self.assertEqual(score.incomplete_items(self.points("speed vs baseline")[1]), [])
+        # The accuracy item's trusted baseline failing on the fresh inputs: the same.
+        self.results["accuracy"]["fresh_input"].update(error="baseline (baseline): died",
+                                                       trusted_error="baseline (baseline): died")
+        score_, graded = self.points("accuracy (WER)")
+        self.assertEqual(score_, 0)
+        self.assertIn("accuracy (WER)", score.incomplete_items(graded))
+
     def test_results_json_and_reports(self):
         self.results["kernels"]["rmsnorm"] = {"status": "failed", "passed": 0, "total": 3,
                                               "message": "not implemented: rmsnorm", "failures": []}

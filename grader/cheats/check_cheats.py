@@ -467,6 +467,10 @@ def check_common(g, work):
         lines = [l.strip() for l in g.output.splitlines() if l.strip()]
         why = next((l for l in reversed(lines) if "error" in l.lower()), lines[-1] if lines else "")
         return [(None, f"no results.json (grade.py exit {g.code}): {why[:160]}")]
+    incomplete = next((l for l in g.results.get("output", "").splitlines()
+                       if l.startswith("GRADING INCOMPLETE")), None)
+    if incomplete:  # a trusted run failed: a zero here proves nothing about the cheat
+        return [(None, incomplete[:200])]
     found = []
     points, items = rubric_points(), g.items()
     wrong = [f"{n} max {items[n]['max_score']:g} (rubric {points[n]:g})" for n in items

@@ -168,6 +168,13 @@ class Judge(unittest.TestCase):
         g = cc.Grade("x", 2, "grade: building the grader's own programs failed")
         self.assertEqual(self.verdict("cmake_edit", g), "ERROR")
 
+    def test_an_incomplete_grade_is_no_verdict(self):
+        # first_token_only at 0 speed points because the grader's own baseline ran out of GPU
+        # memory proves nothing about the cheat.
+        g = fake_grade("first_token_only", instructor_items())
+        g.results["output"] = "GRADING INCOMPLETE: speed vs baseline could not be scored"
+        self.assertEqual(self.verdict("first_token_only", g, gpu=True), "ERROR")
+
 
 if __name__ == "__main__":
     unittest.main()
