@@ -50,6 +50,12 @@ test_%: $(BUILD)/CMakeCache.txt
 grade: $(BUILD)/CMakeCache.txt
 	python3 grader/grade.py --track $(TRACK) --build $(BUILD) $(GRADE_FLAGS)
 
+# A whole class (instructors): every entry of SUBMISSIONS graded with grade.py --submission,
+# then class-out/class.csv and class-out/leaderboard.html (grader/batch.py; docs/grading.md).
+.PHONY: grade-all
+grade-all:
+	python3 grader/batch.py $(SUBMISSIONS) $(BATCH_FLAGS)
+
 # The hand-in: the files [submission] owned in grader/rubric.toml names, nothing else.
 submission:
 	python3 tools/make_submission.py --out submission.tar.gz

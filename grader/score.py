@@ -15,6 +15,7 @@ DEFAULTS = {
                  "fresh_checks": 3, "near_tie_margin": 0.05},
     "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5,
               "near_tie_margin": 0.05, "requires_accuracy": True},
+    "batch": {"timeout_minutes": 30, "retries": 2},
 }
 
 
