@@ -2,12 +2,15 @@
 # setup.sh — install the Debian packages the lab builds against, if any are missing.
 #   tools/setup.sh            install what is missing (apt-get; needs root or sudo)
 #   tools/setup.sh --check    only report what is missing (exit 1 if anything is)
+#   tools/setup.sh --instructor   also what the instructor-side tests use (CI installs it):
+#                             chromium (grader.leaderboard_browser renders the class page)
 # The CUDA tracks are built when nvcc is on the PATH (CUDA toolkit, not installed here).
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkgconf python3
           libsndfile1-dev libsoxr-dev libfftw3-dev libpcre2-dev
           nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
+[ "${1:-}" = "--instructor" ] && packages+=(chromium)
 
 missing=()
 for p in "${packages[@]}"; do

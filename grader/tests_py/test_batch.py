@@ -2,12 +2,13 @@
 """Tests of grader/batch.py (make grade-all) with a stand-in for grade.py: every state a
 student can end in, retries, resuming, the class CSV and the leaderboard page. No GPU, seconds.
 
-    python3 grader/tests_py/test_batch.py
+    python3 grader/tests_py/test_batch.py            (Browser: headless Chromium, if installed)
 """
 import csv
 import html.parser
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -162,6 +163,44 @@ class Batch(unittest.TestCase):
         p = subprocess.run([sys.executable, BATCH, os.path.join(self.dir, "missing")],
                            capture_output=True, text=True)
         self.assertEqual((p.returncode, p.stderr.count("\n")), (2, 1), p.stderr)
+
+
+def chromium():
+    return next((c for c in ("chromium", "chromium-browser") if shutil.which(c)), None)
+
+
+@unittest.skipUnless(chromium(), "no chromium (tools/setup.sh --instructor installs it)")
+class Browser(unittest.TestCase):
+    """The leaderboard as a real browser renders it: headless Chromium, without a network."""
+
+    def test_the_page_renders(self):
+        batch = Batch("test_a_class")
+        batch.setUp()
+        try:
+            self.assertEqual(batch.batch().returncode, 1)
+            page = os.path.join(batch.out, "leaderboard.html")
+            shot = os.path.join(batch.dir, "leaderboard.png")
+            profile = os.path.join(batch.dir, "profile")
+            browser = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                       "--disable-background-networking", "--disable-component-update",
+                       "--disable-sync", f"--user-data-dir={profile}", "--window-size=1400,900"]
+            # No network at all when a network namespace can be made (root, or user namespaces).
+            isolated = subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0
+            prefix = ["unshare", "-rn"] if isolated else []
+            dom = subprocess.run(prefix + browser + ["--dump-dom", "file://" + page],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(dom.returncode, 0, dom.stderr[-2000:])
+            table = Table()
+            table.feed(dom.stdout)  # the DOM Chromium built, not the file's text
+            self.assertEqual([r[1] for r in table.rows[1:4]], ["ada", "cy", "bob"])
+            self.assertEqual(len(table.rows), 7)
+            subprocess.run(prefix + browser + [f"--screenshot={shot}", "file://" + page],
+                           capture_output=True, timeout=120)
+            with open(shot, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertGreater(os.path.getsize(shot), 10000)
+        finally:
+            batch.tearDown()
 
 
 if __name__ == "__main__":
