@@ -18,6 +18,10 @@
 //     (zeros, a copy of the input) can pass;
 //   * outputs are poisoned with NaN before every GPU call, so an element a kernel never writes
 //     fails (the mismatch list says "poison: never written");
+//   * every device tensor sits between two guard bands of canary bytes (kGuardBytes each side),
+//     and every download first checks the guards of all the tensors alive, so a write outside a
+//     tensor (an unguarded tail, a wrong index) fails the case with the tensor and the byte
+//     offsets it hit, e.g. "wrote 4 bytes at +0..+3 past the end of tensor #2 (f32[19, 111] cuda)";
 //   * matrix weights go to a track in its own dtype (bf16 for the reference); the oracle gets
 //     the same rounded values back as f32, so only the kernel's arithmetic is judged;
 //   * float outputs pass `close()` (error model below), integer outputs and copies `exact()`;
@@ -229,8 +233,31 @@ inline Device& track_device() {
 inline Backend& track_backend() { return backend_for(track_device()); }
 inline Stream track_stream() { return track_backend().stream(); }
 
+// The track whose result the next verdicts judge (set by for_each_track), for messages.
+inline std::string& current_track() {
+    static std::string name;
+    return name;
+}
+
+// Guard bands: canary bytes on each side of every device tensor. 4096 like the student's
+// runner (runner/serve.cpp), so a tail rounded up to a block of 1024 floats still lands in one;
+// a multiple of 256 (cudaMalloc's alignment), so the tensor starts as aligned as before.
+constexpr size_t kGuardBytes = 4096;
+
+// The canary: 0xA0..0xAF by position, neither 0 nor the 0xff of the NaN poison, and not one
+// repeated byte, so neither a stray zero nor a memset-like fill matches it.
+inline const std::vector<unsigned char>& canary() {
+    static const std::vector<unsigned char> bytes = [] {
+        std::vector<unsigned char> v(kGuardBytes);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<unsigned char>(0xA5 ^ (i & 0x0f));
+        return v;
+    }();
+    return bytes;
+}
+
 // A copy of a host tensor in the track's memory, in `dtype` (f32 or bf16 for floats; i32
-// tensors stay i32), freed with the object.
+// tensors stay i32), between two guard bands; freed with the object. Tensors are numbered
+// #1, #2, ... in the order a test makes them (the numbering restarts once none is alive).
 class DeviceTensor {
 public:
     explicit DeviceTensor(const HostTensor& h, DType dtype = DType::F32) : backend_(&track_backend()) {
@@ -246,11 +273,22 @@ public:
         } else {
             throw Error(std::string("kernel_test.h: no device copy in ") + dtype_name(dtype));
         }
+        if (live().empty()) last_number() = 0;
+        number_ = ++last_number();
+        live().push_back(this);
     }
+    // A write into the guards that no download saw fails the case here; never throws (it may
+    // run while unwinding from a kernel's error).
     ~DeviceTensor() {
+        live().erase(std::find(live().begin(), live().end(), this));
         try {
-            if (ptr_) backend_->free(ptr_);
-        } catch (...) {  // never throw while unwinding from a kernel's error
+            const std::string damage = guard_damage();
+            if (!damage.empty()) ADD_FAILURE() << "[" << current_track() << "] out-of-bounds write: " << damage;
+        } catch (...) {
+        }
+        try {
+            backend_->free(base_);
+        } catch (...) {
         }
     }
     DeviceTensor(const DeviceTensor&) = delete;
@@ -260,36 +298,95 @@ public:
 
     // Fill with all-ones bytes (a NaN as f32, −1 as i32) so any element a kernel fails to write
     // shows up. Synchronous: nothing may still be writing the buffer.
-    void poison() {
+    void poison() {  // the tensor only: the guards keep their canary
         std::vector<unsigned char> ones(view_.bytes(), 0xff);
         backend_->synchronize(backend_->stream());
-        backend_->upload(ptr_, ones.data(), ones.size(), backend_->stream());
+        backend_->upload(view_.data, ones.data(), ones.size(), backend_->stream());
         backend_->synchronize(backend_->stream());
     }
-    // Waits for the stream (so a kernel's asynchronous error surfaces here), then copies back.
+    // Waits for the stream (so a kernel's asynchronous error surfaces here), checks the guards
+    // of every tensor alive (throws glmasr::Error naming each damaged one), then copies back.
     std::vector<float> download_f32() const { return download<float>(DType::F32); }
     std::vector<int32_t> download_i32() const { return download<int32_t>(DType::I32); }
 
 private:
+    // Allocation: [kGuardBytes canary][the tensor][kGuardBytes canary].
     void upload(const void* src) {
-        ptr_ = backend_->alloc(std::max<size_t>(view_.bytes(), 1));
-        view_.data = ptr_;
-        backend_->upload(ptr_, src, view_.bytes(), backend_->stream());
-        backend_->synchronize(backend_->stream());
+        const Stream stream = backend_->stream();
+        base_ = backend_->alloc(kGuardBytes + view_.bytes() + kGuardBytes);
+        view_.data = static_cast<unsigned char*>(base_) + kGuardBytes;
+        backend_->upload(base_, canary().data(), kGuardBytes, stream);
+        backend_->upload(end(), canary().data(), kGuardBytes, stream);
+        backend_->upload(view_.data, src, view_.bytes(), stream);
+        backend_->synchronize(stream);
     }
     template <class T>
     std::vector<T> download(DType expected) const {
         if (view_.dtype != expected) throw Error("kernel_test.h: download of " + view_.str());
-        backend_->synchronize(backend_->stream());
+        check_all_guards();
         std::vector<T> out(view_.numel());
-        backend_->download(out.data(), ptr_, view_.bytes(), backend_->stream());
+        backend_->download(out.data(), view_.data, view_.bytes(), backend_->stream());
         backend_->synchronize(backend_->stream());
         return out;
     }
 
+    static std::vector<DeviceTensor*>& live() {  // every DeviceTensor not yet destroyed
+        static std::vector<DeviceTensor*> tensors;
+        return tensors;
+    }
+    static int& last_number() {
+        static int number = 0;
+        return number;
+    }
+    unsigned char* end() const { return static_cast<unsigned char*>(view_.data) + view_.bytes(); }
+
+    static void check_all_guards() {
+        std::string damage;
+        for (const DeviceTensor* t : live()) {
+            const std::string d = t->guard_damage();
+            if (!d.empty()) damage += (damage.empty() ? "" : "; ") + d;
+        }
+        if (!damage.empty()) throw Error("out-of-bounds write: " + damage);
+    }
+
+    // What was written into this tensor's guards, "" if nothing; each damage is told once.
+    std::string guard_damage() const {
+        if (damage_told_) return "";
+        const Stream stream = backend_->stream();
+        std::vector<unsigned char> before(kGuardBytes), after(kGuardBytes);
+        backend_->synchronize(stream);
+        backend_->download(before.data(), base_, kGuardBytes, stream);
+        backend_->download(after.data(), end(), kGuardBytes, stream);
+        backend_->synchronize(stream);
+        const std::string what = "tensor #" + std::to_string(number_) + " (" + view_.str() + ")";
+        std::string damage = describe(before, -int64_t(kGuardBytes), "before the start of " + what);
+        const std::string tail = describe(after, 0, "past the end of " + what);
+        if (!tail.empty()) damage += (damage.empty() ? "" : "; ") + tail;
+        damage_told_ = !damage.empty();
+        return damage;
+    }
+
+    // "wrote N bytes at +first..+last <where>" for the bytes of `guard` that lost their canary;
+    // byte k of `guard` sits at `offset + k` from the tensor's start (before) or end (past).
+    static std::string describe(const std::vector<unsigned char>& guard, int64_t offset, const std::string& where) {
+        int64_t first = -1, last = -1, changed = 0;
+        for (size_t k = 0; k < guard.size(); ++k) {
+            if (guard[k] == canary()[k]) continue;
+            if (first < 0) first = int64_t(k);
+            last = int64_t(k);
+            ++changed;
+        }
+        if (changed == 0) return "";
+        auto at = [&](int64_t k) { return std::string(offset + k >= 0 ? "+" : "") + std::to_string(offset + k); };
+        return "wrote " + std::to_string(changed) + " byte" + (changed > 1 ? "s" : "") + " at " + at(first) +
+               (last > first ? ".." + at(last) : "") + " " + where;
+    }
+
     Backend* backend_;
-    void* ptr_ = nullptr;
-    Tensor view_;
+    void* base_ = nullptr;  // the allocation, guards included
+    Tensor view_;           // the tensor, kGuardBytes into the allocation
+    int number_ = 0;
+    mutable bool damage_told_ = false;
 };
 
 // An optional device tensor (positions of a bidirectional attention are absent).
@@ -472,12 +569,6 @@ inline bool is_poison(float g) {
     uint32_t bits;
     std::memcpy(&bits, &g, sizeof bits);
     return bits == 0xffffffffu;
-}
-
-// The track whose result the next verdicts judge (set by for_each_track), for messages.
-inline std::string& current_track() {
-    static std::string name;
-    return name;
 }
 
 // Records the largest share of the budgets a test used, per track, as a GoogleTest property
