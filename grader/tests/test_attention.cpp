@@ -5,7 +5,9 @@
 //                     kernel if it has one, else its scores → softmax → output
 // Cases: the bidirectional encoder (1500 frames, MHA 20 × 64), causal decoder prefill and
 // single-token decode over a KV cache (GQA 16/4 × 128), chunked prefill, MHA causal, and tiny
-// and awkward sizes. Cache rows past the last position were never written: they hold NaN here,
+// and awkward sizes; query blocks that straddle 64-query / 32- and 64-key tiles with the causal
+// diagonal offset by a past length; a prefill chunk at the end of the longest KV cache the
+// driver allocates and a decode step past it; scales other than 1/√D. Cache rows past the last position were never written: they hold NaN here,
 // and must not reach any result (masked scores are −inf whatever k holds; a zero probability
 // must not read its v row).
 #include <limits>
@@ -22,8 +24,21 @@ using glmasr::test::operator<<;
 const EncoderConfig& kEnc = kNano.audio;
 const DecoderConfig& kDec = kNano.text;
 
-// Tq queries at positions first_pos.. (causal) over a cache of Tk rows, first_pos + Tq valid.
-struct Case { int64_t Tq, Tk, Hq, Hkv, D; int first_pos; bool causal; const char* name; };
+// The longest KV cache the driver allocates: generate() (driver/src/model.cpp) sizes it for
+// prompt + new tokens and refuses more than text.max_positions; the longest audio it accepts
+// (21 windows of 30 s, kProjectorRows audio tokens each: 7875) fills most of it.
+const int64_t kKvCapacity = kDec.max_positions;
+const int64_t kBeyondCapacity = kKvCapacity + 45;  // past it; not a multiple of 4, 32 or 128
+
+// Tq queries at positions first_pos.. (causal) over a cache of Tk rows, first_pos + Tq valid;
+// scale = scale_mult / √D (the model's is 1/√D; other values check that `scale` is honoured).
+struct Case {
+    int64_t Tq, Tk, Hq, Hkv, D;
+    int first_pos;
+    bool causal;
+    const char* name;
+    float scale_mult = 1.0f;
+};
 
 struct Data {
     HostTensor q, k, v, pos;
@@ -35,7 +50,7 @@ Data make(const Case& c, Inputs& in) {
     Data d{host(in.normal(c.Tq * c.Hq * c.D), {c.Tq, c.Hq * c.D}),
            host(in.normal(c.Tk * c.Hkv * c.D), {c.Tk, c.Hkv * c.D}),
            host(in.normal(c.Tk * c.Hkv * c.D), {c.Tk, c.Hkv * c.D}),
-           {}, 1.0f / std::sqrt(float(c.D)), c.Tk};
+           {}, c.scale_mult / std::sqrt(float(c.D)), c.Tk};
     if (c.causal) {
         std::vector<int32_t> p(c.Tq);
         std::iota(p.begin(), p.end(), c.first_pos);
@@ -203,7 +218,28 @@ INSTANTIATE_TEST_SUITE_P(, Attention, ::testing::Values(
     Case{3, 64, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 40, true, "chunked_prefill_gqa"},
     Case{1, 64, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 0, true, "decode_position_0"},
     Case{1, 512, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 300, true, "decode_gqa"},
-    Case{1, kDec.max_positions, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 5000, true, "decode_long_cache"}),
+    Case{1, kDec.max_positions, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 5000, true, "decode_long_cache"},
+    // 130 queries at positions 37..166: query rows 63/64/65 and 127/128/129 straddle 64-query
+    // tiles, and the causal diagonal crosses every 32- or 64-key tile mid-way. Catches a kernel
+    // that masks a whole tile from one query's position (its first or last row), or that
+    // assumes the diagonal starts at key 0 (no past length).
+    Case{130, 200, 4, 2, kEnc.head_dim, 37, true, "tile_straddle_past_37"},
+    Case{130, 131 + 63, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 63, true, "tile_straddle_past_63"},
+    // A prefill chunk of 67 queries ending 29 rows before the end of the longest KV cache the
+    // driver allocates (kKvCapacity): long rows, a tile-straddling query block, unwritten (NaN)
+    // rows after the last position. Catches shared-memory or partial buffers sized below the
+    // capacity, and int overflow in row offsets.
+    Case{67, kKvCapacity, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, int(kKvCapacity) - 67 - 29, true,
+         "prefill_chunk_at_capacity"},
+    // One decode step at the last row of a cache 45 rows longer than the model ever allocates:
+    // a split-K decode kernel with a fixed number of splits or keys per split must still cover
+    // every key.
+    Case{1, kBeyondCapacity, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, int(kBeyondCapacity) - 1, true,
+         "decode_beyond_capacity"},
+    // scale ≠ 1/√D: a kernel that ignores `scale` and computes 1/√D itself fails (Scores by a
+    // factor, Whole through the softmax's temperature).
+    Case{19, 40, 6, 2, 24, 3, true, "scale_0p37_causal", 0.37f},
+    Case{33, 70, 4, 4, kEnc.head_dim, 0, false, "scale_2p5_bidirectional", 2.5f}),
     NameField{});
 
 }  // namespace

@@ -3,6 +3,9 @@
 //   RopeApply:  the half-split rotation, in place, of the first rotary dims of every head at
 //               positions read from device memory; the encoder's partial RoPE (32 of 64 dims,
 //               the rest pass through) and the decoder's full RoPE (128 dims, GQA k heads).
+// Tables also run 45 rows past the decoder's longest (kKvCapacity: generate() never sizes them
+// beyond text.max_positions), so angles reach ~8200 rad; scattered positions always include the
+// table's last row and 0.
 #include <numeric>
 
 #include "kernel_test.h"
@@ -43,11 +46,20 @@ TEST_P(RopeFreqs, MatchesOracle) {
     });
 }
 
+// The longest RoPE table the driver builds: dec_cos/dec_sin hold the KV cache's capacity, which
+// generate() (driver/src/model.cpp) never lets exceed text.max_positions.
+const int64_t kKvCapacity = kDec.max_positions;
+const int64_t kBeyondCapacity = kKvCapacity + 45;  // past it; not a multiple of 4, 32 or 128
+
 INSTANTIATE_TEST_SUITE_P(, RopeFreqs, ::testing::Values(
     Freqs{1, 1, 10000, "one"}, Freqs{2, 3, 10000, "tiny"}, Freqs{19, 3, 500, "awkward"},
     Freqs{kEncoderFrames, kEnc.rotary_dim() / 2, kEnc.rope_theta, "encoder_partial"},
     Freqs{kDec.max_positions, kDec.head_dim / 2, kDec.rope_theta, "decoder_full"},
-    Freqs{1000, 64, 500000, "theta_500000"}),
+    Freqs{1000, 64, 500000, "theta_500000"},
+    // Angles up to ~8200 rad at an awkward half (61): catches a position or angle held in half
+    // precision (steps of 4 above 4096: radians off), a row index p·half formed from a
+    // rotary width that assumes half % 4 == 0, and a grid sized for the model's longest table.
+    Freqs{kBeyondCapacity, 61, kDec.rope_theta, "beyond_capacity_awkward_half"}),
     NameField{});
 
 struct Apply { int64_t T, heads, head_dim, half, P; bool consecutive; const char* name; };
@@ -65,6 +77,11 @@ TEST_P(RopeApply, MatchesOracle) {
         if (s.consecutive) {
             const int32_t start = in.ints(1, 0, int(s.P - s.T))[0];
             std::iota(positions.begin(), positions.end(), start);
+        } else if (s.T >= 2) {
+            // The table's last row and its first: catches a rotation that reads the table at
+            // p − 1 or p + 1, or clamps large positions.
+            positions[0] = int32_t(s.P - 1);
+            positions[s.T - 1] = 0;
         }
         HostTensor pos = host_i32(positions, {s.T});
         HostTensor x = host(in.normal(s.T * s.heads * s.head_dim), {s.T, s.heads * s.head_dim});
@@ -88,7 +105,11 @@ INSTANTIATE_TEST_SUITE_P(, RopeApply, ::testing::Values(
     Apply{397, kDec.num_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, true, "prefill_q"},
     Apply{397, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, true, "prefill_k_gqa"},
     Apply{1, kDec.num_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, false, "decode_q"},
-    Apply{5, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, false, "scattered_k"}),
+    Apply{5, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, false, "scattered_k"},
+    // Partial RoPE at an awkward head (33 pairs of 130 dims rotated, 64 passed through) over a
+    // table past the decoder's longest: catches a rotary width taken from head_dim, a pass-through
+    // tail that is overwritten, and vector loads that assume head_dim % 4 == 0.
+    Apply{67, 3, 130, 33, kBeyondCapacity, false, "scattered_partial_beyond_capacity"}),
     NameField{});
 
 }  // namespace
