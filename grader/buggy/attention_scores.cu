@@ -11,7 +11,12 @@
 //                        were never written (they hold NaN in the test);
 //   scores_gqa_modulo    g = h % Hkv: query heads dealt round-robin to the KV heads instead of
 //                        in consecutive groups (right only when Hq = Hkv);
-//   scores_no_scale      the 1/√D factor is never applied.
+//   scores_no_scale      the 1/√D factor is never applied;
+//   scores_own_scale     1/√D computed from D instead of the `scale` argument (right only when
+//                        the caller's scale is 1/√D, as the model's is);
+//   scores_tile_skip     what a tiled kernel does wrong when it decides per tile: a 64-key tile
+//                        is hidden from all 64 queries of a query tile when the tile's first
+//                        query cannot see its first key (later queries of the tile could).
 #include "bugs.h"
 #include "glmasr/cuda_check.h"
 
@@ -33,7 +38,9 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
     const int h = static_cast<int>(hi / Tq);
     // BUG(scores_mask_ignored): positions never read; BUG(scores_mask_strict): j ≥ positions[i]
     if (positions && bug != Bug::scores_mask_ignored) {
-        const bool hidden = bug == Bug::scores_mask_strict ? j >= positions[i] : j > positions[i];
+        bool hidden = bug == Bug::scores_mask_strict ? j >= positions[i] : j > positions[i];
+        if (bug == Bug::scores_tile_skip)  // BUG(scores_tile_skip): the query tile's first query
+            hidden = hidden || j - j % 64 > positions[i - i % 64];
         if (hidden) {
             scores[idx] = -INFINITY;
             return;
@@ -45,6 +52,7 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
     const float* k_row = k + j * Hkv * D + static_cast<long long>(g) * D;
     float dot = 0.0f;
     for (int d = 0; d < D; ++d) dot += q_row[d] * k_row[d];
+    if (bug == Bug::scores_own_scale) scale = rsqrtf(static_cast<float>(D));  // BUG(scores_own_scale)
     scores[idx] = bug == Bug::scores_no_scale ? dot : dot * scale;  // BUG(scores_no_scale)
 }
 

@@ -7,7 +7,9 @@
 //   embedding_id_minus_1         row ids[t] − 1, as if ids counted from 1; the bounds check
 //                                still holds, so id 0 gives a NaN row rather than a bad read;
 //   embedding_last_row_rejected  the bounds check id < V − 1 (an off-by-one on the upper end):
-//                                the table's last row becomes NaN.
+//                                the table's last row becomes NaN;
+//   embedding_row_past_end       the bounds check id <= V (an off-by-one the other way): id V
+//                                reads the row just past the table instead of writing NaN.
 #include "bugs.h"
 #include "glmasr/cuda_check.h"
 
@@ -27,7 +29,9 @@ __global__ void embedding_kernel(float* out,          // (T, D)
     const int id = bug == Bug::embedding_id_minus_1 ? ids[t] - 1 : ids[t];
     // BUG(embedding_last_row_rejected): id < V − 1
     const int rows = bug == Bug::embedding_last_row_rejected ? V - 1 : V;
-    out[idx] = (id >= 0 && id < rows) ? table[static_cast<long long>(id) * D + d] : NAN;
+    // BUG(embedding_row_past_end): id <= V
+    const bool inside = id >= 0 && (bug == Bug::embedding_row_past_end ? id <= rows : id < rows);
+    out[idx] = inside ? table[static_cast<long long>(id) * D + d] : NAN;
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 //
 //   out(n) = x · ½(1 + erf(x / √2))     PyTorch: nn.functional.gelu (approximate="none")
 //
-//   gelu_tanh  the tanh approximation, ½x(1 + tanh(√(2/π)(x + 0.044715x³))) — GPT-2's GELU,
-//              PyTorch's approximate="tanh" — which is off by up to ~5e-4 near |x| ≈ 2.
+//   gelu_tanh          the tanh approximation, ½x(1 + tanh(√(2/π)(x + 0.044715x³))) — GPT-2's
+//                      GELU, PyTorch's approximate="tanh" — off by up to ~5e-4 near |x| ≈ 2;
+//   gelu_tail_overrun  the bounds check `i > n`: the thread i = n (there is one whenever n is
+//                      not a multiple of the block) reads and writes one element past the end.
 #include "bugs.h"
 #include "glmasr/cuda_check.h"
 
@@ -19,7 +21,7 @@ __global__ void gelu_kernel(float* out,      // (n), may equal x
                             const float* x,  // (n)
                             long long n, Bug bug) {
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (bug == Bug::gelu_tail_overrun ? i > n : i >= n) return;  // BUG(gelu_tail_overrun)
     const float v = x[i];
     if (bug == Bug::gelu_tanh) {  // BUG(gelu_tanh)
         out[i] = 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + 0.044715f * v * v * v)));

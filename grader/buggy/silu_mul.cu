@@ -3,8 +3,10 @@
 //
 //   out(n) = silu(gate) · up,  silu(g) = g / (1 + e^−g)     PyTorch: F.silu(gate) * up
 //
-//   silu_mul_sigmoid  sigmoid(g) · up = 1 / (1 + e^−g) · up: silu's own factor g is missing;
-//   silu_mul_swapped  silu(up) · gate: the activation applied to the wrong projection.
+//   silu_mul_sigmoid    sigmoid(g) · up = 1 / (1 + e^−g) · up: silu's own factor g is missing;
+//   silu_mul_swapped    silu(up) · gate: the activation applied to the wrong projection;
+//   silu_mul_exp_ratio  silu(g) as g·e^g / (1 + e^g), equal in exact arithmetic, but e^g
+//                       overflows to inf for g ≥ 89 and inf / inf is NaN.
 #include "bugs.h"
 #include "glmasr/cuda_check.h"
 
@@ -22,6 +24,10 @@ __global__ void silu_mul_kernel(float* out,         // (n), may equal gate or up
     const float g = swapped ? up[i] : gate[i];
     const float u = swapped ? gate[i] : up[i];
     const float numerator = bug == Bug::silu_mul_sigmoid ? 1.0f : g;  // BUG(silu_mul_sigmoid)
+    if (bug == Bug::silu_mul_exp_ratio) {  // BUG(silu_mul_exp_ratio)
+        out[i] = g * expf(g) / (1.0f + expf(g)) * u;
+        return;
+    }
     out[i] = numerator / (1.0f + expf(-g)) * u;
 }
 

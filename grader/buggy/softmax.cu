@@ -8,13 +8,18 @@
 //                           but expf overflows to inf past x ≈ 88.7 and inf / inf is NaN (the
 //                           test's rows sit near +100); a fully masked row gives 0 / 0;
 //   softmax_masked_row_nan  the fully masked row is not special-cased: its max is −inf and
-//                           −inf − (−inf) is NaN, so the row is NaN instead of zeros.
+//                           −inf − (−inf) is NaN, so the row is NaN instead of zeros;
+//   softmax_row_cap         every loop stops at the model's longest context (8192 columns), as
+//                           a kernel with a buffer of that size would: later columns are never
+//                           written (and the probabilities it writes sum over a part of the row).
 #include "bugs.h"
 #include "glmasr/cuda_check.h"
 
 namespace glmasr::buggy {
 
 namespace {
+
+constexpr int kLongestContext = 8192;  // Nano's text max_positions, for softmax_row_cap
 
 __global__ void softmax_kernel(float* out,      // (rows, cols), may equal x
                                const float* x,  // (rows, cols)
@@ -23,6 +28,7 @@ __global__ void softmax_kernel(float* out,      // (rows, cols), may equal x
     if (r >= rows) return;
     const float* x_row = x + r * cols;
     float* out_row = out + r * cols;
+    if (bug == Bug::softmax_row_cap) cols = min(cols, kLongestContext);  // BUG(softmax_row_cap)
 
     if (bug == Bug::softmax_no_max) {  // BUG(softmax_no_max)
         float sum = 0.0f;
