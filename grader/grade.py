@@ -14,7 +14,8 @@ everything else is ignored and listed. Then, with the student track:
                   they run, the memory maps of every student process (vendor libraries however
                   reached); a violation zeroes every item the student's code produced;
   3. kernels    — build/tests/test_<kernel>: a trusted checker (inputs, oracle, tolerances, the
-                  GoogleTest report) driving the student's kernels in the runner process;
+                  GoogleTest report) driving the student's kernels in the runner process; then
+                  each suite again with the runner under compute-sanitizer ([sanitizer]);
   4. accuracy   — transcriptions by glmasr-student, plus a check on inputs drawn now whose token
                   ids must equal the trusted baseline's (grader/e2e.py);
   5. speed      — baseline, student and reference workers in their own processes, alternating,
@@ -43,6 +44,7 @@ import score  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRUSTED_TRACKS = ("baseline", "reference")
+SANITIZER_ERROR = score.SANITIZER_ERROR  # compute-sanitizer --error-exitcode
 
 
 def run(cmd, timeout, env=None, cwd=ROOT):
@@ -172,6 +174,65 @@ def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box):
         results[kernel] = score.kernel_result(report, code, output, timed_out, timeout,
                                               time.time() - started)
     return results
+
+
+def find_sanitizer(program):
+    """compute-sanitizer on PATH, else in the CUDA toolkit's bin/; None if absent."""
+    found = shutil.which(program)
+    for cuda in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if not found and cuda and os.access(os.path.join(cuda, "bin", program), os.X_OK):
+            found = os.path.join(cuda, "bin", program)
+    return found
+
+
+def run_sanitizer_pass(build_dir, rubric, seed, private_dir, box, kernel_results):
+    """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
+    verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
+    compute-sanitizer is the runner's parent, so the student's code can neither print its way
+    to a clean result nor set that status (a runner that kills its sanitizer ends unclean).
+    The sanitizer's own lines in the output are shown, never trusted."""
+    sc = rubric["sanitizer"]
+    program = find_sanitizer(sc["program"])
+    if not sc["enabled"]:
+        return {"ran": False, "why": "off in the rubric"}
+    if program is None:
+        return {"ran": False, "why": f"{sc['program']} not found (CUDA toolkit)"}
+    # Kernels worth points whose normal pass ran cases (a stub has nothing to sanitize).
+    kernels = [k for k, p in sorted(rubric["kernels"]["points"].items(), key=lambda kv: -kv[1])
+               if p and kernel_results.get(k, {}).get("passed", 0) > 0]
+    prefix = json.loads(box.prefix_json()) if box and box.active else []
+    started, out = time.time(), {"ran": True, "tools": sc["tools"], "kernels": {}}
+    for kernel in kernels:
+        verdicts = {}
+        for tool in sc["tools"]:
+            if time.time() - started > sc["budget_seconds"]:
+                verdicts[tool] = {"verdict": "not run", "detail": f"the pass's budget "
+                                  f"({sc['budget_seconds']} s) was spent"}
+                continue
+            exits = os.path.join(private_dir, f"exits_{kernel}_{tool}")
+            if os.path.exists(exits):
+                os.remove(exits)
+            wrapped = prefix + [program, "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR),
+                                "--print-limit", "10"]
+            env = {"GLMASR_TRACK": "student",
+                   "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", "kernel-runner-student"),
+                   "GLMASR_RUNNER_PREFIX": json.dumps(wrapped),
+                   "GLMASR_RUNNER_EXIT_REPORT": exits,
+                   "GLMASR_RUNNER_TIMEOUT": str(sc["call_timeout_seconds"])}
+            if seed is not None:
+                env["GLMASR_TEST_SEED"] = str(seed)
+            exe = os.path.join(build_dir, "tests", f"test_{kernel}")
+            _, output, timed_out = run([exe, f"--gtest_filter={sc['filter']}"],
+                                       sc["timeout_seconds"], env)
+            try:
+                with open(exits) as f:
+                    ended = [l.strip() for l in f if l.strip()]
+            except OSError:
+                ended = []
+            verdicts[tool] = score.sanitizer_verdict(ended, output, timed_out)
+        out["kernels"][kernel] = verdicts
+    out["seconds"] = round(time.time() - started, 1)
+    return out
 
 
 def read_transcripts(directory):
@@ -328,6 +389,9 @@ def main():
             results["kernels"] = {k: score.kernel_result_missing(student_build_error)
                                   for k in kernels} if student_build_error else \
                 run_kernel_tests(build_dir, graded, rubric, args.seed, private, box)
+            if graded == "student" and not student_build_error and has_gpu_programs:
+                results["sanitizer"] = run_sanitizer_pass(build_dir, rubric, args.seed, private,
+                                                          box, results["kernels"])
         if "accuracy" not in args.skip:
             acc = rubric["accuracy"]
             if blocked:

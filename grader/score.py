@@ -16,7 +16,34 @@ DEFAULTS = {
     "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5,
               "near_tie_margin": 0.05, "requires_accuracy": True},
     "batch": {"timeout_minutes": 30, "retries": 2},
+    "sanitizer": {"enabled": False, "program": "compute-sanitizer", "tools": [], "keep": 0.5,
+                  "filter": "*", "timeout_seconds": 600, "call_timeout_seconds": 300,
+                  "budget_seconds": 900},
 }
+
+SANITIZER_ERROR = 86  # the --error-exitcode grade.py gives compute-sanitizer
+
+
+def sanitizer_verdict(ended, output, timed_out):
+    """One suite under one compute-sanitizer tool, from how each runner process ended (the
+    checker's GLMASR_RUNNER_EXIT_REPORT lines: "exit N ...", "signal N ...", "timeout ...").
+    clean: every runner exited 0; errors: the sanitizer reported errors, or a runner ended any
+    other way (the student's code may not end its sanitizer early); inconclusive: no runner
+    ran, or the suite timed out (no verdict, no cost). The sanitizer's own lines from the
+    output are shown as the detail."""
+    said = [l.strip()[10:].strip() for l in output.splitlines()
+            if l.startswith("========= ") and "COMPUTE-SANITIZER" not in l
+            and l.strip()[10:].strip()][:3]
+    if timed_out:
+        return {"verdict": "inconclusive", "detail": "the sanitized suite timed out"}
+    if not ended:
+        return {"verdict": "inconclusive", "detail": "no sanitized runner ran"}
+    if all(l.startswith("exit 0 ") for l in ended):
+        return {"verdict": "clean", "detail": ""}
+    bad = next(l for l in ended if not l.startswith("exit 0 "))
+    why = "it reported errors" if bad.startswith(f"exit {SANITIZER_ERROR} ") else \
+        "the sanitized runner " + bad.split(" ", 2)[-1]
+    return {"verdict": "errors", "detail": why + (": " + " | ".join(said) if said else "")}
 
 
 def load_rubric(path):
@@ -147,6 +174,7 @@ def grade(results, rubric):
     broken = ("integrity violation: " + violations[0]["detail"]
               + (f" (and {len(violations) - 1} more)" if len(violations) > 1 else "")) if violations else None
     kc = rubric["kernels"]
+    sanitizer = (results.get("sanitizer") or {}).get("kernels", {})
     for kernel, points in kc["points"].items():
         r = results.get("kernels", {}).get(kernel)
         if r is None:
@@ -156,6 +184,11 @@ def grade(results, rubric):
         if not kc["partial"] and share < 1:
             share = 0.0
         note = r["message"]
+        found = {tool: v for tool, v in sanitizer.get(kernel, {}).items() if v["verdict"] == "errors"}
+        if found:
+            share = min(share, rubric["sanitizer"]["keep"])
+            note += "; compute-sanitizer " + "; ".join(f"{t}: {v['detail']}" for t, v in found.items()) + \
+                f" (at most {rubric['sanitizer']['keep']:.0%} of the points)"
         if broken:
             share, note = 0.0, broken
         detail = "\n".join([note] + r.get("failures", [])[:5])
@@ -192,6 +225,7 @@ def grade(results, rubric):
             "clips": clips, "wer": wer, "speed": speed_info, "violations": violations,
             "intake": results.get("intake"), "sandbox": results.get("sandbox"),
             "stubs": results.get("stubs") or {}, "environment": results.get("environment"),
+            "sanitizer": results.get("sanitizer"),
             "build_error": results.get("build_error"),
             "execution_time": results.get("execution_time", 0)}
 
@@ -349,6 +383,19 @@ def context_lines(graded):
         lines.append(f"INTEGRITY VIOLATION ({v['check']}): {v['detail']}")
     if graded["stubs"]:
         lines.append("still TODO (throw NotImplemented): " + ", ".join(sorted(graded["stubs"])))
+    san = graded.get("sanitizer")
+    if san:
+        if not san["ran"]:
+            lines.append(f"compute-sanitizer pass: not run ({san['why']})")
+        else:
+            counts = {}
+            for tools in san["kernels"].values():
+                for v in tools.values():
+                    counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
+            lines.append(f"compute-sanitizer pass ({', '.join(san['tools'])}; {san['seconds']:.0f} s): "
+                         + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no kernel to check"))
+            lines += [f"  {k} ({t}): {v['verdict']} — {v['detail']}" for k, tools in san["kernels"].items()
+                      for t, v in tools.items() if v["verdict"] in ("inconclusive", "not run")][:10]
     env = graded.get("environment") or {}
     if env.get("before"):
         lines.append(f"GPU before the timed runs: {env['before']}")

@@ -198,6 +198,41 @@ class Grading(unittest.TestCase):
         self.results["speed"] = speed({"baseline": 1000.0, "graded": 1000.0, "reference": 10.0})
         self.assertEqual(self.points("speed vs baseline")[0], 0)
 
+    def test_sanitizer_verdicts(self):
+        v = score.sanitizer_verdict
+        self.assertEqual(v(["exit 0 exited with status 0"], "", False)["verdict"], "clean")
+        found = v(["exit 0 exited with status 0", "exit 86 exited with status 86"],
+                  "========= COMPUTE-SANITIZER\n========= Race reported between Write access at "
+                  "softmax_kernel+0x90\n========= ERROR SUMMARY: 1 error", False)
+        self.assertEqual(found["verdict"], "errors")
+        self.assertIn("Race reported", found["detail"])
+        # Printing a clean summary changes nothing: the exit status decides.
+        self.assertEqual(v(["exit 86 exited with status 86"], "========= ERROR SUMMARY: 0 errors",
+                           False)["verdict"], "errors")
+        # A runner that ends its sanitizer another way is not clean either.
+        self.assertEqual(v(["exit 137 exited with status 137 (killed by signal 9, Killed)"], "",
+                           False)["verdict"], "errors")
+        self.assertEqual(v([], "", False)["verdict"], "inconclusive")
+        self.assertEqual(v(["exit 0 x"], "", True)["verdict"], "inconclusive")
+
+    def test_sanitizer_errors_keep_at_most_half(self):
+        kernel = next(iter(self.rubric["kernels"]["points"]))
+        points = self.rubric["kernels"]["points"][kernel]
+        self.results["sanitizer"] = {"ran": True, "tools": ["racecheck"], "seconds": 3.0, "kernels": {
+            kernel: {"racecheck": {"verdict": "errors", "detail": "it reported errors: Race"}}}}
+        score_, graded = self.points(f"kernel: {kernel}")
+        self.assertEqual(score_, points * self.rubric["sanitizer"]["keep"])
+        item = next(i for i in graded["items"] if i["name"] == f"kernel: {kernel}")
+        self.assertIn("compute-sanitizer racecheck: it reported errors: Race", item["output"])
+        self.assertIn("compute-sanitizer pass (racecheck; 3 s): 1 errors",
+                      score.gradescope_results(graded)["output"])
+        # Inconclusive or not run: no cost, and the report says so.
+        self.results["sanitizer"]["kernels"][kernel]["racecheck"] = {"verdict": "inconclusive",
+                                                                     "detail": "timed out"}
+        score_, graded = self.points(f"kernel: {kernel}")
+        self.assertEqual(score_, points)
+        self.assertIn(f"{kernel} (racecheck): inconclusive", score.render_terminal(graded))
+
     def test_a_failed_yardstick_leaves_the_grade_incomplete(self):
         # The trusted baseline's own run failed (e.g. out of GPU memory): nothing is paid and
         # the report says the grade is incomplete, never that the submission failed.

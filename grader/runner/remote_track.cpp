@@ -67,6 +67,19 @@ std::string describe_status(int status) {
     return "stopped";
 }
 
+// How every runner process of this program ended, one line each ("exit N <how>" or "signal N
+// <how>"), for GLMASR_RUNNER_EXIT_REPORT (remote_track.h).
+std::vector<std::string>& exits() {
+    static std::vector<std::string> lines;
+    return lines;
+}
+void record_exit(int status) {
+    if (WIFEXITED(status))
+        exits().push_back("exit " + std::to_string(WEXITSTATUS(status)) + " " + describe_status(status));
+    else if (WIFSIGNALED(status))
+        exits().push_back("signal " + std::to_string(WTERMSIG(status)) + " " + describe_status(status));
+}
+
 // One argument of a call, as the checker holds it.
 struct Arg {
     ArgKind kind;
@@ -90,6 +103,9 @@ public:
 
     void execute(OpId op, const std::vector<Arg>& args);
     void stop();  // kills the runner's process group (a later call starts a new one)
+    // At the end: closes the request pipe, lets the runner exit by itself within the call
+    // time-out (a runner under compute-sanitizer reports then), records how it ended, stops it.
+    void finish();
 
 private:
     void ensure_started();
@@ -116,6 +132,7 @@ void Runner::ensure_started() {
     if (pid_ > 0) {
         int status;
         if (waitpid(pid_, &status, WNOHANG) == 0) return;  // still running
+        record_exit(status);
         pid_ = -1;
         stop();
     }
@@ -182,6 +199,27 @@ void Runner::ensure_started() {
     check_mappings();
 }
 
+void Runner::finish() {
+    if (pid_ > 0) {
+        close(to_runner_);
+        to_runner_ = -1;
+        const double deadline = deadline_after(call_timeout_seconds());
+        int status;
+        while (waitpid(pid_, &status, WNOHANG) == 0) {
+            if (deadline_after(0) > deadline) {
+                exits().push_back("timeout 0 did not exit within " + std::to_string(int(call_timeout_seconds())) +
+                                  " s of the end of the tests");
+                stop();
+                return;
+            }
+            usleep(10000);
+        }
+        record_exit(status);
+        pid_ = -1;
+    }
+    stop();
+}
+
 void Runner::stop() {
     if (pid_ > 0) {
         kill(-pid_, SIGKILL);
@@ -203,6 +241,7 @@ void Runner::fail(const std::string& what) {
         int status;
         if (waitpid(pid_, &status, WNOHANG) == pid_) {
             message += "; it " + describe_status(status);
+            record_exit(status);
             pid_ = -1;
         } else {
             usleep(10000);
@@ -457,8 +496,13 @@ std::vector<int> descendants(int root) {
 class Reaper : public ::testing::Environment {
 public:
     void TearDown() override {
+        const char* report = std::getenv("GLMASR_RUNNER_EXIT_REPORT");
         for (auto& runner : runners())
-            if (runner) runner->stop();
+            if (runner) report && *report ? runner->finish() : runner->stop();
+        if (report && *report) {
+            std::ofstream out(report, std::ios::trunc);
+            for (const std::string& line : exits()) out << line << "\n";
+        }
         for (int round = 0; round < 100; ++round) {
             const std::vector<int> tree = descendants(getpid());
             if (tree.size() <= 1) return;

@@ -156,6 +156,32 @@ TEST(RemoteTrack, NothingARunnerStartsOutlivesTheChecker) {
     EXPECT_NE(stat(flag.c_str(), &st), 0) << "a runner's grandchild outlived its checker";
 }
 
+// GLMASR_RUNNER_EXIT_REPORT (the grader's sanitizer pass): the runner is told to finish, and how
+// it ended is written down — here behind a stand-in for compute-sanitizer that serves the calls
+// and then exits 86, as `compute-sanitizer --error-exitcode 86` does when it found errors.
+TEST(RemoteTrack, HowTheRunnerEndedIsReported) {
+    if (std::getenv("GLMASR_EXIT_REPORT_INNER")) {  // the inner run: one call through the wrapper
+        const Track& wrapped = remote_track_for(
+            "cpu", {"sh", "-c", "\"$0\" \"$@\"; exit 86", runner_program(), "cpu"}, DType::F32);
+        std::vector<float> a = random_values(9, 4), b = random_values(9, 5), out(9);
+        wrapped.ops.add(view(out, {9}), view(a, {9}), view(b, {9}), nullptr);
+        EXPECT_EQ(out[3], a[3] + b[3]);
+        return;
+    }
+    const std::string report = ::testing::TempDir() + "exits-" + std::to_string(getpid());
+    std::remove(report.c_str());
+    const std::string command = "GLMASR_EXIT_REPORT_INNER=1 GLMASR_RUNNER_EXIT_REPORT=" + report +
+                                " /proc/" + std::to_string(getpid()) + "/exe" +
+                                " --gtest_filter=RemoteTrack.HowTheRunnerEndedIsReported > /dev/null 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+    std::ifstream in(report);
+    std::string line;
+    ASSERT_TRUE(std::getline(in, line)) << "no exit report at " << report;
+    EXPECT_EQ(line.rfind("exit 86 ", 0), 0u) << line;
+    EXPECT_FALSE(std::getline(in, line)) << "one runner, one line: " << line;
+    std::remove(report.c_str());
+}
+
 TEST(RemoteTrack, ARunnerThatCannotStartOrServesAnotherTrackIsAnError) {
     try {
         remote_track_for("missing", {"/nonexistent/kernel-runner", "missing"}, DType::F32);
