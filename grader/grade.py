@@ -116,7 +116,7 @@ def build(tree, build_dir, kernels, graded_track):
     jobs = str(os.cpu_count() or 2)
     trusted = [f"test_{k}" for k in kernels]
     if cuda_build(build_dir):
-        trusted.append("glmasr-trusted")
+        trusted += ["glmasr-trusted", "glmasr-baseline"]
     code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", *trusted],
                        timeout=3600, cwd=tree)
     if code != 0:
@@ -185,7 +185,7 @@ def find_sanitizer(program):
     return found
 
 
-def run_sanitizer_pass(build_dir, rubric, seed, private_dir, box, kernel_results):
+def run_sanitizer_pass(build_dir, tree, clip, rubric, seed, private_dir, box, kernel_results):
     """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
     verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
     compute-sanitizer is the runner's parent, so the student's code can neither print its way
@@ -201,7 +201,21 @@ def run_sanitizer_pass(build_dir, rubric, seed, private_dir, box, kernel_results
     kernels = [k for k, p in sorted(rubric["kernels"]["points"].items(), key=lambda kv: -kv[1])
                if p and kernel_results.get(k, {}).get("passed", 0) > 0]
     prefix = json.loads(box.prefix_json()) if box and box.active else []
-    started, out = time.time(), {"ran": True, "tools": sc["tools"], "kernels": {}}
+    started = time.time()
+    if kernels:
+        # The control: the baseline (glmasr-baseline: trusted, and no vendor library the sandbox
+        # would hide) transcribing one shipped clip under memcheck, in the same sandbox. If that
+        # is not clean, the tool does not work here: no verdict on anyone.
+        control = prefix + [program, "--tool", "memcheck", "--error-exitcode", str(SANITIZER_ERROR),
+                            os.path.join(build_dir, "graded", "glmasr-baseline"), "transcribe",
+                            "--track", "baseline", "--max-new-tokens", "8",
+                            "--model", os.path.join(tree, rubric["accuracy"]["model"]), clip]
+        code, output, timed_out = run(control, sc["timeout_seconds"])
+        if code != 0:
+            return {"ran": False, "why": "compute-sanitizer does not work on this machine: the "
+                    "trusted baseline under memcheck " + ("timed out" if timed_out else
+                    f"exited {code}") + ": " + score.last_error_line(output)}
+    out = {"ran": True, "tools": sc["tools"], "kernels": {}}
     for kernel in kernels:
         verdicts = {}
         for tool in sc["tools"]:
@@ -390,8 +404,10 @@ def main():
                                   for k in kernels} if student_build_error else \
                 run_kernel_tests(build_dir, graded, rubric, args.seed, private, box)
             if graded == "student" and not student_build_error and has_gpu_programs:
-                results["sanitizer"] = run_sanitizer_pass(build_dir, rubric, args.seed, private,
-                                                          box, results["kernels"])
+                results["sanitizer"] = run_sanitizer_pass(
+                    build_dir, tree, read_transcripts(os.path.join(
+                        tree, rubric["accuracy"]["clips"]))[0][0], rubric, args.seed, private,
+                    box, results["kernels"])
         if "accuracy" not in args.skip:
             acc = rubric["accuracy"]
             if blocked:

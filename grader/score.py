@@ -28,9 +28,10 @@ def sanitizer_verdict(ended, output, timed_out):
     """One suite under one compute-sanitizer tool, from how each runner process ended (the
     checker's GLMASR_RUNNER_EXIT_REPORT lines: "exit N ...", "signal N ...", "timeout ...").
     clean: every runner exited 0; errors: the sanitizer reported errors, or a runner ended any
-    other way (the student's code may not end its sanitizer early); inconclusive: no runner
-    ran, or the suite timed out (no verdict, no cost). The sanitizer's own lines from the
-    output are shown as the detail."""
+    other way (the student's code may not end its sanitizer early), or none got as far as its
+    hello (grade.py's control has shown the sanitizer runs here, and the same runner started
+    without it); inconclusive: no runner at all, or the suite timed out (no cost). The
+    sanitizer's own lines from the output are shown as the detail."""
     said = [l.strip()[10:].strip() for l in output.splitlines()
             if l.startswith("========= ") and "COMPUTE-SANITIZER" not in l
             and l.strip()[10:].strip()][:3]
@@ -38,6 +39,11 @@ def sanitizer_verdict(ended, output, timed_out):
         return {"verdict": "inconclusive", "detail": "the sanitized suite timed out"}
     if not ended:
         return {"verdict": "inconclusive", "detail": "no sanitized runner ran"}
+    started = [l for l in ended if not l.startswith("nostart ")]
+    if not started:
+        return {"verdict": "errors", "detail": "the runner never started under the sanitizer: it "
+                + ended[0].split(" ", 1)[1] + (": " + " | ".join(said) if said else "")}
+    ended = started
     if all(l.startswith("exit 0 ") for l in ended):
         return {"verdict": "clean", "detail": ""}
     bad = next(l for l in ended if not l.startswith("exit 0 "))

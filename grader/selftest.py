@@ -213,6 +213,10 @@ class Grading(unittest.TestCase):
         self.assertEqual(v(["exit 137 exited with status 137 (killed by signal 9, Killed)"], "",
                            False)["verdict"], "errors")
         self.assertEqual(v([], "", False)["verdict"], "inconclusive")
+        # A runner that will not start under the sanitizer (it started without it).
+        self.assertEqual(v(["nostart exited with status 1"], "", False)["verdict"], "errors")
+        self.assertEqual(v(["nostart exited with status 1", "exit 0 exited with status 0"], "",
+                           False)["verdict"], "clean")
         self.assertEqual(v(["exit 0 x"], "", True)["verdict"], "inconclusive")
 
     def test_sanitizer_errors_keep_at_most_half(self):

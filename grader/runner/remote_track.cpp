@@ -68,13 +68,16 @@ std::string describe_status(int status) {
 }
 
 // How every runner process of this program ended, one line each ("exit N <how>" or "signal N
-// <how>"), for GLMASR_RUNNER_EXIT_REPORT (remote_track.h).
+// <how>"; "nostart <how>" for one that ended before its hello), for GLMASR_RUNNER_EXIT_REPORT
+// (remote_track.h).
 std::vector<std::string>& exits() {
     static std::vector<std::string> lines;
     return lines;
 }
-void record_exit(int status) {
-    if (WIFEXITED(status))
+void record_exit(int status, bool greeted) {
+    if (!greeted)
+        exits().push_back("nostart " + describe_status(status));
+    else if (WIFEXITED(status))
         exits().push_back("exit " + std::to_string(WEXITSTATUS(status)) + " " + describe_status(status));
     else if (WIFSIGNALED(status))
         exits().push_back("signal " + std::to_string(WTERMSIG(status)) + " " + describe_status(status));
@@ -118,6 +121,7 @@ private:
     pid_t pid_ = -1;
     int to_runner_ = -1, from_runner_ = -1, log_ = -1;
     uint64_t entries_ = 0;
+    bool greeted_ = false;  // the running process said hello
 };
 
 // A file descriptor numbered above the ones the runner's side uses (0-4), close-on-exec.
@@ -132,11 +136,12 @@ void Runner::ensure_started() {
     if (pid_ > 0) {
         int status;
         if (waitpid(pid_, &status, WNOHANG) == 0) return;  // still running
-        record_exit(status);
+        record_exit(status, greeted_);
         pid_ = -1;
         stop();
     }
     signal(SIGPIPE, SIG_IGN);  // a runner that dies mid-request is an error, not our death
+    greeted_ = false;
     int requests[2], replies[2];
     if (pipe2(requests, O_CLOEXEC) != 0 || pipe2(replies, O_CLOEXEC) != 0)
         throw Error(std::string("pipe: ") + std::strerror(errno));
@@ -193,6 +198,7 @@ void Runner::ensure_started() {
         if (weight_dtype != weight_dtype_)
             fail(std::string("reports weights in ") + dtype_name(weight_dtype) + "; the " + name_ +
                  " track's are " + dtype_name(weight_dtype_));
+        greeted_ = true;
     } catch (const Error& e) {
         fail(std::string("at start: ") + e.what());
     }
@@ -214,7 +220,7 @@ void Runner::finish() {
             }
             usleep(10000);
         }
-        record_exit(status);
+        record_exit(status, greeted_);
         pid_ = -1;
     }
     stop();
@@ -241,7 +247,7 @@ void Runner::fail(const std::string& what) {
         int status;
         if (waitpid(pid_, &status, WNOHANG) == pid_) {
             message += "; it " + describe_status(status);
-            record_exit(status);
+            record_exit(status, greeted_);
             pid_ = -1;
         } else {
             usleep(10000);

@@ -21,7 +21,8 @@
 //                          (grader/sandbox.py); default none
 //   GLMASR_RUNNER_TIMEOUT  seconds per call (default 120)
 //   GLMASR_RUNNER_EXIT_REPORT  a file to write, when the tests end, how every runner process
-//                          ended: "exit N …", "signal N …" or "timeout …", one line each. With
+//                          ended: "exit N …", "signal N …", "timeout …" or "nostart …" (ended
+//                          before its hello), one line each. With
 //                          it the runner is not killed at the end but told to finish (its
 //                          request pipe closed) and waited for: the grader's sanitizer pass
 //                          wraps it in compute-sanitizer, whose exit status says what it found.
