@@ -17,6 +17,29 @@ using glmasr::test::operator<<;
 
 struct Shape { int64_t R, C; float spread; const char* name; };
 
+// Softmax of `values` (R × C) on `track`, out of place or in place, against the oracle. exp's
+// argument x − max carries an error of about ε·|x − max| in f32: the budget grows with the
+// widest finite spread of a row, as well as with the row length.
+void expect_softmax(const Track& track, const std::vector<float>& values, int64_t R, int64_t C, bool in_place) {
+    double spread = 0;
+    for (int64_t r = 0; r < R; ++r) {
+        float lo = INFINITY, hi = -INFINITY;
+        for (int64_t c = 0; c < C; ++c)
+            if (std::isfinite(values[r * C + c])) lo = std::min(lo, values[r * C + c]), hi = std::max(hi, values[r * C + c]);
+        if (hi >= lo) spread = std::max(spread, double(hi) - lo);
+    }
+    HostTensor x = host(values, {R, C});
+    HostTensor ref = zeros({R, C});
+    cpu_track().ops.softmax(ref.view(), x.view(), nullptr);
+
+    DeviceTensor dx(x), out(ref);
+    out.poison();
+    const DeviceTensor& result = in_place ? dx : out;
+    entry(track.ops.softmax, track, "softmax")(result.view(), dx.view(), track_stream());
+    const double rel = 8 * kEpsF32 * (std::sqrt(double(C)) + 2 + spread);
+    GLMASR_EXPECT(close(result.download_f32(), ref, relative_tolerance(ref, rel), in_place ? "in place" : ""));
+}
+
 class Softmax : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(Softmax, MatchesOracle) {
@@ -35,25 +58,7 @@ TEST_P(Softmax, MatchesOracle) {
                 for (int64_t c = 1; c < s.C; ++c) values[1 * s.C + c] = minus_inf;
             if (s.R > 2)
                 for (int64_t c = 0; c < s.C; ++c) values[(s.R - 1) * s.C + c] = minus_inf;
-            // exp's argument x − max carries an error of about ε·|x − max| in f32: the budget
-            // grows with the widest finite spread of a row, as well as with the row length.
-            double spread = 0;
-            for (int64_t r = 0; r < s.R; ++r) {
-                float lo = INFINITY, hi = -INFINITY;
-                for (int64_t c = 0; c < s.C; ++c)
-                    if (std::isfinite(values[r * s.C + c])) lo = std::min(lo, values[r * s.C + c]), hi = std::max(hi, values[r * s.C + c]);
-                if (hi >= lo) spread = std::max(spread, double(hi) - lo);
-            }
-            HostTensor x = host(values, {s.R, s.C});
-            HostTensor ref = zeros({s.R, s.C});
-            cpu_track().ops.softmax(ref.view(), x.view(), nullptr);
-
-            DeviceTensor dx(x), out(ref);
-            out.poison();
-            const DeviceTensor& result = in_place ? dx : out;
-            entry(track.ops.softmax, track, "softmax")(result.view(), dx.view(), track_stream());
-            const double rel = 8 * kEpsF32 * (std::sqrt(double(s.C)) + 2 + spread);
-            GLMASR_EXPECT(close(result.download_f32(), ref, relative_tolerance(ref, rel), in_place ? "in place" : ""));
+            expect_softmax(track, values, s.R, s.C, in_place);
         }
     });
 }
@@ -98,24 +103,9 @@ TEST_P(SoftmaxLateMax, MatchesOracle) {
             std::vector<float> values = in.normal(s.R * s.C, 2);
             // the last element alone, element 1000, the second half, just past the first warp
             const int64_t firsts[] = {s.C - 1, std::min<int64_t>(1000, s.C - 1), s.C / 2, std::min<int64_t>(33, s.C - 1)};
-            double spread = 0;
-            for (int64_t r = 0; r < s.R; ++r) {
-                const int64_t first = firsts[r % 4];
-                for (int64_t c = 0; c < first; ++c) values[r * s.C + c] -= 100.0f;
-                const auto row = values.begin() + r * s.C;
-                spread = std::max(spread, double(*std::max_element(row, row + s.C)) - *std::min_element(row, row + s.C));
-            }
-            HostTensor x = host(values, {s.R, s.C});
-            HostTensor ref = zeros({s.R, s.C});
-            cpu_track().ops.softmax(ref.view(), x.view(), nullptr);
-
-            DeviceTensor dx(x), out(ref);
-            out.poison();
-            const DeviceTensor& result = in_place ? dx : out;
-            entry(track.ops.softmax, track, "softmax")(result.view(), dx.view(), track_stream());
-            // The error model of Softmax.MatchesOracle: the row length and the finite spread.
-            const double rel = 8 * kEpsF32 * (std::sqrt(double(s.C)) + 2 + spread);
-            GLMASR_EXPECT(close(result.download_f32(), ref, relative_tolerance(ref, rel), in_place ? "in place" : ""));
+            for (int64_t r = 0; r < s.R; ++r)
+                for (int64_t c = 0; c < firsts[r % 4]; ++c) values[r * s.C + c] -= 100.0f;
+            expect_softmax(track, values, s.R, s.C, in_place);
         }
     });
 }
