@@ -43,12 +43,13 @@ struct Ops {
     void (*conv1d)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
                    int stride, int padding, Stream stream);
 
-    // out(R, D) = (x − mean) / sqrt(var + eps) · weight(D) + bias(D), biased variance
-    // [nn.LayerNorm]
+    // out(R, D) = (x − mean) / sqrt(var + eps) · weight(D) + bias(D), biased variance; out must
+    // not overlap x (not in place: the driver never asks, the tests never try) [nn.LayerNorm]
     void (*layernorm)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
                       float eps, Stream stream);
 
-    // out(R, D) = x · rsqrt(mean(x²) + eps) · weight(D)                  [LlamaRMSNorm]
+    // out(R, D) = x · rsqrt(mean(x²) + eps) · weight(D); out must not overlap x (not in
+    // place: the driver never asks, the tests never try)                   [LlamaRMSNorm]
     void (*rmsnorm)(const Tensor& out, const Tensor& x, const Tensor& weight, float eps,
                     Stream stream);
 
