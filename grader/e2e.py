@@ -441,7 +441,8 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
     started again for the next clip; one that cannot start fails every remaining clip with its
     error. Returns
       {"clips": [score.clip_result ...], "fresh_input": {"seed", "checks": [verdicts], "error",
-       "trusted_error" (only when the trusted baseline itself failed), "summary"
+       "trusted_error" (only when the trusted baseline failed and the graded process did
+       not), "summary"
        (token_summary), "ok" (every check equal)}}.
     """
     seed = grading_seed(seed)
@@ -484,7 +485,7 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
                 expected, _ = trusted.request(request, request_timeout)
                 got, _ = worker.request(request, request_timeout)
                 fresh["error"] = expected.get("error") or got.get("error")
-                if expected.get("error"):
+                if expected.get("error") and not got.get("error"):
                     fresh["trusted_error"] = expected["error"]  # the grader's failure, not theirs
                 if fresh["error"]:
                     break
@@ -496,7 +497,9 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
                 if not v["equal"]:
                     cases.append((v, request, expected["tokens"], tokens))
             if not trusted.ready:
-                fresh["error"] = fresh["trusted_error"] = trusted.error
+                fresh["error"] = trusted.error
+                if worker.alive:  # the graded process is fine: the grader's failure
+                    fresh["trusted_error"] = trusted.error
             if near_tie_margin is not None and trusted.alive:
                 _judge_ties(trusted, cases, near_tie_margin, request_timeout)
         fresh["summary"] = token_summary(fresh["checks"], fresh_checks, fresh["error"])
