@@ -293,16 +293,23 @@ def watched(box, findings):
     return launch, inspect
 
 
+GPU_FIELDS = ("name", "uuid", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm",
+              "temperature.gpu", "power.draw", "clocks_throttle_reasons.active")
+
+
 def timing_environment():
-    """The GPU and its state around the timed runs (nvidia-smi), for the report."""
-    fields = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw," \
-             "clocks_throttle_reasons.active"
+    """The GPU and its state around the timed runs: {nvidia-smi field: value} (GPU_FIELDS),
+    or None without nvidia-smi. The report prints it; results.json carries it in extra_data.
+    The GPU is the one the workers use: CUDA_VISIBLE_DEVICES's first (an index or a UUID)."""
+    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
     try:
-        p = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+        p = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(GPU_FIELDS)}",
+                            "--format=csv,noheader", f"--id={gpu}"],
                            capture_output=True, text=True, timeout=30)
-        return p.stdout.strip().splitlines()[0] if p.returncode == 0 and p.stdout.strip() else None
     except (OSError, subprocess.TimeoutExpired):
         return None
+    values = [v.strip() for v in p.stdout.strip().split(",")] if p.returncode == 0 else []
+    return dict(zip(GPU_FIELDS, values)) if len(values) == len(GPU_FIELDS) else None
 
 
 def main():

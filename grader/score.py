@@ -356,6 +356,10 @@ def gradescope_results(graded):
     out = {"score": round(graded["score"], 2), "execution_time": round(graded["execution_time"], 1),
            "output": "\n".join(lines), "visibility": "visible", "stdout_visibility": "hidden",
            "tests": tests}
+    env = graded.get("environment") or {}
+    if env:
+        out["extra_data"] = {"gpu_before_timed_runs": env.get("before"),
+                             "gpu_after_timed_runs": env.get("after")}
     if graded["speed"]:
         out["leaderboard"] = [
             {"name": "end-to-end ms", "value": round(graded["speed"]["track_ms"], 2), "order": "asc"},
@@ -404,9 +408,39 @@ def context_lines(graded):
                       for t, v in tools.items() if v["verdict"] in ("inconclusive", "not run")][:10]
     env = graded.get("environment") or {}
     if env.get("before"):
-        lines.append(f"GPU before the timed runs: {env['before']}")
-        lines.append(f"GPU after: {env.get('after')}")
+        lines.append(f"GPU before the timed runs: {gpu_line(env['before'])}")
+        lines.append(f"GPU after: {gpu_line(env.get('after'))}")
+        reasons = throttled(env.get("after"))
+        if reasons:
+            lines.append(f"the GPU was throttled after the timed runs ({reasons}): its times may "
+                         "be slow; compare with a regrade")
     return lines
+
+
+# clocks_throttle_reasons.active bits that slow a timed run (nvidia-smi; NVML's
+# nvmlClocksThrottleReasons): not 0x1 (idle) nor 0x2 (application clocks setting).
+THROTTLE_BITS = {0x4: "software power cap", 0x8: "hardware slowdown",
+                 0x20: "software thermal slowdown", 0x40: "hardware thermal slowdown",
+                 0x80: "hardware power brake"}
+
+
+def gpu_line(gpu):
+    """The report's one line for a timing_environment() record (a dict, or an older string)."""
+    if not isinstance(gpu, dict):
+        return str(gpu)
+    return ", ".join(gpu.get(k, "?") for k in ("name", "driver_version", "clocks.sm", "clocks.mem",
+                                               "clocks.max.sm")) + \
+        f", {gpu.get('temperature.gpu', '?')} C, {gpu.get('power.draw', '?')}, throttle " \
+        f"{gpu.get('clocks_throttle_reasons.active', '?')}, {gpu.get('uuid', '?')}"
+
+
+def throttled(gpu):
+    """The names of the slowing throttle reasons active in a record, "" if none."""
+    try:
+        active = int(gpu["clocks_throttle_reasons.active"], 16)
+    except (TypeError, KeyError, ValueError):
+        return ""
+    return ", ".join(name for bit, name in THROTTLE_BITS.items() if active & bit)
 
 
 def render_terminal(graded):

@@ -198,6 +198,21 @@ class Grading(unittest.TestCase):
         self.results["speed"] = speed({"baseline": 1000.0, "graded": 1000.0, "reference": 10.0})
         self.assertEqual(self.points("speed vs baseline")[0], 0)
 
+    def test_the_timing_environment_is_on_record(self):
+        gpu = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1234", "driver_version": "580.1",
+               "clocks.sm": "1980 MHz", "clocks.mem": "2619 MHz", "clocks.max.sm": "1980 MHz",
+               "temperature.gpu": "40", "power.draw": "140 W",
+               "clocks_throttle_reasons.active": "0x0000000000000000"}
+        self.results["environment"] = {"before": gpu, "after": dict(gpu)}
+        graded = score.grade(self.results, self.rubric)
+        gs = score.gradescope_results(graded)
+        self.assertEqual(gs["extra_data"]["gpu_after_timed_runs"]["uuid"], "GPU-1234")
+        self.assertIn("GPU before the timed runs: NVIDIA H100 80GB HBM3, 580.1", gs["output"])
+        self.assertNotIn("throttled", gs["output"])
+        self.results["environment"]["after"]["clocks_throttle_reasons.active"] = "0x0000000000000021"
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertIn("throttled after the timed runs (software thermal slowdown)", gs["output"])
+
     def test_sanitizer_verdicts(self):
         v = score.sanitizer_verdict
         self.assertEqual(v(["exit 0 exited with status 0"], "", False)["verdict"], "clean")
