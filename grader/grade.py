@@ -185,7 +185,7 @@ def find_sanitizer(program):
     return found
 
 
-def run_sanitizer_pass(build_dir, tree, clip, rubric, seed, private_dir, box, kernel_results):
+def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_results):
     """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
     verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
     compute-sanitizer is the runner's parent, so the student's code can neither print its way
@@ -202,7 +202,11 @@ def run_sanitizer_pass(build_dir, tree, clip, rubric, seed, private_dir, box, ke
                if p and kernel_results.get(k, {}).get("passed", 0) > 0]
     prefix = json.loads(box.prefix_json()) if box and box.active else []
     started = time.time()
+    clips = os.path.join(tree, rubric["accuracy"]["clips"])
+    if kernels and not os.path.exists(os.path.join(clips, "transcripts.tsv")):
+        return {"ran": False, "why": f"its control needs a clip: {clips}/transcripts.tsv not found"}
     if kernels:
+        clip = read_transcripts(clips)[0][0]
         # The control: the baseline (glmasr-baseline: trusted, and no vendor library the sandbox
         # would hide) transcribing one shipped clip under memcheck, in the same sandbox. If that
         # is not clean, the tool does not work here: no verdict on anyone.
@@ -411,10 +415,8 @@ def main():
                                   for k in kernels} if student_build_error else \
                 run_kernel_tests(build_dir, graded, rubric, args.seed, private, box)
             if graded == "student" and not student_build_error and has_gpu_programs:
-                results["sanitizer"] = run_sanitizer_pass(
-                    build_dir, tree, read_transcripts(os.path.join(
-                        tree, rubric["accuracy"]["clips"]))[0][0], rubric, args.seed, private,
-                    box, results["kernels"])
+                results["sanitizer"] = run_sanitizer_pass(build_dir, tree, rubric, args.seed,
+                                                          private, box, results["kernels"])
         if "accuracy" not in args.skip:
             acc = rubric["accuracy"]
             if blocked:
