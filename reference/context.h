@@ -14,6 +14,8 @@
 //     enough for a full 8192-row decoder KV cache (8192 x 512) or the encoder's 1500 x 1280.
 //   * flash-decoding partials: up to kMaxDecodeHeads query heads x kMaxDecodePartials key
 //     splits x (head_dim 128 + 2) floats (8.5 MiB).
+//   * an aligned copy of a GEMM bias that is not 16-byte aligned: kBiasStagingElems floats
+//     (256 KiB; the model's longest bias has 5120).
 //
 // Lifetime: the context is created by the track's setup hook (or by the first op that needs it,
 // when a test calls ops directly) and lives until the process exits; it is never destroyed,
@@ -69,6 +71,7 @@ constexpr int64_t kAttnKvElems = 4ll * 1024 * 1024;     // per staged K/V part
 constexpr int kMaxDecodeHeads = 64;
 constexpr int kMaxDecodePartials = 256;                 // key splits of one decode step
 constexpr int kMaxDecodeHeadDim = 128;
+constexpr int64_t kBiasStagingElems = 64 * 1024;
 
 class Context {
 public:
@@ -82,6 +85,7 @@ public:
     bf16* staging = nullptr;                // (kStagingElems) bf16 GEMM A operand
     bf16* attn_kv = nullptr;                // 4 x kAttnKvElems: K hi, K lo, V hi, V lo
     float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
+    float* bias_staging = nullptr;          // (kBiasStagingElems) f32, 256-byte aligned
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
 

@@ -33,7 +33,7 @@ namespace buggy {
 
 // One enumerator per line of bugs.def, in its order.
 enum class Bug : int {
-#define BUG(name, suite, what) name,
+#define BUG(name, suite, caught_by, what) name,
 #include "bugs.def"
 #undef BUG
 };

@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """check_caught.py — the CTest test grader.buggy_caught: every mistake of the buggy track must
-make its kernel suite fail.
+be caught by its kernel suite, the way bugs.def says.
 
-For each line BUG(name, suite, "...") of bugs.def it runs
+For each line BUG(name, suite, caught_by, "...") of bugs.def it runs
 
     GLMASR_TRACK=buggy GLMASR_BUG=<name> <tests-dir>/test_<suite> --gtest_output=json:<file>
 
 and counts the mistake as caught when the suite ran to its end (exit code 1 and a report) with at
-least one failed case, each failure about the results: not a CUDA fault, not a rejected
-GLMASR_BUG. A mistake that passes its suite is a gap in that suite: strengthen
-grader/tests/test_<suite>.cpp until it fails (that the correct kernels pass is checked by the
-kernel.<kernel>.baseline tests). Before the mistakes, an unknown GLMASR_BUG must fail with the
-list of names. The table it prints says which cases caught which mistake.
+least one failed case, and
+  results   every failure is about the results: not a CUDA fault, not a rejected GLMASR_BUG;
+  fault     a failure is a CUDA fault (a misaligned vector access can only fault).
+A mistake caught by a compute-sanitizer tool (racecheck, initcheck, memcheck, synccheck) runs the
+suite as the grader's sanitizer pass does: under that tool, with rubric.toml's [sanitizer] filter,
+and is caught when the tool reports errors (its --error-exitcode) where the baseline track, run
+the same way first, is clean.
+
+A mistake that is not caught is a gap in that suite: strengthen grader/tests/test_<suite>.cpp
+until it is (that the correct kernels pass is checked by the kernel.<kernel>.baseline tests).
+Before the mistakes, an unknown GLMASR_BUG must fail with the list of names. The table it prints
+says which cases caught which mistake.
 
 Without a GPU the suites skip every case; this script then prints GoogleTest's "[  SKIPPED ]"
 summary, which glmasr_add_gpu_test's SKIP_REGULAR_EXPRESSION turns into a skipped CTest test.
@@ -30,30 +37,42 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUG_LINE = re.compile(r'^BUG\((\w+),\s*(\w+),\s*"(.*)"\)\s*$')
+sys.path.insert(0, os.path.dirname(HERE))
+import grade  # noqa: E402  (find_sanitizer)
+import score  # noqa: E402  (load_rubric, SANITIZER_ERROR)
+
+BUG_LINE = re.compile(r'^BUG\((\w+),\s*(\w+),\s*(\w+),\s*"(.*)"\)\s*$')
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+CAUGHT_BY = ("results", "fault") + SANITIZER_TOOLS
 # The line CTest reads as "skipped" (glmasr_add_gpu_test); echoed child output must not match it.
 SKIP_MARK = re.compile(r"\[  SKIPPED \] [0-9]+ test")
 
 
 def read_bugs(path):
-    """[(name, suite, what)] in the order of bugs.def."""
+    """[(name, suite, caught_by, what)] in the order of bugs.def."""
     bugs = []
     with open(path, encoding="utf-8") as f:
         for line in f:
             m = BUG_LINE.match(line.strip())
             if m:
+                if m.group(3) not in CAUGHT_BY:
+                    sys.exit(f"check_caught: {path}: {m.group(1)}: caught_by {m.group(3)!r} is not one of "
+                             + ", ".join(CAUGHT_BY))
                 bugs.append(m.groups())
     if not bugs:
         sys.exit(f"check_caught: no BUG(...) lines in {path}")
     return bugs
 
 
-def run_suite(exe, bug, timeout):
-    """Runs one suite on the buggy track; returns (exit code or None on timeout, report, output)."""
-    env = dict(os.environ, GLMASR_TRACK="buggy", GLMASR_BUG=bug)
+def run_suite(exe, bug, timeout, wrapper=(), gtest_filter=None, track="buggy"):
+    """Runs one suite on the buggy track (or `track`), under `wrapper` (a sanitizer command) if
+    given; returns (exit code or None on timeout, report, output)."""
+    env = dict(os.environ, GLMASR_TRACK=track, GLMASR_BUG=bug)
     with tempfile.TemporaryDirectory() as tmp:
         report_path = os.path.join(tmp, "report.json")
-        cmd = [exe, f"--gtest_output=json:{report_path}"]
+        cmd = [*wrapper, exe, f"--gtest_output=json:{report_path}"]
+        if gtest_filter:
+            cmd.append(f"--gtest_filter={gtest_filter}")
         try:
             proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True, errors="replace", timeout=timeout)
@@ -81,8 +100,9 @@ def cases(report):
     return out
 
 
-def verdict(code, report):
-    """('caught' | 'no GPU' | a reason it is not caught, failing case names, messages)."""
+def verdict(code, report, caught_by="results"):
+    """('caught' | 'no GPU' | a reason it is not caught, failing case names, messages) of a run
+    without a sanitizer."""
     if code is None:
         return "timed out", [], []
     if report is None:
@@ -98,9 +118,24 @@ def verdict(code, report):
         return f"crashed (exit code {code})", failing, messages
     if any("GLMASR_BUG" in m for m in messages):
         return "rejected GLMASR_BUG (misconfigured run)", failing, messages
-    if any("CUDA error" in m for m in messages):
+    faulted = any("CUDA error" in m for m in messages)
+    if caught_by == "fault":
+        return ("caught" if faulted else "failed on results, without the CUDA fault bugs.def expects"), \
+            failing, messages
+    if faulted:
         return "CUDA fault (a mistake must change results, not crash)", failing, messages
     return "caught", failing, messages
+
+
+def sanitizer_verdict(code, clean_control):
+    """'caught' | a reason it is not, for a run under a compute-sanitizer tool."""
+    if clean_control is not True:
+        return f"no verdict: the baseline is not clean under the same tool ({clean_control})"
+    if code is None:
+        return "timed out under the sanitizer"
+    if code == score.SANITIZER_ERROR:
+        return "caught"
+    return f"SURVIVED: the sanitizer exited {code}, not with errors ({score.SANITIZER_ERROR})"
 
 
 def tail(text, lines=30):
@@ -120,11 +155,11 @@ def main():
 
     bugs = read_bugs(os.path.join(HERE, "bugs.def"))
     if args.list:
-        for name, suite, what in bugs:
-            print(f"{name:30} test_{suite:11} {what}")
+        for name, suite, caught_by, what in bugs:
+            print(f"{name:30} test_{suite:11} {caught_by:10} {what}")
         return 0
     if args.bug:
-        unknown = sorted(set(args.bug) - {name for name, _, _ in bugs})
+        unknown = sorted(set(args.bug) - {b[0] for b in bugs})
         if unknown:
             sys.exit(f"check_caught: not in bugs.def: {', '.join(unknown)}")
         bugs = [b for b in bugs if b[0] in args.bug]
@@ -150,11 +185,37 @@ def main():
     if not refused:
         print(tail(output))
 
+    # The sanitizer runs, as grade.py's sanitizer pass makes them: the rubric's program and
+    # filter. Each (suite, tool) is first run on the baseline, which must be clean.
+    sanitizer = score.load_rubric(os.path.join(os.path.dirname(HERE), "rubric.toml"))["sanitizer"]
+    program = grade.find_sanitizer(sanitizer["program"])
+    controls = {}
+
+    def wrapper(tool):
+        return [program, "--tool", tool, "--error-exitcode", str(score.SANITIZER_ERROR), "--print-limit", "10"]
+
+    def control(suite, tool):
+        if (suite, tool) not in controls:
+            code, _, output = run_suite(exe_of(suite), "", args.timeout, wrapper(tool), sanitizer["filter"],
+                                        track="baseline")
+            controls[suite, tool] = True if code == 0 else \
+                f"exit {code}: {output.strip().splitlines()[-1] if output.strip() else 'no output'}"
+        return controls[suite, tool]
+
     rows, missed = [], []
-    for name, suite, what in bugs:
+    for name, suite, caught_by, what in bugs:
         start = time.monotonic()
-        code, report, output = run_suite(exe_of(suite), name, args.timeout)
-        result, failing, _ = verdict(code, report)
+        if caught_by in SANITIZER_TOOLS:
+            if program is None:
+                result, failing, report, output = f"{sanitizer['program']} not found", [], None, ""
+            else:
+                clean = control(suite, caught_by)
+                code, report, output = run_suite(exe_of(suite), name, args.timeout, wrapper(caught_by),
+                                                 sanitizer["filter"]) if clean is True else (None, None, "")
+                result, failing = sanitizer_verdict(code, clean), [f"under {caught_by}"]
+        else:
+            code, report, output = run_suite(exe_of(suite), name, args.timeout)
+            result, failing, _ = verdict(code, report, caught_by)
         total = len(cases(report)) if report else 0
         rows.append((name, suite, result, failing, total, time.monotonic() - start))
         if result != "caught":
@@ -165,7 +226,7 @@ def main():
     for name, suite, result, failing, total, seconds in rows:
         shown = failing if args.verbose else failing[:6]
         more = "" if len(shown) == len(failing) else f", … {len(failing) - len(shown)} more"
-        detail = f"{len(failing)}/{total}: {', '.join(shown)}{more}" if failing else ""
+        detail = f"{len(failing)}/{total}: {', '.join(shown)}{more}" if failing and total else ", ".join(failing)
         status = "caught" if result == "caught" else "MISSED"
         print(f"{name:{width}}  {suite:10} {status:8} {seconds:5.0f}s  {detail}")
 

@@ -7,7 +7,12 @@
 //   rmsnorm_no_eps            rsqrt(mean(x²)): eps forgotten;
 //   rmsnorm_dim_minus_1       Σ x² / (dim − 1), a variance habit (a one-wide row divides by 0:
 //                             inf, and rsqrt(inf) = 0 — a wrong value, not a fault);
-//   rmsnorm_no_weight         the weight is never applied.
+//   rmsnorm_no_weight         the weight is never applied;
+//   rmsnorm_block_race        a block per row, the sum of squares through a shared-memory tree
+//                             with none of the __syncthreads() it needs (after the partial sums
+//                             are stored, after each halving step): a thread reads partial sums
+//                             another warp has not written yet. The values may even come out
+//                             right; compute-sanitizer's racecheck reports the hazard.
 // Both eps mistakes move an ordinary row (mean square ≈ 1) by about eps/2 = 5e-6 relative —
 // within f32's budget for a long row — and only show on rows whose mean square is near eps
 // (test_rmsnorm's quiet rows).
@@ -43,12 +48,34 @@ __global__ void rmsnorm_kernel(float* out,      // (rows, dim), may equal x
     }
 }
 
+// BUG(rmsnorm_block_race): row blockIdx.x, kThreadsPerBlock threads striding along it.
+__global__ void rmsnorm_block_race_kernel(float* out,      // (rows, dim)
+                                          const float* x,  // (rows, dim)
+                                          const float* w,  // (dim)
+                                          int dim, float eps) {
+    __shared__ float partial[kThreadsPerBlock];
+    const float* x_row = x + static_cast<long long>(blockIdx.x) * dim;
+    float* out_row = out + static_cast<long long>(blockIdx.x) * dim;
+    float sum_sq = 0.0f;
+    for (int c = threadIdx.x; c < dim; c += blockDim.x) sum_sq += x_row[c] * x_row[c];
+    partial[threadIdx.x] = sum_sq;
+    for (int stride = blockDim.x / 2; stride > 0; stride /= 2)
+        if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    const float inv_rms = rsqrtf(partial[0] / dim + eps);
+    for (int c = threadIdx.x; c < dim; c += blockDim.x) out_row[c] = x_row[c] * inv_rms * w[c];
+}
+
 }  // namespace
 
 void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, float eps,
              cudaStream_t stream) {
     const Bug bug = active_bug();
     if (rows == 0 || dim == 0) return;  // a launch of zero blocks is an error
+    if (bug == Bug::rmsnorm_block_race) {  // BUG(rmsnorm_block_race)
+        rmsnorm_block_race_kernel<<<rows, kThreadsPerBlock, 0, stream>>>(out, x, w, dim, eps);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
     rmsnorm_kernel<<<cuda::blocks_for(rows, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
         out, x, w, rows, dim, eps, bug);
     CUDA_CHECK_LAUNCH();

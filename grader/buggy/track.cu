@@ -21,7 +21,7 @@ struct BugName {
     const char* name;
 };
 constexpr BugName kBugNames[] = {
-#define BUG(name, suite, what) {Bug::name, #name},
+#define BUG(name, suite, caught_by, what) {Bug::name, #name},
 #include "bugs.def"
 #undef BUG
 };

@@ -16,6 +16,9 @@
 //     new values (seeded by GLMASR_TEST_SEED, the test's name, the track and the call), with a
 //     random offset and scale per tensor, so neither a cached result nor a trivial output
 //     (zeros, a copy of the input) can pass;
+//   * the second call places every tensor off 16-byte alignment (Placement below): ops.h lets a
+//     pointer have any element alignment, so a float4 or other vector load that does not check
+//     its address at run time faults or fails there, while the first call shows the results;
 //   * outputs are poisoned with NaN before every GPU call, so an element a kernel never writes
 //     fails (the mismatch list says "poison: never written");
 //   * every device tensor sits between two guard bands of canary bytes (kGuardBytes each side),
@@ -241,14 +244,25 @@ inline std::string& current_track() {
 
 // Guard bands: canary bytes on each side of every device tensor. 4096 like the student's
 // runner (runner/serve.cpp), so a tail rounded up to a block of 1024 floats still lands in one;
-// a multiple of 256 (cudaMalloc's alignment), so the tensor starts as aligned as before.
+// a multiple of 256 (cudaMalloc's alignment), so an aligned tensor starts as aligned as before.
 constexpr size_t kGuardBytes = 4096;
 
+// Where the tensors of a call start. Aligned: at the allocation's alignment (256 B on a GPU).
+// Misaligned: tensor #n starts (1 + n % 3) elements further, so it is aligned to its element
+// and to no more than 8 bytes, and tensors side by side are off by different amounts (a kernel
+// cannot line them up with one common shift). for_each_track sets it per call.
+enum class Placement { Aligned, Misaligned };
+inline Placement& current_placement() {
+    static Placement placement = Placement::Aligned;
+    return placement;
+}
+
 // The canary: 0xA0..0xAF by position, neither 0 nor the 0xff of the NaN poison, and not one
-// repeated byte, so neither a stray zero nor a memset-like fill matches it.
+// repeated byte, so neither a stray zero nor a memset-like fill matches it. A guard band is its
+// first kGuardBytes bytes, the front band of a misaligned tensor a few more.
 inline const std::vector<unsigned char>& canary() {
     static const std::vector<unsigned char> bytes = [] {
-        std::vector<unsigned char> v(kGuardBytes);
+        std::vector<unsigned char> v(kGuardBytes + 64);
         for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<unsigned char>(0xA5 ^ (i & 0x0f));
         return v;
     }();
@@ -256,13 +270,17 @@ inline const std::vector<unsigned char>& canary() {
 }
 
 // A copy of a host tensor in the track's memory, in `dtype` (f32 or bf16 for floats; i32
-// tensors stay i32), between two guard bands; freed with the object. Tensors are numbered
-// #1, #2, ... in the order a test makes them (the numbering restarts once none is alive).
+// tensors stay i32), between two guard bands, placed as current_placement() says; freed with
+// the object. Tensors are numbered #1, #2, ... in the order a test makes them (the numbering
+// restarts once none is alive).
 class DeviceTensor {
 public:
     explicit DeviceTensor(const HostTensor& h, DType dtype = DType::F32) : backend_(&track_backend()) {
         view_ = Tensor(nullptr, h.is_i32 ? DType::I32 : dtype, backend_->device(), {});
         for (int64_t d : h.shape) view_.shape[view_.ndim++] = d;
+        if (live().empty()) last_number() = 0;
+        number_ = ++last_number();
+        if (current_placement() == Placement::Misaligned) front_ += (1 + number_ % 3) * dtype_size(view_.dtype);
         if (view_.dtype == DType::F32 || view_.dtype == DType::I32) {
             upload(h.is_i32 ? static_cast<const void*>(h.i.data()) : h.f.data());
         } else if (view_.dtype == DType::BF16) {
@@ -273,8 +291,6 @@ public:
         } else {
             throw Error(std::string("kernel_test.h: no device copy in ") + dtype_name(dtype));
         }
-        if (live().empty()) last_number() = 0;
-        number_ = ++last_number();
         live().push_back(this);
     }
     // A write into the guards that no download saw fails the case here; never throws (it may
@@ -310,12 +326,12 @@ public:
     std::vector<int32_t> download_i32() const { return download<int32_t>(DType::I32); }
 
 private:
-    // Allocation: [kGuardBytes canary][the tensor][kGuardBytes canary].
+    // Allocation: [front_ bytes of canary][the tensor][kGuardBytes canary].
     void upload(const void* src) {
         const Stream stream = backend_->stream();
-        base_ = backend_->alloc(kGuardBytes + view_.bytes() + kGuardBytes);
-        view_.data = static_cast<unsigned char*>(base_) + kGuardBytes;
-        backend_->upload(base_, canary().data(), kGuardBytes, stream);
+        base_ = backend_->alloc(front_ + view_.bytes() + kGuardBytes);
+        view_.data = static_cast<unsigned char*>(base_) + front_;
+        backend_->upload(base_, canary().data(), front_, stream);
         backend_->upload(end(), canary().data(), kGuardBytes, stream);
         backend_->upload(view_.data, src, view_.bytes(), stream);
         backend_->synchronize(stream);
@@ -353,13 +369,13 @@ private:
     std::string guard_damage() const {
         if (damage_told_) return "";
         const Stream stream = backend_->stream();
-        std::vector<unsigned char> before(kGuardBytes), after(kGuardBytes);
+        std::vector<unsigned char> before(front_), after(kGuardBytes);
         backend_->synchronize(stream);
-        backend_->download(before.data(), base_, kGuardBytes, stream);
+        backend_->download(before.data(), base_, front_, stream);
         backend_->download(after.data(), end(), kGuardBytes, stream);
         backend_->synchronize(stream);
         const std::string what = "tensor #" + std::to_string(number_) + " (" + view_.str() + ")";
-        std::string damage = describe(before, -int64_t(kGuardBytes), "before the start of " + what);
+        std::string damage = describe(before, -int64_t(front_), "before the start of " + what);
         const std::string tail = describe(after, 0, "past the end of " + what);
         if (!tail.empty()) damage += (damage.empty() ? "" : "; ") + tail;
         damage_told_ = !damage.empty();
@@ -383,8 +399,9 @@ private:
     }
 
     Backend* backend_;
-    void* base_ = nullptr;  // the allocation, guards included
-    Tensor view_;           // the tensor, kGuardBytes into the allocation
+    void* base_ = nullptr;        // the allocation, guards included
+    size_t front_ = kGuardBytes;  // bytes of canary before the tensor
+    Tensor view_;                 // the tensor, front_ bytes into the allocation
     int number_ = 0;
     mutable bool damage_told_ = false;
 };
@@ -682,16 +699,20 @@ F entry(F fn, const Track& track, const char* name) {
     return fn;
 }
 
-// Run body(track, inputs) for every track under test, kCallsPerTrack times with fresh inputs.
-// Errors (NotImplemented from a TODO, a contract check, a CUDA fault) fail the case with their
-// message and the track's name, and the other tracks still run.
+// Run body(track, inputs) for every track under test, kCallsPerTrack times with fresh inputs:
+// the first call's tensors aligned, the later ones' misaligned (Placement). Errors
+// (NotImplemented from a TODO, a contract check, a CUDA fault) fail the case with their message
+// and the track's name, and the other tracks still run.
 template <class Body>
 void for_each_track(Body body) {
     for (const std::string& name : tracks_under_test()) {
         current_track() = name;
         for (int call = 0; call < kCallsPerTrack; ++call) {
+            current_placement() = call == 0 ? Placement::Aligned : Placement::Misaligned;
             SCOPED_TRACE("track " + name + ", call " + std::to_string(call + 1) + " of " +
-                         std::to_string(kCallsPerTrack) + ", GLMASR_TEST_SEED=" + std::to_string(test_seed()));
+                         std::to_string(kCallsPerTrack) +
+                         (call == 0 ? ", tensors 16-byte aligned" : ", tensors off 16-byte alignment") +
+                         ", GLMASR_TEST_SEED=" + std::to_string(test_seed()));
             try {
                 const Track& track = track_under_test(name);
                 track_device() = track.device;
@@ -708,6 +729,7 @@ void for_each_track(Body body) {
         }
     }
     current_track().clear();
+    current_placement() = Placement::Aligned;
 }
 
 // GoogleTest shows a case's parameter (--gtest_list_tests, the JSON report's value_param) as

@@ -57,6 +57,18 @@ struct LtDescriptors {
 void gemm_cublas(Context& ctx, float* out, const bf16* a, const bf16* w, const float* bias, int M,
                  int N, int K, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
+    // The heuristic is told the alignment of w, a and out, but there is no such preference for
+    // the bias, and the epilogue's algorithms may read it in 16-byte vectors. A bias off 16
+    // bytes (a view at an element offset; the driver's weights are all aligned) is copied to an
+    // aligned buffer first: one small device-to-device copy, capture-safe.
+    if (bias && !aligned_to(bias, 16)) {
+        if (N > kBiasStagingElems)
+            throw Error("gemm_cublas: a bias of " + std::to_string(N) + " elements off 16-byte alignment exceeds the " +
+                        "reference track's bias staging (" + std::to_string(kBiasStagingElems) +
+                        " elements, reference/context.h)");
+        CUDA_CHECK(cudaMemcpyAsync(ctx.bias_staging, bias, sizeof(float) * N, cudaMemcpyDeviceToDevice, stream));
+        bias = ctx.bias_staging;
+    }
     LtDescriptors desc;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;

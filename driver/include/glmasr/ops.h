@@ -9,6 +9,15 @@
 //   * arguments are: outputs, inputs, parameters, stream — in that order;
 //   * tensors are contiguous row-major views; shapes are written (rows, cols) below and checked
 //     by every implementation;
+//   * a tensor may start at any address aligned to its element (4 bytes for f32 and i32, 2 for
+//     bf16), never more is promised: views at row offsets are not 16-byte aligned, and the
+//     tests pass every tensor off 16-byte alignment in their second call. A path that loads
+//     float4 (or any vector wider than an element) checks the addresses and row lengths it
+//     relies on at run time and falls back to scalar accesses otherwise;
+//   * any size the shape checks allow, with no cap of the entry's own: the longest rows the driver
+//     passes are the decoder's (linear's M, embedding's T, attention's Tq and Tk, softmax's C)
+//     and reach the KV-cache capacity, at most text.max_positions (8192 for GLM-ASR-Nano; 630 s
+//     of audio fill 7875 of it); the tests go 45 rows past it;
 //   * activations are always f32; "matrix" weights (linear, conv1d, embedding) are f32 or bf16,
 //     as the track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
 //   * an optional input (a bias) is an empty Tensor;

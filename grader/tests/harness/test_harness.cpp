@@ -1,7 +1,9 @@
-// test_harness.cpp — the kernel tests' guard bands (kernel_test.h, DeviceTensor), tested without
-// a GPU: copies of the cpu track whose gelu is right and then writes one element past the end of
-// its output, one before its start, or one past the end of its input. The harness must pass the
-// correct one and fail the others with the tensor, the side and the byte offsets they hit.
+// test_harness.cpp — the kernel tests' guard bands and placements (kernel_test.h, DeviceTensor),
+// tested without a GPU: copies of the cpu track whose gelu is right and then writes one element
+// past the end of its output, one before its start, or one past the end of its input. The
+// harness must pass the correct one and fail the others with the tensor, the side and the byte
+// offsets they hit, whether the tensors are aligned or not; and the second call of every case
+// must hand the kernel pointers off 16-byte alignment.
 //
 //   build/tests/test_harness            (CTest: test_harness, label grader; run from the
 //                                        source root, or set GLMASR_TEST_RUNNER)
@@ -60,14 +62,17 @@ const Track& past_x() {
 }
 
 // The message of the glmasr::Error that one call throws ("" if none).
-std::string error_of(const Track& track) {
+std::string error_of(const Track& track, Placement placement = Placement::Aligned) {
     track_device() = Device::Host;
+    current_placement() = placement;
     Inputs in(track.name, 0);
     try {
         GLMASR_EXPECT(gelu_19x111(track, in));
     } catch (const Error& e) {
+        current_placement() = Placement::Aligned;
         return e.what();
     }
+    current_placement() = Placement::Aligned;
     return "";
 }
 
@@ -109,6 +114,38 @@ TEST(GuardBands, RemoteTrackKeepsTheGuards) {
     const std::string runner = env && *env ? env : "build/tests/kernel-runner-test";
     const Track& remote = runner::remote_track_for("cpu", {runner, "cpu"}, DType::F32);
     EXPECT_EQ(error_of(remote), "");
+    EXPECT_EQ(error_of(remote, Placement::Misaligned), "");
+}
+
+// Off alignment the guards still start right at the tensor: the offsets are the same.
+TEST(GuardBands, MisalignedTensorsAreGuardedToo) {
+    EXPECT_EQ(error_of(cpu_track(), Placement::Misaligned), "");
+    EXPECT_EQ(error_of(past_out(), Placement::Misaligned),
+              "out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #2 (f32[19, 111] host)");
+    EXPECT_EQ(error_of(before_out(), Placement::Misaligned),
+              "out-of-bounds write: wrote 4 bytes at -8..-5 before the start of tensor #2 (f32[19, 111] host)");
+}
+
+// The cpu track's gelu, noting where x and out start modulo 16 bytes, call after call.
+std::vector<std::pair<uintptr_t, uintptr_t>>& seen_offsets() {
+    static std::vector<std::pair<uintptr_t, uintptr_t>> offsets;
+    return offsets;
+}
+void gelu_noting_offsets(const Tensor& out, const Tensor& x, Stream stream) {
+    seen_offsets().push_back({reinterpret_cast<uintptr_t>(x.data) % 16, reinterpret_cast<uintptr_t>(out.data) % 16});
+    cpu_track().ops.gelu(out, x, stream);
+}
+
+// Call 1 hands the kernel 16-byte aligned tensors, call 2 tensors off 16-byte alignment, each by
+// its own amount (x, tensor #1, two elements; out, tensor #2, three); then it is aligned again.
+TEST(Placement, SecondCallIsOffSixteenBytes) {
+    setenv("GLMASR_TRACK", "cpu", 1);
+    static const Track noting = with_gelu("noting", gelu_noting_offsets);
+    seen_offsets().clear();
+    for_each_track([](const Track&, Inputs& in) { GLMASR_EXPECT(gelu_19x111(noting, in)); });
+    using Offsets = std::vector<std::pair<uintptr_t, uintptr_t>>;
+    EXPECT_EQ(seen_offsets(), (Offsets{{0, 0}, {8, 12}}));
+    EXPECT_EQ(current_placement(), Placement::Aligned);
 }
 
 // A stray write that no download sees is found when the tensor is freed; the offset is that of
