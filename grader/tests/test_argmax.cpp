@@ -11,7 +11,7 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t R, C; const char* name; };
+struct Shape { int64_t R, C; const char* name; int calls = kCallsPerTrack; };
 
 class Argmax : public ::testing::TestWithParam<Shape> {};
 
@@ -36,14 +36,15 @@ TEST_P(Argmax, MatchesOracle) {
         out.poison();
         entry(track.ops.argmax, track, "argmax")(out.view(), dx.view(), track_stream());
         GLMASR_EXPECT(exact(out.download_i32(), ref));
-    });
+    }, s.calls);
 }
 
 const int64_t kVocab = kNano.text.vocab_size;
 
 INSTANTIATE_TEST_SUITE_P(, Argmax, ::testing::Values(
     Shape{1, 1, "one"}, Shape{2, 2, "two"}, Shape{3, 19, "tiny"}, Shape{5, 1000, "awkward"},
-    Shape{111, 989, "awkward_rows"}, Shape{1, kVocab, "vocab"}, Shape{6, kVocab, "vocab_rows"}),
+    Shape{111, 989, "awkward_rows"}, Shape{1, kVocab, "vocab"}, Shape{6, kVocab, "vocab_rows"},
+    Shape{37, 1001, "awkward_repeated", kRepeatedCalls}),
     NameField{});
 
 TEST(ArgmaxTies, LowestIndexWins) {

@@ -38,6 +38,7 @@ struct Case {
     bool causal;
     const char* name;
     float scale_mult = 1.0f;
+    int calls = kCallsPerTrack;
 };
 
 struct Data {
@@ -148,7 +149,7 @@ TEST_P(Attention, Scores) {
         // cancels to ~0 is not asked for digits its terms never had.
         const double typical = d.scale * std::sqrt(double(c.D)) * rms(d.q.f) * rms(d.k.f);
         GLMASR_EXPECT(close(out.download_f32(), ref, reduction_tolerance(ref, c.D, 8, typical)));
-    });
+    }, c.calls);
 }
 
 TEST_P(Attention, Output) {
@@ -170,7 +171,7 @@ TEST_P(Attention, Output) {
                                                                       int(c.Hkv), track_stream());
         // A weighted mean of v rows: errors are measured against the size of v, not of the mean.
         GLMASR_EXPECT(close(out.download_f32(), ref, reduction_tolerance(ref, d.valid, 8, rms(d.v.f))));
-    });
+    }, c.calls);
 }
 
 TEST_P(Attention, Whole) {
@@ -203,7 +204,7 @@ TEST_P(Attention, Whole) {
                 ? bf16_attention_tolerance(c, d, scratch, ref, f32_rel)
                 : relative_tolerance(ref, f32_rel + 8 * std::ldexp(1.0, -16) * logit_size, rms(d.v.f));
         GLMASR_EXPECT(close(out.download_f32(), ref, tol));
-    });
+    }, c.calls);
 }
 
 INSTANTIATE_TEST_SUITE_P(, Attention, ::testing::Values(
@@ -239,7 +240,8 @@ INSTANTIATE_TEST_SUITE_P(, Attention, ::testing::Values(
     // scale ≠ 1/√D: a kernel that ignores `scale` and computes 1/√D itself fails (Scores by a
     // factor, Whole through the softmax's temperature).
     Case{19, 40, 6, 2, 24, 3, true, "scale_0p37_causal", 0.37f},
-    Case{33, 70, 4, 4, kEnc.head_dim, 0, false, "scale_2p5_bidirectional", 2.5f}),
+    Case{33, 70, 4, 4, kEnc.head_dim, 0, false, "scale_2p5_bidirectional", 2.5f},
+    Case{130, 200, 4, 2, kEnc.head_dim, 37, true, "tile_straddle_repeated", 1.0f, kRepeatedCalls}),
     NameField{});
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t T, C_in, C_out, K; int stride, padding; const char* name; };
+struct Shape { int64_t T, C_in, C_out, K; int stride, padding; const char* name; int calls = kCallsPerTrack; };
 
 class Conv1d : public ::testing::TestWithParam<Shape> {};
 
@@ -32,7 +32,7 @@ TEST_P(Conv1d, MatchesOracle) {
         entry(track.ops.conv1d, track, "conv1d")(out.view(), dx.view(), dw.view(), db.view(), s.stride,
                                                   s.padding, track_stream());
         GLMASR_EXPECT(close(out.download_f32(), ref, product_tolerance(ref, magnitude, reduction, matmul_precision(track))));
-    });
+    }, s.calls);
 }
 
 const EncoderConfig& kEnc = kNano.audio;
@@ -44,6 +44,7 @@ INSTANTIATE_TEST_SUITE_P(, Conv1d, ::testing::Values(
     Shape{19, 11, 13, 3, 2, 1, "awkward_stride2"},
     Shape{111, 33, 65, 3, 2, 1, "awkward"},
     Shape{500, 19, 111, 3, 1, 1, "awkward_stride1"},
+    Shape{111, 33, 65, 3, 2, 1, "awkward_repeated", kRepeatedCalls},
     Shape{kMelFrames, kEnc.num_mel_bins, kEnc.hidden_size, 3, 1, 1, "encoder_conv1"},
     Shape{600, kEnc.hidden_size, kEnc.hidden_size, 3, 2, 1, "encoder_conv2_600_frames"}),
     NameField{});

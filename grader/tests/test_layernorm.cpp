@@ -19,6 +19,7 @@ struct Shape {
     const char* name;
     float eps = kNano.audio.layer_norm_eps;
     float scale = 1.0f;
+    int calls = kCallsPerTrack;
 };
 
 class LayerNorm : public ::testing::TestWithParam<Shape> {};
@@ -41,7 +42,7 @@ TEST_P(LayerNorm, MatchesOracle) {
         entry(track.ops.layernorm, track, "layernorm")(out.view(), dx.view(), dw.view(), db.view(), eps,
                                                         track_stream());
         GLMASR_EXPECT(close(out.download_f32(), ref, layernorm_tolerance(ref, x.f, s.R, s.D, eps)));
-    });
+    }, s.calls);
 }
 
 const int64_t kWidth = kNano.audio.hidden_size;
@@ -65,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(, LayerNorm, ::testing::Values(
     Shape{5, 1283, 2e4f, "loud", kNano.audio.layer_norm_eps, 1e4f},
     // More rows than an encoder window (kEncoderFrames), at a width that is not a multiple of
     // 4, 32 or 128: catches a grid or buffer sized for one window, and vector loads past a row.
-    Shape{kEncoderFrames + 37, kWidth + 3, 0, "beyond_encoder_rows"}),
+    Shape{kEncoderFrames + 37, kWidth + 3, 0, "beyond_encoder_rows"},
+    Shape{37, 1001, 3, "awkward_repeated", kNano.audio.layer_norm_eps, 1.0f, kRepeatedCalls}),
     NameField{});
 
 }  // namespace

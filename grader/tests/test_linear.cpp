@@ -9,7 +9,7 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t M, N, K; bool bias; const char* name; };
+struct Shape { int64_t M, N, K; bool bias; const char* name; int calls = kCallsPerTrack; };
 
 const EncoderConfig& kEnc = kNano.audio;
 const DecoderConfig& kDec = kNano.text;
@@ -35,7 +35,7 @@ TEST_P(Linear, MatchesOracle) {
         entry(track.ops.linear, track, "linear")(out.view(), dx.view(), dw.view(),
                                                   s.bias ? db.view() : Tensor{}, track_stream());
         GLMASR_EXPECT(close(out.download_f32(), ref, product_tolerance(ref, magnitude, s.K, matmul_precision(track))));
-    });
+    }, s.calls);
 }
 
 // The biggest products keep M at a few hundred rows: the oracle multiplies on the CPU.
@@ -47,6 +47,7 @@ INSTANTIATE_TEST_SUITE_P(, Linear, ::testing::Values(
     Shape{7, 33, 64, false, "rows7_gemv"},
     Shape{9, 130, 257, true, "rows9_gemm"},
     Shape{19, 500, 989, false, "awkward"},
+    Shape{19, 500, 989, true, "awkward_repeated", kRepeatedCalls},
     Shape{111, 1000, 19, true, "awkward_short_k"},
     Shape{1, kDec.hidden_size, kDec.hidden_size, false, "decode_q_proj"},
     Shape{1, kDecoderKvWidth, kDec.hidden_size, false, "decode_k_proj"},

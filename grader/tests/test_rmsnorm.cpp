@@ -12,7 +12,7 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t R, D; float eps, scale; const char* name; };  // x drawn at `scale`
+struct Shape { int64_t R, D; float eps, scale; const char* name; int calls = kCallsPerTrack; };  // x at `scale`
 
 class RMSNorm : public ::testing::TestWithParam<Shape> {};
 
@@ -29,7 +29,7 @@ TEST_P(RMSNorm, MatchesOracle) {
         out.poison();
         entry(track.ops.rmsnorm, track, "rmsnorm")(out.view(), dx.view(), dw.view(), s.eps, track_stream());
         GLMASR_EXPECT(close(out.download_f32(), ref, reduction_tolerance(ref, s.D)));
-    });
+    }, s.calls);
 }
 
 const DecoderConfig& kDec = kNano.text;
@@ -56,7 +56,8 @@ INSTANTIATE_TEST_SUITE_P(, RMSNorm, ::testing::Values(
     // More rows than any prefill: the prompt can hold at most text.max_positions − 1 tokens
     // (generate() refuses more, driver/src/model.cpp). Catches row indices kept in a grid
     // dimension or a buffer sized for the model's usual prompt.
-    Shape{kDec.max_positions + 45, kDec.hidden_size, kDec.rms_norm_eps, 1, "beyond_longest_prefill"}),
+    Shape{kDec.max_positions + 45, kDec.hidden_size, kDec.rms_norm_eps, 1, "beyond_longest_prefill"},
+    Shape{37, 1001, kDec.rms_norm_eps, 1, "awkward_repeated", kRepeatedCalls}),
     NameField{});
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t R, C; float spread; const char* name; };
+struct Shape { int64_t R, C; float spread; const char* name; int calls = kCallsPerTrack; };
 
 // Softmax of `values` (R × C) on `track`, out of place or in place, against the oracle. exp's
 // argument x − max carries an error of about ε·|x − max| in f32: the budget grows with the
@@ -60,7 +60,7 @@ TEST_P(Softmax, MatchesOracle) {
                 for (int64_t c = 0; c < s.C; ++c) values[(s.R - 1) * s.C + c] = minus_inf;
             expect_softmax(track, values, s.R, s.C, in_place);
         }
-    });
+    }, s.calls);
 }
 
 const DecoderConfig& kDec = kNano.text;
@@ -83,7 +83,8 @@ INSTANTIATE_TEST_SUITE_P(, Softmax, ::testing::Values(
     Shape{3, kBeyondCapacity, 3, "beyond_longest_context"},
     // |x| up to ~1000 (scores of loud activations): catches exp overflow and NaN from
     // inf − inf when the maximum is not subtracted first; most probabilities underflow to 0.
-    Shape{7, 989, 300, "loud"}),
+    Shape{7, 989, 300, "loud"},
+    Shape{37, 1001, 3, "awkward_repeated", kRepeatedCalls}),
     NameField{});
 
 // Row r's maximum lies in columns [first_r, C): every column before first_r is lowered by 100.
