@@ -77,7 +77,8 @@ struct Ops {
 
     // Rotate q or k in place, half-split (NeoX, HF `rotate_half`) on the first rotary_dim dims
     // of every head; dims rotary_dim..head_dim−1 pass through (partial RoPE).
-    // x(T, H·head_dim) in place; cos/sin(P, half) from rope_freqs; positions(T) i32.
+    // x(T, H·head_dim) in place; cos/sin(P, half) from rope_freqs; positions(T) i32, each in
+    // [0, P) (the driver never passes another; the result for one is unspecified, not tested).
     //   for j < half:  x'[j] = x[j]·c − x[j+half]·s,   x'[j+half] = x[j+half]·c + x[j]·s
     void (*rope_apply)(const Tensor& x, const Tensor& cos, const Tensor& sin,
                        const Tensor& positions, int n_heads, Stream stream);
@@ -106,7 +107,8 @@ struct Ops {
     // out(R) i32 = index of the largest value of each row of x(R, C); ties → the lowest index
     void (*argmax)(const Tensor& out, const Tensor& x, Stream stream);
 
-    // KV-cache write: cache(Cap, W)[positions[i]] = rows(T, W)[i]; positions(T) i32
+    // KV-cache write: cache(Cap, W)[positions[i]] = rows(T, W)[i]; positions(T) i32, each in
+    // [0, Cap) (as for rope_apply: another is unspecified, not tested)
     void (*cache_write)(const Tensor& cache, const Tensor& rows, const Tensor& positions,
                         Stream stream);
 
