@@ -1,7 +1,7 @@
 // gelu.cu — baseline exact GELU, one thread per element.
 //
 //   out(n) = x · ½(1 + erf(x / √2))     PyTorch: nn.functional.gelu (approximate="none")
-//   Not the tanh approximation: GLM-ASR uses the erf form everywhere (model-spec §3.2). erff is
+//   Not the tanh approximation: GLM-ASR uses the erf form everywhere (docs/model.md §3.2). erff is
 //   CUDA's precise single-precision erf (a couple of ulp), not a fast intrinsic.
 //
 // In GLM-ASR: after each stem convolution (3000 × 1280 and 1500 × 1280), after every encoder

@@ -1,6 +1,6 @@
 // kernels.h — the raw launchers of the reference track, one group per .cu file.
 //
-// Conventions (style.md): outputs, inputs, sizes, stream; a shape comment on every pointer;
+// Conventions (docs/tracks.md): outputs, inputs, sizes, stream; a shape comment on every pointer;
 // row-major, contiguous. Matrix weights are bf16 in PyTorch layout (Linear (out, in), Conv1d
 // (out, in, k)); activations, biases and norm weights are f32; every reduction accumulates in
 // f32. Launchers only enqueue work on `stream` (no sync, no allocation): capture-safe.

@@ -11,7 +11,7 @@ torch, the torch path that the GLM-ASR reference runs. The two agree to ~1e-6, f
 1e-4 the test allows, so this fixture can be made on any machine. The script records which path
 it used.
 
-Windowing follows GlmAsrProcessor._process_audio (model-spec §2.1): 30 s windows, at most
+Windowing follows GlmAsrProcessor._process_audio (docs/model.md §2.1): 30 s windows, at most
 max_audio_len // chunk_length of them, each padded to 30 s by the feature extractor
 (padding="max_length", return_attention_mask=True), the mask subsampled every hop samples.
 

@@ -99,7 +99,7 @@ def redraw_weights(model, seed, embedding_std):
 
 
 def hub_name(name):
-    """In-memory parameter name -> the name in the Hub checkpoint (model-spec §7.1)."""
+    """In-memory parameter name -> the name in the Hub checkpoint (docs/model.md §7.1)."""
     for prefix, hub in (("model.audio_tower.", "audio_tower."),
                         ("model.multi_modal_projector.", "multi_modal_projector."),
                         ("model.language_model.", "language_model.model."),

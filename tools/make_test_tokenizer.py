@@ -18,7 +18,7 @@ It writes
                                (ids that cut a UTF-8 character apart, special ids between them)
 
 The real GLM-ASR tokenizer.json (59246 base tokens + 18 added special tokens) is not available
-offline, so the fixtures copy its layout at a small scale (model-spec.md §8): a byte-level BPE
+offline, so the fixtures copy its layout at a small scale (docs/model.md §8): a byte-level BPE
 whose 256 single-byte tokens sit at id = byte value, trained merges after them, then GLM-ASR's 18
 special tokens in GLM-4 order at ids base_vocab_size + 0..17. The lead's parity fixture models
 (tools/make_parity_fixtures.py) use glm_style/tokenizer.json.
@@ -36,12 +36,12 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, proce
 
 TRAINED_VOCAB_SIZE = 800  # 256 byte tokens + 544 merges; keeps each file < 100 KB
 
-# GLM-ASR's added special tokens in GLM-4 order (model-spec.md §6.2): ids base + 0..17.
+# GLM-ASR's added special tokens in GLM-4 order (docs/model.md §6.2): ids base + 0..17.
 SPECIAL_TOKENS = [
     "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>",
     "<|assistant|>", "<|observation|>", "<|begin_of_image|>", "<|end_of_image|>",
     "<|begin_of_video|>", "<|end_of_video|>", "<|pad|>", "<|begin_of_audio|>", "<|end_of_audio|>",
-    # Placeholder name: the real token at id 59263 is unknown (model-spec.md §6.2, NOT FOUND).
+    # Placeholder name: the real token at id 59263 is unknown (docs/model.md §6.2, NOT FOUND).
     "<|end_of_transcript|>",
 ]
 

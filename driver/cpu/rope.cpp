@@ -1,7 +1,7 @@
 // rope.cpp — rotary position embeddings as transformers computes and applies them: the cos/sin
 // tables (rope_freqs), and the half-split rotation ("rotate_half", NeoX style) of the first
 // rotary_dim dims of every head (rope_apply). The encoder rotates 32 of its 64 dims per head
-// (partial RoPE), the decoder all 128 (model-spec §3.4, §5).
+// (partial RoPE), the decoder all 128 (docs/model.md §3.4, §5).
 //
 // rope_freqs follows HF's f32 arithmetic step by step (LlamaRotaryEmbedding, "default" type):
 //   inv_freq = 1.0 / (theta ** (arange(0, dim, 2).float() / dim))    all in f32

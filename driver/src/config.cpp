@@ -190,7 +190,7 @@ ModelConfig ModelConfig::load(const std::string& path) {
     r.require_value(t, "text_config", "hidden_act", "silu");
     r.require_false(t, "text_config", "attention_bias");
     r.require_false(t, "text_config", "mlp_bias");
-    float text_rotary_factor = 1.0f;  // the decoder rotates every dim of a head (model-spec §5)
+    float text_rotary_factor = 1.0f;  // the decoder rotates every dim of a head (docs/model.md §5)
     r.read_rope(t, "text_config", true, &d.rope_theta, &text_rotary_factor);
     if (text_rotary_factor != 1.0f)
         r.fail("text_config.partial_rotary_factor", "only full rotary (1.0) is supported in the decoder");

@@ -1,5 +1,5 @@
 // features.cpp — Whisper log-mel features exactly as transformers computes them for GLM-ASR
-// (WhisperFeatureExtractor's torch path behind GlmAsrProcessor; model-spec §2):
+// (WhisperFeatureExtractor's torch path behind GlmAsrProcessor; docs/model.md §2):
 //   1. cut the clip into 30 s windows (at most 21), zero-pad each to 480 000 samples;
 //   2. STFT: periodic Hann(400), hop 160, centred with 200 reflected samples on each side
 //      (torch.stft center=True, pad_mode="reflect"), |X|² of 201 bins; 3001 frames, the last

@@ -1,7 +1,7 @@
 // model.cpp — the GLM-ASR forward pass, written once against the kernel contract (ops.h).
 //
 // Read it top to bottom like llama2.c's forward(): every block is preceded by the PyTorch
-// expression of transformers' GlmAsrForConditionalGeneration it mirrors (model-spec §3–§6).
+// expression of transformers' GlmAsrForConditionalGeneration it mirrors (docs/model.md §3–§6).
 // All buffers are allocated when the Model is built (encoder) or when a prompt first needs more
 // context (decoder); the decode step itself only enqueues ops, so on a GPU it is recorded once
 // as a CUDA graph and replayed for every token.
@@ -204,7 +204,7 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
         ops.conv1d(m.enc_x, m.conv1_out, w.conv2_w, w.conv2_b, 2, 1, m.stream);
         ops.gelu(m.enc_x, m.enc_x, m.stream);
 
-        // for layer in layers: pre-LN attention and MLP blocks (model-spec §3.3)
+        // for layer in layers: pre-LN attention and MLP blocks (docs/model.md §3.3)
         ops.layernorm(m.enc_normed, m.enc_x, w.encoder[0].ln1_w, w.encoder[0].ln1_b,
                       e.layer_norm_eps, m.stream);
         for (size_t l = 0; l < w.encoder.size(); ++l) {

@@ -50,7 +50,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
     return s + "]";
 }
 
-// model-spec §7.1, in the order transformers' state dict lists it. The lm_head is handled apart
+// docs/model.md §7.1, in the order transformers' state dict lists it. The lm_head is handled apart
 // because it may be absent (tied) or share the embeddings' memory.
 std::vector<Slot> layout(const ModelConfig& c, const OpTable& table, ModelWeights& w) {
     const EncoderConfig& e = c.audio;
@@ -125,7 +125,7 @@ std::vector<Slot> layout(const ModelConfig& c, const OpTable& table, ModelWeight
 const char* const kLmHead = "language_model.lm_head.weight";
 const char* const kEmbed = "language_model.model.embed_tokens.weight";
 
-// A name as some checkpoint spells it → the Hub's canonical name (model-spec §7.2): an optional
+// A name as a checkpoint spells it → the Hub's canonical name (docs/model.md §7.2): an optional
 // leading "model." is dropped (recent transformers' state dict), and the language model's
 // "language_model.X" / "lm_head.X" are placed under "language_model.model." /
 // "language_model.lm_head.". Names of no known part come back unchanged (and end up unused).
@@ -310,7 +310,7 @@ ModelWeights load_weights(const std::string& path, const ModelConfig& config, co
 
     // The lm_head: the file's own, or the embeddings when config.json ties them. It needs space
     // of its own unless it can share the embeddings' memory: same storage dtype, and either tied
-    // or bitwise the same values (the Nano checkpoint stores an identical copy, model-spec §5).
+    // or bitwise the same values (the Nano checkpoint stores an identical copy, docs/model.md §5).
     const std::vector<int64_t> head_shape = {config.text.vocab_size, config.text.hidden_size};
     const DType head_dtype = table.weight_dtype(OpId::linear);
     const SafeTensorEntry* embed = entry_for(kEmbed, head_shape);

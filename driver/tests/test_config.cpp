@@ -2,7 +2,7 @@
 // defaults for missing keys, the JSON written back by to_json(), and one InputError naming the
 // file and the key for every kind of bad or unsupported config.
 //
-// Fixtures: tests/fixtures/configs/nano.json (GLM-ASR-Nano-2512's config.json as model-spec §3.1
+// Fixtures: tests/fixtures/configs/nano.json (Nano-2512's config.json as docs/model.md §3.1
 // and §5 document it) and small.json (the same architecture, tiny). Bad configs are variations
 // of those, written to a scratch file by each test.
 //
@@ -118,7 +118,7 @@ void expect_bad_edit(const std::function<void(json&)>& edit, const std::string& 
 
 TEST(Config, NanoJsonIsTheNano) {
     const ModelConfig c = ModelConfig::load(fixture("nano.json"));
-    // model-spec §3.1
+    // docs/model.md §3.1
     EXPECT_EQ(c.audio.hidden_size, 1280);
     EXPECT_EQ(c.audio.intermediate_size, 5120);
     EXPECT_EQ(c.audio.num_layers, 32);
@@ -131,11 +131,11 @@ TEST(Config, NanoJsonIsTheNano) {
     EXPECT_EQ(c.audio.rotary_dim(), 32);
     EXPECT_EQ(c.audio.rope_theta, 10000.0f);
     EXPECT_EQ(c.audio.layer_norm_eps, 1e-5f);
-    // model-spec §4
+    // docs/model.md §4
     EXPECT_EQ(c.merge_factor, 4);
     EXPECT_EQ(c.projector_input(), 5120);
     EXPECT_EQ(c.projector_hidden(), 4096);
-    // model-spec §5
+    // docs/model.md §5
     EXPECT_EQ(c.text.vocab_size, 59264);
     EXPECT_EQ(c.text.hidden_size, 2048);
     EXPECT_EQ(c.text.intermediate_size, 6144);

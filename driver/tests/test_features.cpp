@@ -1,6 +1,6 @@
 // test_features.cpp — the Whisper log-mel features and GLM-ASR's windowing against what
 // transformers computes: the Slaney filterbank, the features of two signals (a 2 s chirp and a
-// 31 s two-window signal), the audio-token counts of model-spec §2.3, the 30 s window split, the
+// 31 s two-window signal), the token counts of docs/model.md §2.3, the 30 s window split, the
 // 21-window cap, silence, and bad PCM.
 //
 // Fixture: tests/fixtures/features/ (features.json, features.safetensors, chirp.wav), written by
@@ -221,7 +221,7 @@ TEST(Features, BadPcmIsInputError) {
     EXPECT_THROW(extractor.extract(pcm), InputError);
 }
 
-// model-spec §2.3: L = ceil(n / 160) → ceil(L / 2) → floor(· / 4).
+// docs/model.md §2.3: L = ceil(n / 160) → ceil(L / 2) → floor(· / 4).
 TEST(AudioTokens, ModelSpecExamples) {
     const LogMelExtractor extractor{FeatureConfig{}};
     const std::vector<std::pair<double, int>> examples = {{1.0, 12},  {5.0, 62},   {6.0, 75},  {10.0, 125},

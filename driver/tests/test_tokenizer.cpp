@@ -150,7 +150,7 @@ TEST_P(TokenizerFixture, MovedTokenizerStillWorks) {
 INSTANTIATE_TEST_SUITE_P(Styles, TokenizerFixture, testing::Values("glm_style", "gpt2_style"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
-// The GLM-ASR prompt: added tokens are cut out first and "\n" stays its own token (model-spec §6.2).
+// The prompt: added tokens are cut out first and "\n" stays its own token (docs/model.md §6.2).
 TEST(TokenizerPrompt, GlmAsrPromptLayout) {
     const Tokenizer tok = Tokenizer::load(tokenizer_path("glm_style"));
     const int user = tok.token_to_id("<|user|>"), pad = tok.token_to_id("<|pad|>");

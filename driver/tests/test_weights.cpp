@@ -3,7 +3,7 @@
 // Each test writes a small checkpoint of a tiny GLM-ASR (2 encoder layers 32 wide, 2 decoder
 // layers) with write_safetensors, loads it into host memory, and checks that every value lands
 // in the right field in the dtype the op table asks for. The tensor list below is written
-// from model-spec §7.1, independently of weights.cpp, so the two check each other.
+// from docs/model.md §7.1, independently of weights.cpp, so the two check each other.
 //
 // The op tables are built by hand from two local tracks (f32 and bf16 weights) whose ops are
 // never called: loading only asks a table for weight dtypes.
@@ -95,7 +95,7 @@ struct Named {
     std::vector<int64_t> shape;
 };
 
-// model-spec §7.1 for `c`, without the lm_head.
+// docs/model.md §7.1 for `c`, without the lm_head.
 std::vector<Named> checkpoint_layout(const ModelConfig& c) {
     const int64_t De = c.audio.hidden_size, Fe = c.audio.intermediate_size,
                   qe = c.audio.num_heads * c.audio.head_dim, kve = c.audio.num_kv_heads * c.audio.head_dim;
@@ -444,7 +444,7 @@ TEST(Weights, UntiedConfigNeedsAnLmHead) {
 }
 
 TEST(Weights, IdenticalLmHeadIsStoredOnce) {
-    // The Nano checkpoint's lm_head is a bitwise copy of embed_tokens (model-spec §5).
+    // The Nano checkpoint's lm_head is a bitwise copy of embed_tokens (docs/model.md §5).
     const ModelConfig c = tiny_config();
     Checkpoint ckpt(c);
     ckpt.values[ckpt.index("language_model.lm_head.weight")] = ckpt["language_model.model.embed_tokens.weight"];
@@ -461,7 +461,7 @@ TEST(Weights, IdenticalLmHeadIsStoredOnce) {
 }
 
 TEST(Weights, PrefixVariantsOfRecentTransformers) {
-    // model-spec §7.2: model.audio_tower.*, model.multi_modal_projector.*,
+    // docs/model.md §7.2: model.audio_tower.*, model.multi_modal_projector.*,
     // model.language_model.* (no ".model.") and lm_head.weight.
     const ModelConfig c = tiny_config();
     const Checkpoint hub(c);
@@ -557,7 +557,7 @@ TEST(Weights, CorruptFileIsAnInputError) {
 // ------------------------------------------------------------------------------ counts
 
 TEST(Weights, NanoParameterCounts) {
-    // model-spec §1: 2,136,470,528 unique; 2,257,843,200 with the stored lm_head.
+    // docs/model.md §1: 2,136,470,528 unique; 2,257,843,200 with the stored lm_head.
     const auto [unique, stored] = count_parameters(ModelConfig::nano());
     EXPECT_EQ(unique, 2136470528);
     EXPECT_EQ(stored, 2257843200);

@@ -67,7 +67,7 @@ const Track& buggy_track();  // grader/buggy/track.cu, linked into the kernel te
 
 namespace glmasr::test {
 
-// GLM-ASR-Nano's shapes: the defaults of config.h are the real model (model-spec §3, §5).
+// GLM-ASR-Nano's shapes: the defaults of config.h are the real model (docs/model.md §3, §5).
 inline const ModelConfig kNano{};
 inline const int64_t kEncoderFrames = kNano.audio.max_positions;              // 1500 per 30 s
 inline const int64_t kProjectorRows = kEncoderFrames / kNano.merge_factor;     // 375

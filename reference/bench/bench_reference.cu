@@ -198,7 +198,7 @@ void bench_ladders(Context& ctx, cudaStream_t s) {
 }
 
 // Nano-shaped passes built from the launchers exactly as driver/src/model.cpp calls the ops
-// (model-spec.md: encoder 32 × 1280, 20 heads × 64, FFN 5120; decoder 28 × 2048, 16/4 heads
+// (docs/model.md: encoder 32 × 1280, 20 heads × 64, FFN 5120; decoder 28 × 2048, 16/4 heads
 // × 128, FFN 6144, vocab 59264). Every layer has its own weights, so nothing stays in L2.
 void bench_model(Context& ctx, cudaStream_t s) {
     // ---- decoder

@@ -14,7 +14,7 @@ It writes into tools/tiny/data/ (git-ignored; the lead carries it to the GPU mac
     tokenizer.json  byte-level BPE trained on train.txt, GLM-ASR's 18 special tokens after it
     corpus.json     counts per source, sizes, settings (for the model card)
 
-Why the corpus looks like this (design.md §8): a pilot on 20k fortune sentences memorised them
+Why the corpus looks like this: a training pilot on 20k fortune sentences memorised them
 and then "transcribed" by hallucinating fluent fortune-like text. So: many distinct sentences
 (public-domain King James Bible, WordNet glosses and usage examples), each used once, plus
 random word sequences (a share of training) that no language-model prior can predict; the

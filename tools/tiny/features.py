@@ -1,7 +1,7 @@
 """Whisper log-mel features on the GPU, stored compactly, rebuilt per batch as 30 s windows.
 
 The model must see in training exactly what it sees at inference: the processor's 128 x 3000
-log-mel window (model-spec.md §2), padding frames included (the encoder attends to them).
+log-mel window (docs/model.md §2), padding frames included (the encoder attends to them).
 Storing 200k padded windows would take 150 GB, so each utterance keeps only the frames that
 depend on its samples; every later frame of its window has one value that is known in advance:
 
@@ -38,7 +38,7 @@ def stored_frames(n):
 
 def audio_tokens(valid):
     """Audio tokens of one window from its valid frame count: conv1 (k3 s1 p1) keeps L, conv2
-    (k3 s2 p1) gives (L-1)//2+1, the 4-frame merge floors (model-spec.md §2.3)."""
+    (k3 s2 p1) gives (L-1)//2+1, the 4-frame merge floors (docs/model.md §2.3)."""
     t = (valid - 1) // 2 + 1
     return (t - 4) // 4 + 1
 

@@ -22,7 +22,7 @@ Stages (each prints timestamped progress; all of them together keep to --total-m
   (f) evaluation  transformers' own pipeline (GlmAsrProcessor + generate) on the clip set ->
                   OUT/export/{eval.json, eval.md}; plus clips.tar and train.json; OUT/DONE at the end
 
-Why these choices: design.md §8 (a measured pilot). Loss falls long before the decoder listens,
+Why these choices, as a measured training pilot showed: loss falls long before the decoder listens,
 and a decoder that memorised its sentences hallucinates fluent text; so the data are many
 distinct sentences plus random word sequences (corpus.py), held-out WER picks the checkpoint,
 and CTC on the encoder plus a short-utterance start speed up the audio-text alignment.
@@ -56,7 +56,7 @@ import features  # noqa: E402
 import synth  # noqa: E402
 
 # The processor's rendering of the transcription request with one audio placeholder
-# (model-spec.md §6.1); the processor expands <|pad|> to one per audio token.
+# (docs/model.md §6.1); the processor expands <|pad|> to one per audio token.
 PROMPT = ("<|user|>\n<|begin_of_audio|><|pad|><|end_of_audio|><|user|>\n"
           "Please transcribe this audio into text<|assistant|>\n")
 STOP_TOKEN = "<|user|>"                        # what GLM-ASR-Nano ends a transcript with

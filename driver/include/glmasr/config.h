@@ -1,7 +1,7 @@
 // config.h — the model's shape, read from a Hugging Face GLM-ASR config.json.
 //
 // Every model fact the driver uses lives here, with the real GLM-ASR-Nano-2512 values as
-// defaults (model-spec §3, §5). Smaller configs of the same architecture load the same way.
+// defaults (docs/model.md §3, §5). Smaller configs of the same architecture load the same way.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // features.h — Whisper log-mel features, exactly as transformers' WhisperFeatureExtractor and
-// GlmAsrProcessor compute them (model-spec §2): 30 s windows, each zero-padded and featurised on
+// GlmAsrProcessor make them (docs/model.md §2): 30 s windows, each zero-padded and featurised on
 // its own; periodic Hann, n_fft 400, hop 160, Slaney mel filterbank, log10, max−8 clamp,
 // (x + 4) / 4.
 #pragma once

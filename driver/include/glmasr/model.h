@@ -18,7 +18,7 @@
 
 namespace glmasr {
 
-// The prompt of model-spec §6: <|user|>\n<|begin_of_audio|> + n_audio × <|pad|> +
+// The prompt of docs/model.md §6: <|user|>\n<|begin_of_audio|> + n_audio × <|pad|> +
 // <|end_of_audio|><|user|>\nPlease transcribe this audio into text<|assistant|>\n
 std::vector<int> build_prompt(const Tokenizer& tokenizer, int n_audio_tokens,
                               const std::string& instruction = "Please transcribe this audio into text");

@@ -1,6 +1,6 @@
 // weights.h — every tensor of GLM-ASR, as typed views into one allocation on the track's device.
 //
-// Names follow the Hugging Face checkpoint (model-spec §7.1). Matrix weights are stored in the
+// Names follow the Hugging Face checkpoint (docs/model.md §7.1). Matrix weights are stored in the
 // dtype their consuming op's track wants (f32 or bf16); vectors (biases, norm weights) are f32.
 #pragma once
 
@@ -60,7 +60,7 @@ struct ModelWeights {
 };
 
 // Load and validate every tensor of `config` from a safetensors file (HF names, with the
-// prefix variants of model-spec §7.2), converting to the dtypes `table` asks for.
+// prefix variants of docs/model.md §7.2), converting to the dtypes `table` asks for.
 // Throws InputError for a missing tensor, a shape that contradicts the config, or a bad file.
 ModelWeights load_weights(const std::string& safetensors_path, const ModelConfig& config,
                           const OpTable& table, Backend& backend);
