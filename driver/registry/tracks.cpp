@@ -6,7 +6,9 @@
 // the kernel-test checkers have no student code in them, glmasr-student and the kernel runner
 // nothing but the student's. A track that is not linked cannot be asked for, so no process that
 // runs student code has another track to swap to.
+#include <array>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "glmasr/error.h"
@@ -93,19 +95,10 @@ std::string default_track_name() {
     return tracks.front()->name;
 }
 
-namespace {
-// The entries of Ops as an array of type-erased slots, in OpId order, so that one loop can
-// copy "entry i of track T" into a table. Ops is a struct of function pointers only.
-using Slot = void (*)();
-static_assert(sizeof(Ops) == kNumOps * sizeof(Slot), "Ops must hold exactly kNumOps pointers");
-Slot* slots(Ops& ops) { return reinterpret_cast<Slot*>(&ops); }
-const Slot* slots(const Ops& ops) { return reinterpret_cast<const Slot*>(&ops); }
-}  // namespace
-
 OpTable OpTable::build(const std::string& default_track, const std::string& spec) {
     // Parse "op=track,op=track,default=track".
     std::string fallback = default_track;
-    std::map<int, std::string> chosen;
+    std::map<OpId, const Track*> chosen;
     std::stringstream items(spec);
     std::string item;
     while (std::getline(items, item, ',')) {
@@ -114,55 +107,61 @@ OpTable OpTable::build(const std::string& default_track, const std::string& spec
         if (eq == std::string::npos)
             throw InputError("--ops: '" + item + "' is not op=track (e.g. rmsnorm=student)");
         const std::string op = item.substr(0, eq), track = item.substr(eq + 1);
-        get_track(track);  // validates the name
         if (op == "default") {
+            get_track(track);  // validates the name
             fallback = track;
             continue;
         }
         OpId id;
         if (!op_from_name(op, &id)) throw InputError("--ops: unknown op '" + op + "'");
-        chosen[static_cast<int>(id)] = track;
+        chosen[id] = &get_track(track);
     }
+    return mix(get_track(fallback), chosen);
+}
 
+OpTable OpTable::mix(const Track& base, const std::map<OpId, const Track*>& chosen) {
     OpTable table;
-    const Track& base = get_track(fallback);
     table.base = &base;
     table.device = base.device;
     for (int i = 0; i < kNumOps; ++i) {
-        auto it = chosen.find(i);
-        const Track& track = it == chosen.end() ? base : get_track(it->second);
+        const OpId op = static_cast<OpId>(i);
+        auto it = chosen.find(op);
+        const Track& track = it == chosen.end() ? base : *it->second;
         if (track.device != base.device)
             throw InputError(std::string("--ops: cannot mix ") + track.name + " (" +
                              device_name(track.device) + ") with " + base.name + " (" +
                              device_name(base.device) + ") tensors");
-        slots(table.ops)[i] = slots(track.ops)[i];
+        set_entry(table.ops, op, get_entry(track.ops, op));
         table.source[i] = &track;
-        if (i < kNumPrimitiveOps && !slots(table.ops)[i])
-            throw Error(std::string("track '") + track.name + "' has no " +
-                        op_name(static_cast<OpId>(i)) + " op: the contract requires every primitive");
-    }
-    // A fused entry is only taken from the track its primitives came from: if a student overrides
-    // rmsnorm, the reference's fused rmsnorm_gate_up_silu must not silently replace the
-    // student's kernel.
-    auto drop_fused_if_mixed = [&](OpId fused, std::initializer_list<OpId> parts) {
-        const int f = static_cast<int>(fused);
-        if (chosen.count(f)) return;  // asked for explicitly
-        for (OpId part : parts) {
-            if (table.source[static_cast<int>(part)] != table.source[f]) {
-                slots(table.ops)[f] = nullptr;
-                return;
-            }
+        if (i < kNumPrimitiveOps && !get_entry(table.ops, op))
+            throw Error(std::string("track '") + track.name + "' has no " + op_name(op) +
+                        " op: the contract requires every primitive");
+        if (i >= kNumPrimitiveOps && it != chosen.end() && !get_entry(table.ops, op)) {
+            std::string parts;
+            for (OpId part : fused_parts(op)) parts += std::string(parts.empty() ? "" : ", ") + op_name(part);
+            throw InputError(std::string("--ops: ") + op_name(op) + "=" + track.name + ": the " + track.name +
+                             " track has no fused " + op_name(op) + " kernel (it would run the composition of " +
+                             parts + "); choose those parts instead");
         }
-    };
-    drop_fused_if_mixed(OpId::attention, {OpId::attention_scores, OpId::softmax, OpId::attention_output});
-    drop_fused_if_mixed(OpId::add_layernorm, {OpId::add, OpId::layernorm});
-    drop_fused_if_mixed(OpId::linear_gelu, {OpId::linear, OpId::gelu});
-    drop_fused_if_mixed(OpId::gate_up_silu, {OpId::linear, OpId::silu_mul});
-    drop_fused_if_mixed(OpId::qkv_rope_cache, {OpId::linear, OpId::rope_apply, OpId::cache_write});
-    drop_fused_if_mixed(OpId::linear_residual, {OpId::linear, OpId::add});
-    drop_fused_if_mixed(OpId::rmsnorm_gate_up_silu, {OpId::rmsnorm, OpId::linear, OpId::silu_mul});
-    drop_fused_if_mixed(OpId::rmsnorm_qkv_rope_cache,
-                        {OpId::rmsnorm, OpId::linear, OpId::rope_apply, OpId::cache_write});
+    }
+    // A fused entry not asked for by name runs only if everything it stands for would otherwise
+    // run on its own track: with --ops gate_up_silu=student, the default track's
+    // rmsnorm_gate_up_silu must decompose into rmsnorm + the student's gate_up_silu rather than
+    // silently run its own. runs_on[op]: the tracks whose code runs when the table's `op` is
+    // called (its own track for a kernel, its parts' tracks for a composition). Fused entries
+    // follow their parts in OpId order, so a part's answer is final before it is needed.
+    std::array<std::set<const Track*>, kNumOps> runs_on;
+    for (int i = 0; i < kNumOps; ++i) {
+        const OpId op = static_cast<OpId>(i);
+        if (i >= kNumPrimitiveOps && get_entry(table.ops, op) && !chosen.count(op))
+            for (OpId part : fused_parts(op))
+                if (runs_on[static_cast<int>(part)] != std::set<const Track*>{table.source[i]})
+                    set_entry(table.ops, op, nullptr);
+        if (get_entry(table.ops, op))
+            runs_on[i] = {table.source[i]};
+        else
+            for (OpId part : fused_parts(op)) runs_on[i].merge(std::set(runs_on[static_cast<int>(part)]));
+    }
     return table;
 }
 

@@ -1,6 +1,8 @@
-// ops.cpp — op names, and the compositions that stand in for fused entries a track leaves null.
+// ops.cpp — op names, the fused entries' parts, and the compositions that stand in for fused
+// entries a track leaves null.
 #include <array>
 #include <string>
+#include <vector>
 
 #include "glmasr/dispatch.h"
 #include "glmasr/error.h"
@@ -18,6 +20,41 @@ constexpr std::array<const char*, kNumOps> kOpNames = {GLMASR_OP_ENTRIES(GLMASR_
 DType OpTable::weight_dtype(OpId op) const { return source[static_cast<int>(op)]->weight_dtype; }
 
 const char* op_name(OpId op) { return kOpNames.at(static_cast<size_t>(op)); }
+
+const std::vector<OpId>& fused_parts(OpId fused) {
+    static const std::array<std::vector<OpId>, kNumOps> parts = [] {
+        std::array<std::vector<OpId>, kNumOps> table;
+        using enum OpId;
+#define GLMASR_PARTS_OF(fused, ...) table[static_cast<int>(fused)] = {__VA_ARGS__};
+        GLMASR_FUSED_PARTS(GLMASR_PARTS_OF)
+#undef GLMASR_PARTS_OF
+        return table;
+    }();
+    return parts.at(static_cast<size_t>(fused));
+}
+
+OpSlot get_entry(const Ops& ops, OpId op) {
+    switch (op) {
+#define GLMASR_GET_ENTRY(name) \
+    case OpId::name: return reinterpret_cast<OpSlot>(ops.name);
+        GLMASR_OP_ENTRIES(GLMASR_GET_ENTRY)
+#undef GLMASR_GET_ENTRY
+        case OpId::count: break;
+    }
+    throw Error("get_entry: not an op");
+}
+
+void set_entry(Ops& ops, OpId op, OpSlot entry) {
+    switch (op) {
+#define GLMASR_SET_ENTRY(name)                                          \
+    case OpId::name: ops.name = reinterpret_cast<decltype(Ops::name)>(entry); \
+        return;
+        GLMASR_OP_ENTRIES(GLMASR_SET_ENTRY)
+#undef GLMASR_SET_ENTRY
+        case OpId::count: break;
+    }
+    throw Error("set_entry: not an op");
+}
 
 bool op_from_name(const std::string& name, OpId* op) {
     for (int i = 0; i < kNumOps; ++i) {

@@ -123,9 +123,8 @@ int serve(const Track& track) {
 
     uint64_t entries = 0;
     {
-        const auto* slots = reinterpret_cast<void (* const*)()>(&track.ops);
         for (int i = 0; i < kNumOps; ++i)
-            if (slots[i]) entries |= uint64_t(1) << i;
+            if (get_entry(track.ops, static_cast<OpId>(i))) entries |= uint64_t(1) << i;
     }
     Writer hello;
     hello.put<uint32_t>(kHelloMagic);

@@ -30,6 +30,9 @@
 //     incomplete, and building its table fails loudly.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "glmasr/tensor.h"
 
 // A CUDA stream without including CUDA headers: identical to cudaStream_t. Null on the cpu track.
@@ -189,5 +192,31 @@ constexpr int kNumOps = static_cast<int>(OpId::count);
 constexpr int kNumPrimitiveOps = static_cast<int>(OpId::attention);
 const char* op_name(OpId op);
 bool op_from_name(const std::string& name, OpId* op);
+
+// Every fused entry with its direct parts: X(fused, part, part, ...), the entries its
+// composition (dispatch.h, ops.cpp) calls, a part that is itself fused counting as one. A mixed
+// OpTable keeps a fused entry only where all of them come from the fused entry's own track
+// (transitively), so an --ops override is never bypassed by a bigger kernel; a test checks
+// that every composition calls exactly these parts.
+#define GLMASR_FUSED_PARTS(X)                                        \
+    X(attention, attention_scores, softmax, attention_output)        \
+    X(add_layernorm, add, layernorm)                                 \
+    X(linear_gelu, linear, gelu)                                     \
+    X(gate_up_silu, linear, silu_mul)                                \
+    X(qkv_rope_cache, linear, rope_apply, cache_write)               \
+    X(linear_residual, linear, add)                                  \
+    X(rmsnorm_gate_up_silu, rmsnorm, gate_up_silu)                   \
+    X(rmsnorm_qkv_rope_cache, rmsnorm, qkv_rope_cache)
+
+// The direct parts of `fused` (empty for a primitive).
+const std::vector<OpId>& fused_parts(OpId fused);
+
+// Entry `op` of a table, type-erased (nullptr when the entry is null), and the way back: the
+// one way to loop over a table's entries (reading an Ops through a pointer of another type
+// would break C++'s aliasing rules, and an optimiser can then drop or reorder the stores).
+// set_entry takes only what get_entry gave for the same op.
+using OpSlot = void (*)();
+OpSlot get_entry(const Ops& ops, OpId op);
+void set_entry(Ops& ops, OpId op, OpSlot entry);
 
 }  // namespace glmasr

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,10 @@ struct OpTable {
     // spec: "" (all from default_track) or "rmsnorm=student,gelu=baseline,default=reference".
     // Throws InputError for unknown op or track names, mixed devices, or a missing primitive.
     static OpTable build(const std::string& default_track, const std::string& spec = "");
+    // The table of `base` with the ops in `chosen` taken from other tracks (build() after parsing).
+    // A fused entry asked for by name must exist in its track; one that is not asked for is kept
+    // only where every part of it (fused_parts, transitively) comes from its own track.
+    static OpTable mix(const Track& base, const std::map<OpId, const Track*>& chosen);
 
     // dtype that the weights consumed by `op` must be stored in (its track's weight_dtype).
     DType weight_dtype(OpId op) const;
