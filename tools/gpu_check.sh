@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gpu_check.sh — build and test everything on a GPU machine whose Debian build dependencies were
-# carried in as .deb files (see ../shared/gpu-machine.md), writing logs to $OUT (or ./gpu-out).
+# carried in as .deb files (unpacked under /opt/deps, see below), writing logs to $OUT (or ./gpu-out).
 #
 #   tools/gpu_check.sh [steps...]      steps: build test kernels sanitize parity bench profile
 #                                      clips grade speed5 (default: all)

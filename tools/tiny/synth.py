@@ -4,7 +4,7 @@ Used by train.py (in a pool of worker processes, one espeak-ng process per utter
 clips.py. Only numpy and scipy here, so worker processes stay light.
 
 Why espeak-ng and these knobs: it is the one Debian synthesiser that runs from unpacked .debs on
-the GPU machine (shared/gpu-machine.md), at ~800 utterances/s on 16 cores. One voice alone would
+the GPU machine (no network there), at ~800 utterances/s on 16 cores. One voice alone would
 teach the model one voice; varying accent (8 English voices), voice variant (21 timbres), speed,
 pitch, word gap, gain, noise and leading/trailing silence makes the encoder learn the words, not
 the voice. espeak-ng writes 22050 Hz; the model (like Whisper) wants 16 kHz, so every waveform is
