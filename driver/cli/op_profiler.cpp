@@ -315,31 +315,9 @@ OpProfiler::OpProfiler(const OpTable& table, double delay_us)
     if (active) throw Error("only one OpProfiler may exist at a time");
     active = recorder_.get();
     Ops& ops = recorder_->instrumented.ops;
-    instrument<OpId::linear, &Ops::linear, linear_cost>(ops);
-    instrument<OpId::conv1d, &Ops::conv1d, conv1d_cost>(ops);
-    instrument<OpId::layernorm, &Ops::layernorm, layernorm_cost>(ops);
-    instrument<OpId::rmsnorm, &Ops::rmsnorm, rmsnorm_cost>(ops);
-    instrument<OpId::gelu, &Ops::gelu, gelu_cost>(ops);
-    instrument<OpId::silu_mul, &Ops::silu_mul, silu_mul_cost>(ops);
-    instrument<OpId::softmax, &Ops::softmax, softmax_cost>(ops);
-    instrument<OpId::rope_freqs, &Ops::rope_freqs, rope_freqs_cost>(ops);
-    instrument<OpId::rope_apply, &Ops::rope_apply, rope_apply_cost>(ops);
-    instrument<OpId::attention_scores, &Ops::attention_scores, attention_scores_cost>(ops);
-    instrument<OpId::attention_output, &Ops::attention_output, attention_output_cost>(ops);
-    instrument<OpId::embedding, &Ops::embedding, embedding_cost>(ops);
-    instrument<OpId::add, &Ops::add, add_cost>(ops);
-    instrument<OpId::argmax, &Ops::argmax, argmax_cost>(ops);
-    instrument<OpId::cache_write, &Ops::cache_write, cache_write_cost>(ops);
-    instrument<OpId::attention, &Ops::attention, attention_cost>(ops);
-    instrument<OpId::add_layernorm, &Ops::add_layernorm, add_layernorm_cost>(ops);
-    instrument<OpId::linear_gelu, &Ops::linear_gelu, linear_gelu_cost>(ops);
-    instrument<OpId::gate_up_silu, &Ops::gate_up_silu, gate_up_silu_cost>(ops);
-    instrument<OpId::qkv_rope_cache, &Ops::qkv_rope_cache, qkv_rope_cache_cost>(ops);
-    instrument<OpId::linear_residual, &Ops::linear_residual, linear_residual_cost>(ops);
-    instrument<OpId::rmsnorm_gate_up_silu, &Ops::rmsnorm_gate_up_silu,
-               rmsnorm_gate_up_silu_cost>(ops);
-    instrument<OpId::rmsnorm_qkv_rope_cache, &Ops::rmsnorm_qkv_rope_cache,
-               rmsnorm_qkv_rope_cache_cost>(ops);
+#define GLMASR_INSTRUMENT(name) instrument<OpId::name, &Ops::name, name##_cost>(ops);  // every entry: its cost
+    GLMASR_OP_ENTRIES(GLMASR_INSTRUMENT)
+#undef GLMASR_INSTRUMENT
 }
 
 OpProfiler::~OpProfiler() {

@@ -10,21 +10,9 @@ namespace glmasr {
 namespace {
 Ops make_cpu_ops() {
     Ops ops{};
-    ops.linear = cpu::linear;
-    ops.conv1d = cpu::conv1d;
-    ops.layernorm = cpu::layernorm;
-    ops.rmsnorm = cpu::rmsnorm;
-    ops.gelu = cpu::gelu;
-    ops.silu_mul = cpu::silu_mul;
-    ops.softmax = cpu::softmax;
-    ops.rope_freqs = cpu::rope_freqs;
-    ops.rope_apply = cpu::rope_apply;
-    ops.attention_scores = cpu::attention_scores;
-    ops.attention_output = cpu::attention_output;
-    ops.embedding = cpu::embedding;
-    ops.add = cpu::add;
-    ops.argmax = cpu::argmax;
-    ops.cache_write = cpu::cache_write;
+#define GLMASR_CPU_ENTRY(name) ops.name = cpu::name;  // cpu_ops.h: one function per primitive
+    GLMASR_PRIMITIVE_OPS(GLMASR_CPU_ENTRY)
+#undef GLMASR_CPU_ENTRY
     return ops;  // every fused entry (attention, add_layernorm, ...): compositions
 }
 }  // namespace

@@ -1,6 +1,7 @@
 // ops.cpp — op names, the fused entries' parts, and the compositions that stand in for fused
 // entries a track leaves null.
 #include <array>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,15 @@
 #include "glmasr/track.h"
 
 namespace glmasr {
+
+// Ops declares its fields in the order of GLMASR_OP_ENTRIES, one pointer each: entry i of the
+// list is field i of the struct.
+#define GLMASR_CHECK_FIELD_ORDER(name)                                                            \
+    static_assert(offsetof(Ops, name) == static_cast<size_t>(OpId::name) * sizeof(void (*)()), \
+                  "Ops: field " #name " is not where GLMASR_OP_ENTRIES puts it");
+GLMASR_OP_ENTRIES(GLMASR_CHECK_FIELD_ORDER)
+#undef GLMASR_CHECK_FIELD_ORDER
+static_assert(sizeof(Ops) == kNumOps * sizeof(void (*)()), "Ops holds exactly the listed entries");
 
 namespace {
 #define GLMASR_OP_NAME(name) #name,

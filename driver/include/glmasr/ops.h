@@ -173,13 +173,18 @@ struct Ops {
                                    int n_kv_heads, Stream stream);
 };
 
-// Every entry of Ops, in declaration order: X(name) per entry. OpId, the op names and the
-// grader's remote track (grader/runner/) are generated from this list.
-#define GLMASR_OP_ENTRIES(X)                                                                   \
+// Every entry of Ops, in declaration order: X(name) per entry, the primitives first. OpId, the
+// op names, the cpu track's table, the profiler's shims and the grader's remote track
+// (grader/runner/) are generated from these lists; ops.cpp checks that Ops declares its fields
+// in this order.
+#define GLMASR_PRIMITIVE_OPS(X)                                                                \
     X(linear) X(conv1d) X(layernorm) X(rmsnorm) X(gelu) X(silu_mul) X(softmax) X(rope_freqs)  \
     X(rope_apply) X(attention_scores) X(attention_output) X(embedding) X(add) X(argmax)        \
-    X(cache_write) X(attention) X(add_layernorm) X(linear_gelu) X(gate_up_silu)                \
-    X(qkv_rope_cache) X(linear_residual) X(rmsnorm_gate_up_silu) X(rmsnorm_qkv_rope_cache)
+    X(cache_write)
+#define GLMASR_FUSED_OPS(X)                                                                    \
+    X(attention) X(add_layernorm) X(linear_gelu) X(gate_up_silu) X(qkv_rope_cache)             \
+    X(linear_residual) X(rmsnorm_gate_up_silu) X(rmsnorm_qkv_rope_cache)
+#define GLMASR_OP_ENTRIES(X) GLMASR_PRIMITIVE_OPS(X) GLMASR_FUSED_OPS(X)
 
 // The names of the entries, in declaration order; used by --ops, reports and the grader.
 enum class OpId : int {
@@ -189,7 +194,9 @@ enum class OpId : int {
     count
 };
 constexpr int kNumOps = static_cast<int>(OpId::count);
-constexpr int kNumPrimitiveOps = static_cast<int>(OpId::attention);
+#define GLMASR_COUNT_OP(name) +1
+constexpr int kNumPrimitiveOps = 0 GLMASR_PRIMITIVE_OPS(GLMASR_COUNT_OP);
+#undef GLMASR_COUNT_OP
 const char* op_name(OpId op);
 bool op_from_name(const std::string& name, OpId* op);
 

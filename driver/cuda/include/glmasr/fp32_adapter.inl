@@ -192,21 +192,9 @@ template <const Fp32Kernels& K>
 Ops fp32_ops() {
     using A = fp32_adapter_detail::Adapter<K>;
     Ops ops{};
-    ops.linear = &A::linear;
-    ops.conv1d = &A::conv1d;
-    ops.layernorm = &A::layernorm;
-    ops.rmsnorm = &A::rmsnorm;
-    ops.gelu = &A::gelu;
-    ops.silu_mul = &A::silu_mul;
-    ops.softmax = &A::softmax;
-    ops.rope_freqs = &A::rope_freqs;
-    ops.rope_apply = &A::rope_apply;
-    ops.attention_scores = &A::attention_scores;
-    ops.attention_output = &A::attention_output;
-    ops.embedding = &A::embedding;
-    ops.add = &A::add;
-    ops.argmax = &A::argmax;
-    ops.cache_write = &A::cache_write;
+#define GLMASR_ADAPTER_ENTRY(name) ops.name = &A::name;
+    GLMASR_PRIMITIVE_OPS(GLMASR_ADAPTER_ENTRY)
+#undef GLMASR_ADAPTER_ENTRY
     return ops;  // fused entries stay null: the driver composes them (dispatch.h)
 }
 
