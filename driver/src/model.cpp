@@ -113,6 +113,21 @@ struct Model::Impl {
 
     explicit Impl(Backend& b) : backend(b), stream(b.stream()) {}
 
+    // Encoder steps of one 30 s window, in the order encode_audio runs them.
+    void upload_window(const AudioFeatures& features, int win, std::vector<float>& time_major);
+    void encode_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops);
+    void project_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                        int n_tokens, float* out);
+
+    // Decoder steps, in the order generate runs them.
+    void reserve_decoder(const DecoderConfig& d, const Ops& ops, int rows, int positions);
+    void prefill(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                 const std::vector<int>& prompt_ids, const std::vector<float>& audio_embeddings,
+                 const std::vector<int>& audio_rows);
+    void decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops);
+    void decode(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int S,
+                const GenerateOptions& options, GenerateResult& result);
+
     // One decoder pass over `rows` tokens whose embeddings are in dec_x and positions in
     // dec_pos; leaves the final-norm output in dec_normed. Enqueue only: capture-safe.
     void decoder_layers(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int rows);
@@ -171,9 +186,7 @@ Model::~Model() = default;
 std::vector<float> Model::encode_audio(const AudioFeatures& features,
                                        std::vector<float>* encoder_out) {
     Impl& m = *impl_;
-    const Ops& ops = table_.ops;
     const EncoderConfig& e = config_.audio;
-    const ModelWeights& w = weights_;
     const int t_mel = static_cast<int>(m.mel.dim(0)), n_mels = static_cast<int>(m.mel.dim(1));
     const int t_enc = static_cast<int>(m.enc_x.dim(0));
     const int d_text = config_.text.hidden_size;
@@ -185,70 +198,25 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
     std::vector<float> audio_embeddings(static_cast<size_t>(features.total_audio_tokens()) * d_text);
     if (encoder_out) encoder_out->resize(static_cast<size_t>(features.n_windows) * t_enc * e.hidden_size);
     std::vector<float> mel_time_major(static_cast<size_t>(t_mel) * n_mels);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(e.head_dim));
     size_t rows_done = 0;
     std::vector<Backend::Mark> projector_marks;  // (begin, end) pairs, one per window
     const Backend::Mark begin = m.backend.mark(m.stream);
 
     for (int win = 0; win < features.n_windows; ++win) {
         m.enter(Stage::encoder);
-        // input_features (n_mels, T_mel) → time-major (T_mel, n_mels), the layout conv1d takes.
-        const float* window = features.mel.data() + static_cast<size_t>(win) * n_mels * t_mel;
-        for (int c = 0; c < n_mels; ++c)
-            for (int t = 0; t < t_mel; ++t) mel_time_major[static_cast<size_t>(t) * n_mels + c] = window[static_cast<size_t>(c) * t_mel + t];
-        m.backend.upload(m.mel.data, mel_time_major.data(), m.mel.bytes(), m.stream);
-
-        // x = gelu(conv1(input_features)); x = gelu(conv2(x)).transpose(1, 2)
-        ops.conv1d(m.conv1_out, m.mel, w.conv1_w, w.conv1_b, 1, 1, m.stream);
-        ops.gelu(m.conv1_out, m.conv1_out, m.stream);
-        ops.conv1d(m.enc_x, m.conv1_out, w.conv2_w, w.conv2_b, 2, 1, m.stream);
-        ops.gelu(m.enc_x, m.enc_x, m.stream);
-
-        // for layer in layers: pre-LN attention and MLP blocks (docs/model.md §3.3)
-        ops.layernorm(m.enc_normed, m.enc_x, w.encoder[0].ln1_w, w.encoder[0].ln1_b,
-                      e.layer_norm_eps, m.stream);
-        for (size_t l = 0; l < w.encoder.size(); ++l) {
-            const EncoderLayerWeights& L = w.encoder[l];
-            // q, k, v = q_proj(h), k_proj(h) (no bias), v_proj(h); partial RoPE on q and k
-            ops.linear(m.enc_q, m.enc_normed, L.q_w, L.q_b, m.stream);
-            ops.linear(m.enc_k, m.enc_normed, L.k_w, Tensor{}, m.stream);
-            ops.linear(m.enc_v, m.enc_normed, L.v_w, L.v_b, m.stream);
-            ops.rope_apply(m.enc_q, m.enc_cos, m.enc_sin, m.enc_pos, e.num_heads, m.stream);
-            ops.rope_apply(m.enc_k, m.enc_cos, m.enc_sin, m.enc_pos, e.num_kv_heads, m.stream);
-            // attn = softmax(q kᵀ / √hd) v over all 1500 frames: bidirectional, no mask
-            run_attention(ops, m.enc_attn, m.enc_q, m.enc_k, m.enc_v, Tensor{}, m.enc_scores,
-                          e.num_heads, e.num_kv_heads, scale, m.stream);
-            // x = x + o_proj(attn); h = post_attention_layernorm(x)
-            ops.linear(m.enc_proj, m.enc_attn, L.o_w, L.o_b, m.stream);
-            run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, L.ln2_w, L.ln2_b,
-                              e.layer_norm_eps, m.stream);
-            // x = x + fc2(gelu(fc1(h))); h = next layer's input_layernorm(x), or the final norm
-            run_linear_gelu(ops, m.enc_ffn, m.enc_normed, L.fc1_w, L.fc1_b, m.stream);
-            ops.linear(m.enc_proj, m.enc_ffn, L.fc2_w, L.fc2_b, m.stream);
-            const bool last = l + 1 == w.encoder.size();
-            const Tensor& norm_w = last ? w.enc_norm_w : w.encoder[l + 1].ln1_w;
-            const Tensor& norm_b = last ? w.enc_norm_b : w.encoder[l + 1].ln1_b;
-            run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, norm_w, norm_b,
-                              e.layer_norm_eps, m.stream);
-        }
+        m.upload_window(features, win, mel_time_major);
+        m.encode_window(config_, weights_, table_.ops);
         if (encoder_out)
             m.backend.download(encoder_out->data() + static_cast<size_t>(win) * t_enc * e.hidden_size,
                                m.enc_normed.data, m.enc_normed.bytes(), m.stream);
 
-        // Projector on the valid tokens of this window only (rows are independent):
-        // merged = h.reshape(T/4, 4·De); emb = linear_2(gelu(linear_1(merged)))
+        // The projector on this window's valid tokens, appended to the audio embeddings.
         const int n_tokens = features.audio_tokens[win];
         if (n_tokens == 0) continue;
         m.enter(Stage::projector);
         projector_marks.push_back(m.backend.mark(m.stream));
-        const Tensor merged = m.enc_normed.reshape({t_enc / config_.merge_factor,
-                                                    config_.merge_factor * e.hidden_size});
-        run_linear_gelu(ops, m.proj_hidden.rows(0, n_tokens), merged.rows(0, n_tokens),
-                        w.proj1_w, w.proj1_b, m.stream);
-        ops.linear(m.proj_out.rows(0, n_tokens), m.proj_hidden.rows(0, n_tokens), w.proj2_w,
-                   w.proj2_b, m.stream);
-        m.backend.download(audio_embeddings.data() + rows_done * d_text, m.proj_out.data,
-                           static_cast<size_t>(n_tokens) * d_text * sizeof(float), m.stream);
+        m.project_window(config_, weights_, table_.ops, n_tokens,
+                         audio_embeddings.data() + rows_done * d_text);
         projector_marks.push_back(m.backend.mark(m.stream));
         rows_done += n_tokens;
     }
@@ -260,18 +228,87 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
     return audio_embeddings;
 }
 
+// input_features[win] (n_mels, T_mel) → time-major (T_mel, n_mels), the layout conv1d takes,
+// uploaded to `mel`. `time_major` is host scratch of T_mel·n_mels floats.
+void Model::Impl::upload_window(const AudioFeatures& features, int win,
+                                std::vector<float>& time_major) {
+    const int t_mel = static_cast<int>(mel.dim(0)), n_mels = static_cast<int>(mel.dim(1));
+    const float* window = features.mel.data() + static_cast<size_t>(win) * n_mels * t_mel;
+    for (int c = 0; c < n_mels; ++c)
+        for (int t = 0; t < t_mel; ++t) time_major[static_cast<size_t>(t) * n_mels + c] = window[static_cast<size_t>(c) * t_mel + t];
+    backend.upload(mel.data, time_major.data(), mel.bytes(), stream);
+}
+
+// The encoder over the window in `mel`: conv stem, then the pre-LN layers; leaves the final-norm
+// output (T, De) in enc_normed.
+void Model::Impl::encode_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops) {
+    Impl& m = *this;
+    const EncoderConfig& e = config.audio;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(e.head_dim));
+
+    // x = gelu(conv1(input_features)); x = gelu(conv2(x)).transpose(1, 2)
+    ops.conv1d(m.conv1_out, m.mel, w.conv1_w, w.conv1_b, 1, 1, m.stream);
+    ops.gelu(m.conv1_out, m.conv1_out, m.stream);
+    ops.conv1d(m.enc_x, m.conv1_out, w.conv2_w, w.conv2_b, 2, 1, m.stream);
+    ops.gelu(m.enc_x, m.enc_x, m.stream);
+
+    // for layer in layers: pre-LN attention and MLP blocks (docs/model.md §3.3)
+    ops.layernorm(m.enc_normed, m.enc_x, w.encoder[0].ln1_w, w.encoder[0].ln1_b,
+                  e.layer_norm_eps, m.stream);
+    for (size_t l = 0; l < w.encoder.size(); ++l) {
+        const EncoderLayerWeights& L = w.encoder[l];
+        // q, k, v = q_proj(h), k_proj(h) (no bias), v_proj(h); partial RoPE on q and k
+        ops.linear(m.enc_q, m.enc_normed, L.q_w, L.q_b, m.stream);
+        ops.linear(m.enc_k, m.enc_normed, L.k_w, Tensor{}, m.stream);
+        ops.linear(m.enc_v, m.enc_normed, L.v_w, L.v_b, m.stream);
+        ops.rope_apply(m.enc_q, m.enc_cos, m.enc_sin, m.enc_pos, e.num_heads, m.stream);
+        ops.rope_apply(m.enc_k, m.enc_cos, m.enc_sin, m.enc_pos, e.num_kv_heads, m.stream);
+        // attn = softmax(q kᵀ / √hd) v over all 1500 frames: bidirectional, no mask
+        run_attention(ops, m.enc_attn, m.enc_q, m.enc_k, m.enc_v, Tensor{}, m.enc_scores,
+                      e.num_heads, e.num_kv_heads, scale, m.stream);
+        // x = x + o_proj(attn); h = post_attention_layernorm(x)
+        ops.linear(m.enc_proj, m.enc_attn, L.o_w, L.o_b, m.stream);
+        run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, L.ln2_w, L.ln2_b,
+                          e.layer_norm_eps, m.stream);
+        // x = x + fc2(gelu(fc1(h))); h = next layer's input_layernorm(x), or the final norm
+        run_linear_gelu(ops, m.enc_ffn, m.enc_normed, L.fc1_w, L.fc1_b, m.stream);
+        ops.linear(m.enc_proj, m.enc_ffn, L.fc2_w, L.fc2_b, m.stream);
+        const bool last = l + 1 == w.encoder.size();
+        const Tensor& norm_w = last ? w.enc_norm_w : w.encoder[l + 1].ln1_w;
+        const Tensor& norm_b = last ? w.enc_norm_b : w.encoder[l + 1].ln1_b;
+        run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, norm_w, norm_b,
+                          e.layer_norm_eps, m.stream);
+    }
+}
+
+// Projector on the window's first `n_tokens` (valid) tokens only, rows being independent:
+// merged = h.reshape(T/4, 4·De); emb = linear_2(gelu(linear_1(merged))). The (n_tokens, Dt)
+// embeddings are downloaded to `out` on the host.
+void Model::Impl::project_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                                 int n_tokens, float* out) {
+    Impl& m = *this;
+    const int t_enc = static_cast<int>(m.enc_x.dim(0));
+    const int d_text = config.text.hidden_size;
+    const Tensor merged = m.enc_normed.reshape({t_enc / config.merge_factor,
+                                                config.merge_factor * config.audio.hidden_size});
+    run_linear_gelu(ops, m.proj_hidden.rows(0, n_tokens), merged.rows(0, n_tokens),
+                    w.proj1_w, w.proj1_b, m.stream);
+    ops.linear(m.proj_out.rows(0, n_tokens), m.proj_hidden.rows(0, n_tokens), w.proj2_w,
+               w.proj2_b, m.stream);
+    m.backend.download(out, m.proj_out.data,
+                       static_cast<size_t>(n_tokens) * d_text * sizeof(float), m.stream);
+}
+
 StageTimes Model::last_encode_times() const { return impl_->last_encode; }
 
 void Model::set_stage_hook(std::function<void(Stage)> hook) { impl_->stage_hook = std::move(hook); }
 
-GenerateResult Model::generate(const std::vector<int>& prompt_ids,
-                               const std::vector<float>& audio_embeddings,
-                               const GenerateOptions& options) {
-    Impl& m = *impl_;
-    const Ops& ops = table_.ops;
-    const DecoderConfig& d = config_.text;
-    const ModelWeights& w = weights_;
-    const int S = static_cast<int>(prompt_ids.size());
+namespace {
+
+// generate's checks on its options, made before anything is enqueued: at least one step,
+// teacher-forcing inputs that cover every decode step and are token ids, and room for the
+// prompt (S tokens) and every new token in the decoder's positions.
+void check_generate_options(const DecoderConfig& d, int S, const GenerateOptions& options) {
     if (S == 0) throw InputError("empty prompt");
     if (options.max_new_tokens < 1) throw InputError("--max-new-tokens must be at least 1");
     if (!options.forced_inputs.empty()) {
@@ -279,71 +316,119 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
             throw InputError("forced inputs: " + std::to_string(options.forced_inputs.size()) +
                              " tokens for " + std::to_string(options.max_new_tokens) + " decode steps");
         for (int id : options.forced_inputs)
-            if (id < 0 || id >= config_.text.vocab_size)
+            if (id < 0 || id >= d.vocab_size)
                 throw InputError("forced input token id " + std::to_string(id) + " is outside the vocabulary");
     }
-    const int needed = S + options.max_new_tokens;
-    if (needed > d.max_positions)
+    if (S + options.max_new_tokens > d.max_positions)
         throw InputError("prompt (" + std::to_string(S) + " tokens) + max new tokens (" +
                          std::to_string(options.max_new_tokens) + ") exceed the decoder's " +
                          std::to_string(d.max_positions) + " positions");
+}
 
-    // Where the audio rows go: the k-th <|pad|> takes the k-th audio embedding (masked_scatter).
+// Where the audio rows go: the k-th <|pad|> takes the k-th audio embedding (masked_scatter).
+// Returns the prompt rows holding <|pad|>, in order, after checking that every id is in the
+// vocabulary and that there is one placeholder per embedding (n_audio of them).
+std::vector<int> audio_rows_of(const ModelConfig& config, const std::vector<int>& prompt_ids,
+                               size_t n_audio) {
+    const int vocab_size = config.text.vocab_size;
     std::vector<int> audio_rows;
-    for (int i = 0; i < S; ++i) {
-        if (prompt_ids[i] < 0 || prompt_ids[i] >= d.vocab_size)
+    for (int i = 0; i < static_cast<int>(prompt_ids.size()); ++i) {
+        if (prompt_ids[i] < 0 || prompt_ids[i] >= vocab_size)
             throw InputError("prompt token id " + std::to_string(prompt_ids[i]) +
                              " is outside the vocabulary");
-        if (prompt_ids[i] == config_.audio_token_id) audio_rows.push_back(i);
+        if (prompt_ids[i] == config.audio_token_id) audio_rows.push_back(i);
     }
-    const size_t n_audio = audio_embeddings.size() / d.hidden_size;
     if (audio_rows.size() != n_audio)
         throw InputError("the prompt has " + std::to_string(audio_rows.size()) +
                          " audio placeholders but the audio gave " + std::to_string(n_audio) +
                          " embeddings");
+    return audio_rows;
+}
 
-    // (Re)allocate the decoder state when this prompt needs more than the last one.
-    if (needed > m.capacity || S > m.max_rows) {
-        m.decode_graph.reset();
-        m.dec_owned.clear();
-        m.k_cache.clear();
-        m.v_cache.clear();
-        m.capacity = std::max(needed, m.capacity);
-        m.max_rows = std::max(S, m.max_rows);
-        const int rows = m.max_rows, cap = m.capacity;
-        const int q_width = d.num_heads * d.head_dim, kv_width = d.num_kv_heads * d.head_dim;
-        for (int l = 0; l < d.num_layers; ++l) {
-            m.k_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
-            m.v_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
-            // Rows past the current position are masked out, but a 3-kernel attention still
-            // multiplies them by a zero probability: they must hold numbers, not garbage.
-            m.backend.zero(m.k_cache.back().data, m.k_cache.back().bytes(), m.stream);
-            m.backend.zero(m.v_cache.back().data, m.v_cache.back().bytes(), m.stream);
-        }
-        m.dec_x = m.make_decoder(DType::F32, {rows, d.hidden_size});
-        m.dec_normed = m.make_decoder(DType::F32, {rows, d.hidden_size});
-        m.dec_q = m.make_decoder(DType::F32, {rows, q_width});
-        m.dec_attn = m.make_decoder(DType::F32, {rows, q_width});
-        m.dec_k = m.make_decoder(DType::F32, {rows, kv_width});
-        m.dec_v = m.make_decoder(DType::F32, {rows, kv_width});
-        m.dec_proj = m.make_decoder(DType::F32, {rows, d.hidden_size});
-        m.dec_gate = m.make_decoder(DType::F32, {rows, d.intermediate_size});
-        m.dec_up = m.make_decoder(DType::F32, {rows, d.intermediate_size});
-        if (!ops.attention) m.dec_scores = m.make_decoder(DType::F32, {d.num_heads, rows, cap});
-        m.dec_ids = m.make_decoder(DType::I32, {rows});
-        m.dec_pos = m.make_decoder(DType::I32, {rows});
-        m.dec_cos = m.make_decoder(DType::F32, {cap, d.head_dim / 2});
-        m.dec_sin = m.make_decoder(DType::F32, {cap, d.head_dim / 2});
-        m.logits = m.make_decoder(DType::F32, {1, d.vocab_size});
-        m.next_id = m.make_decoder(DType::I32, {1});
-        ops.rope_freqs(m.dec_cos, m.dec_sin, d.rope_theta, m.stream);
-    }
+// Whether generation ends after `token`, the step-th new one (from 0): a stop token (unless
+// eos is ignored), or the last of max_new_tokens.
+bool stops_after(const DecoderConfig& d, const GenerateOptions& options, int step, int32_t token) {
+    const std::vector<int>& eos = d.eos_token_ids;
+    const bool stop = std::find(eos.begin(), eos.end(), token) != eos.end();
+    return (stop && !options.ignore_eos) || step + 1 == options.max_new_tokens;
+}
+
+}  // namespace
+
+GenerateResult Model::generate(const std::vector<int>& prompt_ids,
+                               const std::vector<float>& audio_embeddings,
+                               const GenerateOptions& options) {
+    Impl& m = *impl_;
+    const DecoderConfig& d = config_.text;
+    const int S = static_cast<int>(prompt_ids.size());
+    check_generate_options(d, S, options);
+    const std::vector<int> audio_rows =
+        audio_rows_of(config_, prompt_ids, audio_embeddings.size() / d.hidden_size);
+    m.reserve_decoder(d, table_.ops, S, S + options.max_new_tokens);
 
     GenerateResult result;
     m.enter(Stage::prefill);
     auto t0 = m.backend.mark(m.stream);
+    m.prefill(config_, weights_, table_.ops, prompt_ids, audio_embeddings, audio_rows);
+    auto t1 = m.backend.mark(m.stream);
+    result.times.prefill_ms = m.backend.elapsed_ms(t0, t1);
 
-    // ---- prefill: inputs_embeds = embed_tokens(input_ids), audio rows scattered in
+    m.decode(config_, weights_, table_.ops, S, options, result);
+    return result;
+}
+
+// Size the decoder state for `rows` prompt rows and `positions` positions (prompt + new
+// tokens). Buffers are only ever grown: when this prompt needs more than the last one, all of
+// them are reallocated (dropping the recorded decode graph, which points into the old ones).
+void Model::Impl::reserve_decoder(const DecoderConfig& d, const Ops& ops, int rows, int positions) {
+    Impl& m = *this;
+    if (positions <= m.capacity && rows <= m.max_rows) return;
+    m.decode_graph.reset();
+    m.dec_owned.clear();
+    m.k_cache.clear();
+    m.v_cache.clear();
+    m.capacity = std::max(positions, m.capacity);
+    m.max_rows = std::max(rows, m.max_rows);
+    const int max_rows = m.max_rows, cap = m.capacity;
+    const int q_width = d.num_heads * d.head_dim, kv_width = d.num_kv_heads * d.head_dim;
+    for (int l = 0; l < d.num_layers; ++l) {
+        m.k_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
+        m.v_cache.push_back(m.make_decoder(DType::F32, {cap, kv_width}));
+        // Rows past the current position are masked out, but a 3-kernel attention still
+        // multiplies them by a zero probability: they must hold numbers, not garbage.
+        m.backend.zero(m.k_cache.back().data, m.k_cache.back().bytes(), m.stream);
+        m.backend.zero(m.v_cache.back().data, m.v_cache.back().bytes(), m.stream);
+    }
+    m.dec_x = m.make_decoder(DType::F32, {max_rows, d.hidden_size});
+    m.dec_normed = m.make_decoder(DType::F32, {max_rows, d.hidden_size});
+    m.dec_q = m.make_decoder(DType::F32, {max_rows, q_width});
+    m.dec_attn = m.make_decoder(DType::F32, {max_rows, q_width});
+    m.dec_k = m.make_decoder(DType::F32, {max_rows, kv_width});
+    m.dec_v = m.make_decoder(DType::F32, {max_rows, kv_width});
+    m.dec_proj = m.make_decoder(DType::F32, {max_rows, d.hidden_size});
+    m.dec_gate = m.make_decoder(DType::F32, {max_rows, d.intermediate_size});
+    m.dec_up = m.make_decoder(DType::F32, {max_rows, d.intermediate_size});
+    if (!ops.attention) m.dec_scores = m.make_decoder(DType::F32, {d.num_heads, max_rows, cap});
+    m.dec_ids = m.make_decoder(DType::I32, {max_rows});
+    m.dec_pos = m.make_decoder(DType::I32, {max_rows});
+    m.dec_cos = m.make_decoder(DType::F32, {cap, d.head_dim / 2});
+    m.dec_sin = m.make_decoder(DType::F32, {cap, d.head_dim / 2});
+    m.logits = m.make_decoder(DType::F32, {1, d.vocab_size});
+    m.next_id = m.make_decoder(DType::I32, {1});
+    ops.rope_freqs(m.dec_cos, m.dec_sin, d.rope_theta, m.stream);
+}
+
+// The prompt's S tokens in one decoder pass, filling the KV cache at positions 0..S−1; leaves
+// the first new token in next_id and its logits in `logits`.
+void Model::Impl::prefill(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                          const std::vector<int>& prompt_ids,
+                          const std::vector<float>& audio_embeddings,
+                          const std::vector<int>& audio_rows) {
+    Impl& m = *this;
+    const DecoderConfig& d = config.text;
+    const int S = static_cast<int>(prompt_ids.size());
+
+    // inputs_embeds = embed_tokens(input_ids), audio rows scattered in
     std::vector<int32_t> positions(S);
     std::iota(positions.begin(), positions.end(), 0);
     m.backend.upload(m.dec_ids.data, prompt_ids.data(), S * sizeof(int32_t), m.stream);
@@ -357,22 +442,31 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
                          run * d.hidden_size * sizeof(float), m.stream);
         k += run;
     }
-    m.decoder_layers(config_, w, ops, S);
+    m.decoder_layers(config, w, ops, S);
     // logits = lm_head(norm(h))[-1]; next = argmax(logits)
     ops.linear(m.logits, m.dec_normed.rows(S - 1, 1), w.lm_head, Tensor{}, m.stream);
     ops.argmax(m.next_id, m.logits, m.stream);
-    auto t1 = m.backend.mark(m.stream);
-    result.times.prefill_ms = m.backend.elapsed_ms(t0, t1);
+}
 
-    // ---- decode: one token per step through the KV cache
-    auto step = [&]() {
-        ops.embedding(m.dec_x.rows(0, 1), w.embed, m.next_id, m.stream);
-        m.decoder_layers(config_, w, ops, 1);
-        ops.linear(m.logits, m.dec_normed.rows(0, 1), w.lm_head, Tensor{}, m.stream);
-        ops.argmax(m.next_id, m.logits, m.stream);
-    };
+// One decode step through the KV cache: the token in next_id at the position in dec_pos in,
+// the next token (and its logits) out, in the same buffers. Enqueue only: capture-safe.
+void Model::Impl::decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops) {
+    Impl& m = *this;
+    ops.embedding(m.dec_x.rows(0, 1), w.embed, m.next_id, m.stream);
+    m.decoder_layers(config, w, ops, 1);
+    ops.linear(m.logits, m.dec_normed.rows(0, 1), w.lm_head, Tensor{}, m.stream);
+    ops.argmax(m.next_id, m.logits, m.stream);
+}
+
+// The decode loop after a prefill of S tokens: read each new token (from next_id) into
+// result.tokens until stops_after says so, running one decode step per further token — the
+// recorded graph where the backend has them, the ops otherwise. Times the steps.
+void Model::Impl::decode(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int S,
+                         const GenerateOptions& options, GenerateResult& result) {
+    Impl& m = *this;
+    const DecoderConfig& d = config.text;
+    auto step = [&]() { m.decode_step(config, w, ops); };
     const bool graphs = options.use_graphs && m.backend.supports_graphs();
-    const std::vector<int>& eos = d.eos_token_ids;
     std::vector<float> host_logits;
     double decode_ms = 0;
     for (int i = 0; i < options.max_new_tokens; ++i) {
@@ -384,8 +478,7 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
         }
         m.backend.download(&token, m.next_id.data, sizeof token, m.stream);
         result.tokens.push_back(token);
-        const bool stop = std::find(eos.begin(), eos.end(), token) != eos.end();
-        if ((stop && !options.ignore_eos) || i + 1 == options.max_new_tokens) break;
+        if (stops_after(d, options, i, token)) break;
 
         m.enter(Stage::decode);
         auto s0 = m.backend.mark(m.stream);
@@ -404,7 +497,6 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids,
         ++result.times.decode_steps;
     }
     result.times.decode_ms = decode_ms;
-    return result;
 }
 
 void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& w,

@@ -66,6 +66,119 @@ bool byte_size(const std::vector<int64_t>& shape, DType dtype, uint64_t* bytes) 
     return true;
 }
 
+// Every problem with the file is an InputError naming it.
+[[noreturn]] void fail(const std::string& path, const std::string& problem) {
+    throw InputError(path + ": " + problem);
+}
+
+// Map the whole of `path` read-only; its size goes to *size. The file must be a regular file
+// of at least the 8 bytes of the header length.
+void* map_file(const std::string& path, size_t* size) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        fail(path, "not a regular file");
+    }
+    *size = static_cast<size_t>(st.st_size);
+    if (*size < 8) {
+        ::close(fd);
+        fail(path, "too small to be a safetensors file (" + std::to_string(*size) + " bytes)");
+    }
+    void* map = ::mmap(nullptr, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int map_errno = errno;
+    ::close(fd);  // the mapping keeps the file alive
+    if (map == MAP_FAILED)
+        fail(path, std::string("cannot map the file (") + std::strerror(map_errno) + ")");
+    return map;
+}
+
+// One header entry, {"dtype": .., "shape": [..], "data_offsets": [begin, end]}, checked field by
+// field against the data section (`data`, `data_size` bytes) it points into.
+SafeTensorEntry parse_entry(const std::string& path, const std::string& name,
+                            const nlohmann::json& info, const unsigned char* data,
+                            uint64_t data_size) {
+    auto bad = [&](const std::string& problem) { fail(path, "tensor '" + name + "': " + problem); };
+    if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
+        !info.contains("data_offsets"))
+        bad("needs dtype, shape and data_offsets");
+    SafeTensorEntry entry;
+    entry.name = name;
+    if (!info["dtype"].is_string() || !parse_dtype(info["dtype"].get<std::string>(), &entry.dtype))
+        bad("dtype " + info["dtype"].dump() + " is not supported (F32, BF16 or F16)");
+    if (!info["shape"].is_array()) bad("shape is not a list");
+    for (const auto& d : info["shape"]) {
+        if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+            bad("shape " + info["shape"].dump() + " is invalid");
+        entry.shape.push_back(d.get<int64_t>());
+    }
+    const auto& off = info["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+        bad("data_offsets must be two non-negative integers");
+    const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+    if (begin > end || end > data_size)
+        bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+            "] run past the end of the data (" + std::to_string(data_size) +
+            " bytes): the file is truncated or corrupt");
+    uint64_t expected = 0;
+    if (!byte_size(entry.shape, entry.dtype, &expected) || expected != end - begin)
+        bad("shape " + shape_text(entry.shape) + " of " + dtype_tag(entry.dtype) +
+            " does not match data_offsets [" + std::to_string(begin) + ", " +
+            std::to_string(end) + "] (" + std::to_string(end - begin) + " bytes)");
+    entry.nbytes = static_cast<size_t>(end - begin);
+    entry.data = data + begin;
+    return entry;
+}
+
+// No two tensors may share bytes of the data section (which starts at `data`).
+void check_no_overlap(const std::string& path, const std::map<std::string, SafeTensorEntry>& entries,
+                      const unsigned char* data) {
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) of every tensor
+    for (const auto& [name, e] : entries) {
+        const auto begin = static_cast<uint64_t>(static_cast<const unsigned char*>(e.data) - data);
+        ranges.emplace_back(begin, begin + e.nbytes);
+    }
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+        if (ranges[i].first < ranges[i - 1].second) {
+            std::string a, b;  // name the two tensors for the message
+            for (const auto& [name, e] : entries) {
+                const auto begin = static_cast<uint64_t>(static_cast<const unsigned char*>(e.data) - data);
+                if (begin == ranges[i - 1].first && a.empty()) a = name;
+                else if (begin == ranges[i].first && b.empty()) b = name;
+            }
+            fail(path, "tensors '" + a + "' and '" + b + "' overlap in the data section");
+        }
+}
+
+// The header of a mapped file (`bytes`, `size` bytes): its length, its JSON, and every entry
+// in it, validated; "__metadata__" is skipped.
+std::map<std::string, SafeTensorEntry> parse_header(const std::string& path,
+                                                    const unsigned char* bytes, size_t size) {
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little endian
+    if (header_len == 0 || header_len > kMaxHeaderBytes || header_len > size - 8)
+        fail(path, "header length " + std::to_string(header_len) + " does not fit the file (" +
+                   std::to_string(size) + " bytes): truncated or not safetensors");
+    nlohmann::json header;
+    try {
+        header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+    } catch (const nlohmann::json::exception&) {
+        fail(path, "the header is not valid JSON (truncated or not safetensors)");
+    }
+    if (!header.is_object()) fail(path, "the header is not a JSON object");
+    const uint64_t data_size = size - 8 - header_len;
+    const unsigned char* data = bytes + 8 + header_len;
+    std::map<std::string, SafeTensorEntry> entries;
+    for (const auto& [name, info] : header.items()) {
+        if (name == "__metadata__") continue;
+        entries.emplace(name, parse_entry(path, name, info, data, data_size));
+    }
+    check_no_overlap(path, entries, data);
+    return entries;
+}
+
 }  // namespace
 
 int64_t SafeTensorEntry::numel() const {
@@ -75,88 +188,9 @@ int64_t SafeTensorEntry::numel() const {
 }
 
 SafeTensorsFile::SafeTensorsFile(const std::string& path) : path_(path) {
-    auto fail = [&](const std::string& problem) { throw InputError(path + ": " + problem); };
-    const int fd = ::open(path.c_str(), O_RDONLY);
-    if (fd < 0) fail(std::string("cannot open (") + std::strerror(errno) + ")");
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail("not a regular file");
-    }
-    map_size_ = static_cast<size_t>(st.st_size);
-    if (map_size_ < 8) {
-        ::close(fd);
-        fail("too small to be a safetensors file (" + std::to_string(map_size_) + " bytes)");
-    }
-    map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    const int map_errno = errno;
-    ::close(fd);  // the mapping keeps the file alive
-    if (map_ == MAP_FAILED) {
-        map_ = nullptr;
-        fail(std::string("cannot map the file (") + std::strerror(map_errno) + ")");
-    }
+    map_ = map_file(path, &map_size_);
     try {
-        const auto* bytes = static_cast<const unsigned char*>(map_);
-        uint64_t header_len = 0;
-        for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little endian
-        if (header_len == 0 || header_len > kMaxHeaderBytes || header_len > map_size_ - 8)
-            fail("header length " + std::to_string(header_len) + " does not fit the file (" +
-                 std::to_string(map_size_) + " bytes): truncated or not safetensors");
-        nlohmann::json header;
-        try {
-            header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
-        } catch (const nlohmann::json::exception&) {
-            fail("the header is not valid JSON (truncated or not safetensors)");
-        }
-        if (!header.is_object()) fail("the header is not a JSON object");
-        const uint64_t data_size = map_size_ - 8 - header_len;
-        const unsigned char* data = bytes + 8 + header_len;
-        std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) of every tensor
-        for (const auto& [name, info] : header.items()) {
-            if (name == "__metadata__") continue;
-            auto bad = [&](const std::string& problem) { fail("tensor '" + name + "': " + problem); };
-            if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") ||
-                !info.contains("data_offsets"))
-                bad("needs dtype, shape and data_offsets");
-            SafeTensorEntry entry;
-            entry.name = name;
-            if (!info["dtype"].is_string() || !parse_dtype(info["dtype"].get<std::string>(), &entry.dtype))
-                bad("dtype " + info["dtype"].dump() + " is not supported (F32, BF16 or F16)");
-            if (!info["shape"].is_array()) bad("shape is not a list");
-            for (const auto& d : info["shape"]) {
-                if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-                    bad("shape " + info["shape"].dump() + " is invalid");
-                entry.shape.push_back(d.get<int64_t>());
-            }
-            const auto& off = info["data_offsets"];
-            if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-                bad("data_offsets must be two non-negative integers");
-            const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-            if (begin > end || end > data_size)
-                bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                    "] run past the end of the data (" + std::to_string(data_size) +
-                    " bytes): the file is truncated or corrupt");
-            uint64_t expected = 0;
-            if (!byte_size(entry.shape, entry.dtype, &expected) || expected != end - begin)
-                bad("shape " + shape_text(entry.shape) + " of " + dtype_tag(entry.dtype) +
-                    " does not match data_offsets [" + std::to_string(begin) + ", " +
-                    std::to_string(end) + "] (" + std::to_string(end - begin) + " bytes)");
-            entry.nbytes = static_cast<size_t>(end - begin);
-            entry.data = data + begin;
-            ranges.emplace_back(begin, end);
-            entries_.emplace(name, std::move(entry));
-        }
-        std::sort(ranges.begin(), ranges.end());
-        for (size_t i = 1; i < ranges.size(); ++i)
-            if (ranges[i].first < ranges[i - 1].second) {
-                std::string a, b;  // name the two tensors for the message
-                for (const auto& [name, e] : entries_) {
-                    const auto begin = static_cast<uint64_t>(static_cast<const unsigned char*>(e.data) - data);
-                    if (begin == ranges[i - 1].first && a.empty()) a = name;
-                    else if (begin == ranges[i].first && b.empty()) b = name;
-                }
-                fail("tensors '" + a + "' and '" + b + "' overlap in the data section");
-            }
+        entries_ = parse_header(path, static_cast<const unsigned char*>(map_), map_size_);
     } catch (...) {
         ::munmap(map_, map_size_);
         map_ = nullptr;
