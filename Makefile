@@ -8,6 +8,7 @@
 #   make handout [OUT=dir]         the student distribution, without the solution (instructor)
 #   make handout-check [OUT=dir]   make the handout, build it from its tarball, check it
 #   make cheats [CHEAT_FLAGS=--gpu] grade the cheat suite: every cheat must be caught
+#   make gradescope                the Gradescope autograder zip, in grade-out/ (instructor)
 #   make setup                     install missing Debian build dependencies
 #   make clean
 BUILD ?= build
@@ -67,6 +68,13 @@ ifneq ($(wildcard grader/cheats/check_cheats.py),)
 cheats:
 	python3 grader/cheats/check_cheats.py $(CHEAT_FLAGS)
 endif
+
+# The Gradescope autograder (instructors): grade-out/gradescope-autograder.zip, set up by
+# tools/gradescope/config.toml (docs/grading.md, "Grading on Gradescope"). GRADESCOPE_FLAGS:
+# --config FILE, --ssh-key FILE, --known-hosts FILE, --out ZIP.
+.PHONY: gradescope
+gradescope:
+	python3 tools/gradescope/make_autograder.py $(GRADESCOPE_FLAGS)
 
 # Instructor tree only: tools/handout/ is not part of the handout (docs/grading.md,
 # "Instructor workflow"). HANDOUT_FLAGS: e.g. --cuda-archs "90-real"; CHECK_FLAGS: --quick.
