@@ -20,6 +20,13 @@ A student's state is one of: "graded" (grade.py exit 0), "incomplete" (exit 3: t
 trusted run failed, tried `[batch] retries` more times first), "not graded" (exit 2 or any other
 failure, a time-out after `[batch] timeout_minutes`: the reason is recorded, never a silent 0).
 Resumable: a student graded before, whose submission bytes and grader are unchanged, is skipped.
+
+    python3 grader/batch.py SUBMISSIONS --slurm [--partition P] [--account A] [--gres G] ...
+
+grades on a Slurm cluster instead: one job-array task per submission to grade, each running
+`batch.py --task INDEX --manifest OUT/slurm/manifest.json` (the same per-student step as the
+local loop), then the same class files (grader/slurm.py; docs/grading.md, "Grading on a Slurm
+cluster"). Slurm mode is never chosen on its own: without --slurm, grades run here.
 Standard library only.
 """
 import argparse
@@ -40,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import score  # noqa: E402
+import slurm  # noqa: E402
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 GRADED, INCOMPLETE, NOT_GRADED = "graded", "incomplete", "not graded"
@@ -143,6 +151,32 @@ def grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path):
             f"grade.py exit {code}: " + last_line(log)
     state["seconds"] = round(time.time() - started, 1)
     return state
+
+
+def grade_and_record(name, path, fingerprint, out, work, grade_cmd, timeout, retries, lock_path,
+                     **extra):
+    """The per-student step of both modes: grade, then write OUT/students/<name>/state.json
+    (extra: more keys for it). Returns the state."""
+    state = grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path)
+    state["fingerprint"] = fingerprint
+    state.update(extra)
+    write_json(os.path.join(out, "students", name, "state.json"), state)
+    return state
+
+
+def needs_grade(name, path, out, grader, regrade):
+    """(fingerprint, whether to grade): a complete grade of the same bytes by the same grader
+    is kept unless regrade."""
+    fingerprint = submission_fingerprint(path, grader)
+    old = read_json(os.path.join(out, "students", name, "state.json"))
+    keep = not regrade and old and old.get("fingerprint") == fingerprint and \
+        old.get("status") == GRADED
+    return fingerprint, not keep
+
+
+def said(state):
+    return f"{state['status']} in {state.get('seconds', 0):.0f} s" + \
+        (f" — {state['reason']}" if state.get("reason") else "")
 
 
 def run_grade(cmd, timeout):
@@ -266,12 +300,169 @@ grader's clock on the speed item's workload.</p>
 
 # ----------------------------------------------------------------------------- main
 
+def write_class(out, names, rubric, title, t0):
+    """class.csv and leaderboard.html from the students' state.json files; exits 0 when every
+    student is graded, else 1."""
+    # The given kernels (0 points) have nothing to show.
+    items = [f"kernel: {k}" for k, p in rubric["kernels"]["points"].items() if p] + \
+        [name for name, section in (("accuracy (WER)", "accuracy"), ("speed vs baseline", "speed"))
+         if rubric[section]["points"]]
+    maxima = {f"kernel: {k}": p for k, p in rubric["kernels"]["points"].items()}
+    maxima.update({"accuracy (WER)": rubric["accuracy"]["points"],
+                   "speed vs baseline": rubric["speed"]["points"]})
+    rows = class_rows(out, names, items)
+    write_csv(os.path.join(out, "class.csv"), rows, items, maxima)
+    write_html(os.path.join(out, "leaderboard.html"), rows, items, maxima, title)
+    counts = {s: sum(r["status"] == s for r in rows) for s in (GRADED, INCOMPLETE, NOT_GRADED)}
+    print(f"batch: {len(rows)} submissions in {time.time() - t0:.0f} s — "
+          + ", ".join(f"{v} {k}" for k, v in counts.items())
+          + f"\n  {os.path.join(out, 'class.csv')}\n  {os.path.join(out, 'leaderboard.html')}")
+    sys.exit(0 if counts[GRADED] == len(rows) else 1)
+
+
+def run_local(entries, out, work, grade_cmd, rubric, grader, args):
+    for n, (name, path) in enumerate(entries, 1):
+        fingerprint, grade = needs_grade(name, path, out, grader, args.regrade)
+        if not grade:
+            print(f"[{n}/{len(entries)}] {name}: unchanged since its grade, skipped")
+            continue
+        state = grade_and_record(name, path, fingerprint, out, work, grade_cmd,
+                                 rubric["batch"]["timeout_minutes"] * 60,
+                                 rubric["batch"]["retries"], args.gpu_lock)
+        print(f"[{n}/{len(entries)}] {name}: {said(state)}", flush=True)
+
+
+# Slurm mode (grader/slurm.py). OUT/slurm/ holds the manifest, the task script, job.json (the
+# array last submitted and whether it was collected) and the tasks' logs.
+
+def run_task(args):
+    """One array task: grade the manifest's student number args.task, on this node."""
+    manifest = read_json(args.manifest)
+    if manifest is None:
+        print(f"batch: {args.manifest}: no manifest", file=sys.stderr)
+        sys.exit(2)
+    student = manifest["students"][args.task]
+    name = student["name"]
+    # The lock keeps two grades from timing on one GPU: with a GPU of its own (gres), a task
+    # needs only that GPU's lock.
+    gpus = os.environ.get("SLURM_JOB_GPUS") or os.environ.get("CUDA_VISIBLE_DEVICES")
+    lock = manifest["gpu_lock"] + (f".gpu{gpus.replace(',', '-')}" if gpus else "")
+    task = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', args.task)}"
+    # A work tree per student: tasks run side by side, each builds its own.
+    os.makedirs(manifest["work"], exist_ok=True)
+    state = grade_and_record(name, student["path"], student["fingerprint"], manifest["out"],
+                             os.path.join(manifest["work"], name), manifest["grade_cmd"],
+                             manifest["timeout"], manifest["retries"], lock, run=manifest["run"],
+                             slurm={"task": task, "node": os.environ.get("SLURMD_NODENAME", ""),
+                                    "gpus": gpus or ""})
+    print(f"{name}: {said(state)}", flush=True)
+
+
+def collect(out, job):
+    """After the array: every student of it without a state.json of this run becomes "not
+    graded", with what Slurm says of the task. Marks job.json collected."""
+    missing = [(i, name) for i, name in enumerate(job["students"])
+               if (read_json(os.path.join(out, "students", name, "state.json")) or {}).get("run")
+               != job["run"]]
+    records, source = slurm.task_records(job["job"]) if missing else ({}, None)
+    for index, name in missing:
+        record = records.get(index)
+        state = {"student": name, "status": NOT_GRADED, "run": job["run"],
+                 "reason": slurm.reason(job["job"], index, record),
+                 "slurm": {"task": f"{job['job']}_{index}", "source": source, **(record or {})}}
+        os.makedirs(os.path.join(out, "students", name), exist_ok=True)
+        write_json(os.path.join(out, "students", name, "state.json"), state)
+        print(f"  {name}: {NOT_GRADED} — {state['reason']}")
+    job["collected"] = True
+    write_json(os.path.join(out, "slurm", "job.json"), job)
+
+
+def wait_and_collect(out, job, s, poll):
+    print(f"batch: waiting for Slurm job {job['job']} ({len(job['students'])} tasks; at most "
+          f"{s['wait_hours']:g} h)", flush=True)
+    if not slurm.wait(job["job"], s["wait_hours"], poll, say=lambda l: print(l, flush=True)):
+        print(f"batch: Slurm job {job['job']} is still queued or running after "
+              f"{s['wait_hours']:g} h; run the same command again to wait for it and collect it",
+              file=sys.stderr)
+        sys.exit(1)
+    collect(out, job)
+
+
+def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
+    """Submit the students to grade as one array, wait for it, record the tasks that left no
+    grade. An array of an earlier run not yet collected is waited for and collected instead."""
+    missing = [p for p in ("sbatch", "squeue") if not shutil.which(p)]
+    if missing:
+        print(f"batch: --slurm: {' and '.join(missing)} not found on PATH (run batch.py on a "
+              "machine that submits to the cluster, or grade here without --slurm)",
+              file=sys.stderr)
+        sys.exit(2)
+    folder = os.path.join(out, "slurm")
+    job_path = os.path.join(folder, "job.json")
+    job = read_json(job_path)
+    if job and not job.get("collected"):
+        print(f"batch: Slurm job {job['job']} of an earlier run is not collected yet: collecting "
+              "it instead of submitting (run again afterwards to grade what is left)")
+        if args.no_wait:
+            try:
+                still = slurm.active(job["job"])
+            except slurm.SlurmError as e:
+                print(f"batch: {e}", file=sys.stderr)
+                sys.exit(2)
+            if still:
+                print(f"batch: Slurm job {job['job']} is still queued or running")
+                sys.exit(1)
+            collect(out, job)
+        else:
+            wait_and_collect(out, job, s, args.poll_seconds)
+        return
+
+    todo = []
+    for name, path in entries:
+        fingerprint, grade = needs_grade(name, path, out, grader, args.regrade)
+        if grade:
+            todo.append({"name": name, "path": os.path.abspath(path), "fingerprint": fingerprint})
+        else:
+            print(f"{name}: unchanged since its grade, skipped")
+    if not todo:
+        return
+    os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
+    run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{os.urandom(4).hex()}"
+    manifest = os.path.join(folder, "manifest.json")
+    write_json(manifest, {"run": run, "out": out, "work": work, "grade_cmd": grade_cmd,
+                          "timeout": rubric["batch"]["timeout_minutes"] * 60,
+                          "retries": rubric["batch"]["retries"], "gpu_lock": args.gpu_lock,
+                          "students": todo})
+    script = os.path.join(folder, "task.sh")
+    with open(script, "w") as f:
+        f.write(slurm.task_script(sys.executable, os.path.abspath(__file__), manifest))
+    os.chmod(script, 0o755)
+    cmd = slurm.sbatch_command(len(todo), script, os.path.join(folder, "logs"), ROOT, s)
+    try:
+        job_id = slurm.submit(cmd)
+    except slurm.SlurmError as e:
+        hint = " (a cluster without GPU gres: --gres '' or [batch] slurm_gres = \"\")" \
+            if s["gres"] and "gres" in str(e).lower() else ""
+        print(f"batch: {e}{hint}", file=sys.stderr)
+        sys.exit(2)
+    job = {"job": job_id, "run": run, "students": [t["name"] for t in todo],
+           "submitted": datetime.datetime.now().isoformat(timespec="seconds"), "sbatch": cmd,
+           "collected": False}
+    write_json(job_path, job)
+    print(f"batch: submitted Slurm job {job_id}: {len(todo)} tasks ({' '.join(cmd)})", flush=True)
+    if args.no_wait:
+        print("batch: not waiting; run the same command again to collect the array")
+        sys.exit(0)
+    wait_and_collect(out, job, s, args.poll_seconds)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("submissions", help="a directory with one entry per student")
+    parser.add_argument("submissions", nargs="?", help="a directory with one entry per student")
     parser.add_argument("--out", default=os.path.join(ROOT, "class-out"))
     parser.add_argument("--rubric", default=os.path.join(HERE, "rubric.toml"))
-    parser.add_argument("--work", default=None, help="grade.py's work directory (default OUT/work)")
+    parser.add_argument("--work", default=None, help="grade.py's work directory (default OUT/work; "
+                        "with --slurm, one WORK/<student> per task, a path on the node)")
     parser.add_argument("--grade-cmd", default=None,
                         help="the grader (default: this python and grader/grade.py); --submission, "
                              "--out and --work are appended")
@@ -281,9 +472,42 @@ def main():
                         help="the lock file every grade holds while it runs")
     parser.add_argument("--regrade", action="store_true", help="grade every submission again")
     parser.add_argument("--title", default="GLM-ASR Kernel Lab — class results")
-    args = parser.parse_args()
+    sl = parser.add_argument_group("Slurm (the defaults: rubric [batch] slurm_* keys)")
+    sl.add_argument("--slurm", action="store_true",
+                    help="grade on a Slurm cluster, one job-array task per submission")
+    sl.add_argument("--partition", default=None)
+    sl.add_argument("--account", default=None)
+    sl.add_argument("--gres", default=None, help='per task (default gpu:1); "" drops it')
+    sl.add_argument("--exclusive", action=argparse.BooleanOptionalAction, default=None,
+                    help="a whole node per task (default on)")
+    sl.add_argument("--requeue", action=argparse.BooleanOptionalAction, default=None,
+                    help="requeue a task whose node fails (default on)")
+    sl.add_argument("--time-minutes", type=float, default=None,
+                    help="a task's --time (default timeout_minutes × (1 + retries) + 10)")
+    sl.add_argument("--max-running", type=int, default=None, help="tasks running at once (0: any)")
+    sl.add_argument("--sbatch-arg", action="append", default=None, metavar="ARG",
+                    help="one more sbatch argument (repeatable; replaces slurm_sbatch_args)")
+    sl.add_argument("--wait-hours", type=float, default=None,
+                    help="stop waiting for the array after this long (default 48)")
+    sl.add_argument("--poll-seconds", type=float, default=30, help="squeue every this often")
+    sl.add_argument("--no-wait", action="store_true",
+                    help="submit and return; the same command run later collects the array")
+    sl.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
+    sl.add_argument("--manifest", default=None, help=argparse.SUPPRESS)
+    # `--sbatch-arg --qos=x`: the value is an sbatch option, which argparse would take for one
+    # of ours.
+    argv = sys.argv[1:]
+    for i in range(len(argv) - 1):
+        if argv[i] == "--sbatch-arg":
+            argv[i:i + 2] = ["--sbatch-arg=" + argv[i + 1], None]
+    args = parser.parse_args([a for a in argv if a is not None])
 
-    if not os.path.isdir(args.submissions):
+    if args.task is not None:
+        if not args.manifest:
+            parser.error("--task needs --manifest")
+        run_task(args)
+        return
+    if not args.submissions or not os.path.isdir(args.submissions):
         print(f"batch: {args.submissions}: not a directory of submissions", file=sys.stderr)
         sys.exit(2)
     try:
@@ -297,41 +521,20 @@ def main():
     out = os.path.abspath(args.out)
     work = os.path.abspath(args.work or os.path.join(out, "work"))
     os.makedirs(os.path.join(out, "students"), exist_ok=True)
-    timeout = rubric["batch"]["timeout_minutes"] * 60
     grader = grader_fingerprint(args.rubric, grade_cmd)
 
     entries = students(args.submissions)
     t0 = time.time()
-    for n, (name, path) in enumerate(entries, 1):
-        folder = os.path.join(out, "students", name)
-        fingerprint = submission_fingerprint(path, grader)
-        old = read_json(os.path.join(folder, "state.json"))
-        if not args.regrade and old and old.get("fingerprint") == fingerprint and \
-                old.get("status") == GRADED:
-            print(f"[{n}/{len(entries)}] {name}: unchanged since its grade, skipped")
-            continue
-        state = grade_one(name, path, out, work, grade_cmd, timeout, rubric["batch"]["retries"],
-                          args.gpu_lock)
-        state["fingerprint"] = fingerprint
-        write_json(os.path.join(folder, "state.json"), state)
-        print(f"[{n}/{len(entries)}] {name}: {state['status']} in {state['seconds']:.0f} s"
-              + (f" — {state['reason']}" if state["reason"] else ""), flush=True)
-
-    # The given kernels (0 points) have nothing to show.
-    items = [f"kernel: {k}" for k, p in rubric["kernels"]["points"].items() if p] + \
-        [name for name, section in (("accuracy (WER)", "accuracy"), ("speed vs baseline", "speed"))
-         if rubric[section]["points"]]
-    maxima = {f"kernel: {k}": p for k, p in rubric["kernels"]["points"].items()}
-    maxima.update({"accuracy (WER)": rubric["accuracy"]["points"],
-                   "speed vs baseline": rubric["speed"]["points"]})
-    rows = class_rows(out, [name for name, _ in entries], items)
-    write_csv(os.path.join(out, "class.csv"), rows, items, maxima)
-    write_html(os.path.join(out, "leaderboard.html"), rows, items, maxima, args.title)
-    counts = {s: sum(r["status"] == s for r in rows) for s in (GRADED, INCOMPLETE, NOT_GRADED)}
-    print(f"batch: {len(rows)} submissions in {time.time() - t0:.0f} s — "
-          + ", ".join(f"{v} {k}" for k, v in counts.items())
-          + f"\n  {os.path.join(out, 'class.csv')}\n  {os.path.join(out, 'leaderboard.html')}")
-    sys.exit(0 if counts[GRADED] == len(rows) else 1)
+    if args.slurm:
+        s = slurm.settings(rubric["batch"], {
+            "partition": args.partition, "account": args.account, "gres": args.gres,
+            "exclusive": args.exclusive, "requeue": args.requeue,
+            "time_minutes": args.time_minutes, "max_running": args.max_running,
+            "sbatch_args": args.sbatch_arg, "wait_hours": args.wait_hours})
+        run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s)
+    else:
+        run_local(entries, out, work, grade_cmd, rubric, grader, args)
+    write_class(out, [name for name, _ in entries], rubric, args.title, t0)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,16 @@
 #   tools/setup.sh            install what is missing (apt-get; needs root or sudo)
 #   tools/setup.sh --check    only report what is missing (exit 1 if anything is)
 #   tools/setup.sh --instructor   also what the instructor-side tests use (CI installs it):
-#                             chromium (grader.leaderboard_browser renders the class page)
+#                             chromium (grader.leaderboard_browser renders the class page),
+#                             slurm-wlm and munge (grader.slurm grades a class on a one-node
+#                             Slurm cluster the test starts on 127.0.0.1)
 # The CUDA tracks are built when nvcc is on the PATH (CUDA toolkit, not installed here).
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkgconf python3
           libsndfile1-dev libsoxr-dev libfftw3-dev libpcre2-dev
           nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
-[ "${1:-}" = "--instructor" ] && packages+=(chromium)
+[ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge)
 
 missing=()
 for p in "${packages[@]}"; do
