@@ -334,8 +334,11 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, warmup=2, re
     (draw_input: audio seed and teacher-forcing ids). workload_args: the worker's model options
     (--config or --model, --seconds, --decode-steps, --seed). Returns a dict:
       seed, order (roles in the order requests were sent), workload (the baseline's),
-      tracks[role] = {track, binary, runs[{round, warmup, audio_seed, wall_ms, times, tokens}],
-                      median_wall_ms, median_reported, error},
+      tracks[role] = {track, settings, binary,
+                      runs[{round, warmup, audio_seed, wall_ms, times, tokens}],
+                      median_wall_ms, median_reported, error} (settings: the run-time choices
+                      the worker's ready line reported, e.g. {"gemm": "cublas", "attention":
+                      "flash_bf16", "sync_check": false}; None if it gave none),
       tokens[role] = per-run verdicts against the baseline {round, warmup, audio_seed, equal,
                      differences, different_steps, first_difference, expected, got
                      [, near_tie, near_ties, note]},
@@ -360,7 +363,9 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, warmup=2, re
         for role, binary, track, *_ in plan:
             w = workers[role]
             w.wait_ready(ready_timeout)
-            tracks[role] = {"track": w.ready["track"] if w.ready else track, "binary": binary,
+            tracks[role] = {"track": w.ready["track"] if w.ready else track,
+                            "settings": w.ready.get("settings") if w.ready else None,
+                            "binary": binary,
                             "runs": [], "median_wall_ms": None, "median_reported": {},
                             "error": w.error}
         # The inputs' shape comes from a trusted worker's ready line, never the graded one's.

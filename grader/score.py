@@ -231,9 +231,54 @@ def grade(results, rubric):
             "clips": clips, "wer": wer, "speed": speed_info, "violations": violations,
             "intake": results.get("intake"), "sandbox": results.get("sandbox"),
             "stubs": results.get("stubs") or {}, "environment": results.get("environment"),
+            "timed_settings": timed_settings(speed),
             "sanitizer": results.get("sanitizer"),
             "build_error": results.get("build_error"),
             "execution_time": results.get("execution_time", 0)}
+
+
+# The run-time choices the trusted workers report (glmasr's --gemm, --attention, --sync-check, or
+# the variables they set: GLMASR_GEMM, GLMASR_ATTENTION, GLMASR_CUDA_SYNC), and the reference's
+# defaults (reference/context.h), with which its speedup, the speed item's target, is measured.
+TRUSTED_ROLES = ("baseline", "reference")
+REFERENCE_DEFAULTS = {"gemm": "cublas", "attention": "flash_bf16", "sync_check": False}
+
+
+def timed_settings(speed):
+    """{role: settings} for the trusted workers of the timed runs (the "settings" of their ready
+    lines, e2e.run_speed), or None. The graded worker's own account is not repeated."""
+    tracks = (speed or {}).get("tracks") or {}
+    found = {role: tracks[role].get("settings") for role in TRUSTED_ROLES
+             if isinstance(tracks.get(role), dict)}
+    return {role: s for role, s in found.items() if isinstance(s, dict)} or None
+
+
+def setting_text(value):
+    """One setting's value as glmasr prints it: null n/a, booleans on/off."""
+    return "n/a" if value is None else ("on" if value else "off") if isinstance(value, bool) \
+        else str(value)
+
+
+def settings_text(settings):
+    """"gemm=cublas attention=flash_bf16 sync_check=off", as glmasr prints it."""
+    keys = ["gemm", "attention", "sync_check"]
+    keys += sorted(set(settings) - set(keys))
+    return " ".join(f"{k}={setting_text(settings.get(k))}" for k in keys)
+
+
+def settings_warning(timed):
+    """A line if a yardstick did not run as measured: the reference off its defaults, or either
+    trusted track synchronising after every launch. Else None."""
+    reference = timed.get("reference") or {}
+    off = [f"reference {k}={setting_text(reference.get(k))}" for k, v in REFERENCE_DEFAULTS.items()
+           if reference and reference.get(k) != v]
+    if (timed.get("baseline") or {}).get("sync_check"):
+        off.append("baseline sync_check=on")
+    if not off:
+        return None
+    return (f"the yardsticks did not run with their defaults ({', '.join(off)}): the speed "
+            "target is not the usual one; regrade without GLMASR_GEMM, GLMASR_ATTENTION and "
+            "GLMASR_CUDA_SYNC set")
 
 
 def item(name, score, max_score, output, visibility, extra=None):
@@ -357,9 +402,13 @@ def gradescope_results(graded):
            "output": "\n".join(lines), "visibility": "visible", "stdout_visibility": "hidden",
            "tests": tests}
     env = graded.get("environment") or {}
+    extra = {}
     if env:
-        out["extra_data"] = {"gpu_before_timed_runs": env.get("before"),
-                             "gpu_after_timed_runs": env.get("after")}
+        extra = {"gpu_before_timed_runs": env.get("before"), "gpu_after_timed_runs": env.get("after")}
+    if graded.get("timed_settings"):
+        extra["settings_of_timed_runs"] = graded["timed_settings"]
+    if extra:
+        out["extra_data"] = extra
     if graded["speed"]:
         out["leaderboard"] = [
             {"name": "end-to-end ms", "value": round(graded["speed"]["track_ms"], 2), "order": "asc"},
@@ -414,6 +463,13 @@ def context_lines(graded):
         if reasons:
             lines.append(f"the GPU was throttled after the timed runs ({reasons}): its times may "
                          "be slow; compare with a regrade")
+    timed = graded.get("timed_settings")
+    if timed:
+        lines.append("settings of the timed runs: " + "; ".join(
+            f"{role} {settings_text(s)}" for role, s in timed.items()))
+        warning = settings_warning(timed)
+        if warning:
+            lines.append(warning)
     return lines
 
 

@@ -213,6 +213,36 @@ class Grading(unittest.TestCase):
         gs = score.gradescope_results(score.grade(self.results, self.rubric))
         self.assertIn("throttled after the timed runs (software thermal slowdown)", gs["output"])
 
+    def test_the_settings_of_the_timed_runs_are_on_record(self):
+        # The workers' ready lines say which GEMM rung and attention path ran (e2e.run_speed).
+        defaults = {"gemm": "cublas", "attention": "flash_bf16", "sync_check": False}
+        tracks = self.results["speed"]["tracks"]
+        tracks["reference"]["settings"] = dict(defaults)
+        tracks["baseline"]["settings"] = {"gemm": None, "attention": None, "sync_check": False}
+        tracks["graded"]["settings"] = {"gemm": "forged"}  # the graded code's word: not repeated
+        graded = score.grade(self.results, self.rubric)
+        gs = score.gradescope_results(graded)
+        self.assertEqual(gs["extra_data"]["settings_of_timed_runs"],
+                         {"baseline": tracks["baseline"]["settings"], "reference": defaults})
+        line = ("settings of the timed runs: baseline gemm=n/a attention=n/a sync_check=off; "
+                "reference gemm=cublas attention=flash_bf16 sync_check=off")
+        for text in (gs["output"], score.render_terminal(graded), score.render_markdown(graded)):
+            self.assertIn(line, text)
+            self.assertNotIn("forged", text)
+            self.assertNotIn("did not run with their defaults", text)
+        # A yardstick off its defaults moves the target: the report says so.
+        tracks["reference"]["settings"]["gemm"] = "regtile"
+        tracks["baseline"]["settings"]["sync_check"] = True
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertIn("did not run with their defaults (reference gemm=regtile, baseline "
+                      "sync_check=on)", gs["output"])
+        # Older workers said nothing: nothing is claimed.
+        for t in tracks.values():
+            t.pop("settings")
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertNotIn("settings of the timed runs", gs["output"])
+        self.assertNotIn("extra_data", gs)
+
     def test_sanitizer_verdicts(self):
         v = score.sanitizer_verdict
         self.assertEqual(v(["exit 0 exited with status 0"], "", False)["verdict"], "clean")

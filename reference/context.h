@@ -58,8 +58,8 @@ struct Settings {
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
 };
-// Reads GLMASR_GEMM and GLMASR_ATTENTION once (the first call); throws InputError on a value it
-// does not know.
+// Reads GLMASR_GEMM and GLMASR_ATTENTION once (the first call; `glmasr --gemm/--attention` set
+// them before that); throws InputError on a value it does not know.
 const Settings& settings();
 const char* rung_name(GemmRung rung);
 const char* attention_name(AttentionPath path);

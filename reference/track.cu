@@ -11,7 +11,9 @@
 // Usage: `glmasr transcribe clip.wav --track reference`. Two ladders are selectable at run time
 // (context.h): GLMASR_GEMM=naive|smem|regtile|wmma|cublas picks the GEMM rung used for products
 // of more than 8 rows; GLMASR_ATTENTION=three_kernel|flash_simt|flash_split|flash_bf16 the attention.
-// Both variables are read once, when the track is first used.
+// Both variables are read once, when the track is first used; `glmasr transcribe|bench|profile`
+// set them from --gemm and --attention before any track exists, and record the values in effect
+// (Track::settings) in their --json and --verbose output.
 #include <string>
 
 #include "context.h"
@@ -428,6 +430,12 @@ void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w, c
 
 void setup(Stream s) { Context::get(s); }
 
+// Track::settings: the ladders' rungs this process uses (read once, context.cu).
+std::string settings_text() {
+    return std::string("gemm=") + ref::rung_name(ref::settings().gemm) +
+           " attention=" + ref::attention_name(ref::settings().attention);
+}
+
 Ops make_ops() {
     Ops ops{};
     ops.linear = &linear;
@@ -462,7 +470,7 @@ const Track& reference_track() {
     static const Track track{"reference",
                              "fast CUDA: bf16 weights on tensor cores (cuBLASLt), bandwidth-bound "
                              "GEMV decode, flash attention, fused norms",
-                             Device::Cuda, DType::BF16, make_ops(), &setup};
+                             Device::Cuda, DType::BF16, make_ops(), &setup, &settings_text};
     return track;
 }
 

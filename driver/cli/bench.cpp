@@ -66,6 +66,7 @@ struct TrackRun {
     size_t memory_after = 0;        // ... after its sizing run (weights, buffers, KV cache)
     std::vector<StageTimes> runs;
     std::vector<double> features_ms;
+    nlohmann::json settings;        // settings_json(table): the run-time choices in effect
     std::vector<int> tokens;        // of the first timed run
     bool tokens_stable = true;      // every timed run produced the same tokens
 };
@@ -87,6 +88,7 @@ int run_bench(const BenchArgs& args) {
         TrackRun run;
         run.name = name;
         run.table = OpTable::build(name);
+        run.settings = settings_json(run.table);
         Backend& backend = backend_for(run.table.device);
         run.memory_before = backend.memory_in_use();
         ModelWeights weights = w.weights(run.table, backend);
@@ -101,6 +103,16 @@ int run_bench(const BenchArgs& args) {
         backend.synchronize(backend.stream());
         run.memory_after = backend.memory_in_use();
         tracks.push_back(std::move(run));
+    }
+
+    {
+        std::vector<nlohmann::json> used;
+        std::string names;
+        for (const TrackRun& t : tracks) {
+            used.push_back(t.settings);
+            names += (names.empty() ? "" : ", ") + t.table.describe();
+        }
+        note_unused_settings(used, (tracks.size() == 1 ? "track " : "tracks ") + names);
     }
 
     GenerateOptions options;
@@ -157,7 +169,8 @@ int run_bench(const BenchArgs& args) {
             runs.push_back({{"encoder_ms", s.encoder_ms}, {"projector_ms", s.projector_ms},
                             {"prefill_ms", s.prefill_ms}, {"decode_ms", s.decode_ms},
                             {"decode_steps", s.decode_steps}, {"end_to_end_ms", end_to_end_ms(s)}});
-        out["tracks"].push_back({{"track", t.table.describe()}, {"runs", runs},
+        out["tracks"].push_back({{"track", t.table.describe()}, {"settings", t.settings},
+                                 {"runs", runs},
                                  {"median", {{"features_ms", m_feat}, {"encoder_ms", m_enc},
                                              {"projector_ms", m_proj}, {"prefill_ms", m_pre},
                                              {"per_token_ms", m_tok}, {"end_to_end_ms", m_e2e}}},
@@ -171,11 +184,18 @@ int run_bench(const BenchArgs& args) {
                         first_e2e / m_e2e, (t.memory_after - t.memory_before) / double(1 << 30),
                         t.tokens_stable ? "" : "  (tokens varied between runs!)");
     }
-    if (args.json) std::cout << out.dump(1) << std::endl;
-    else
-        std::printf("\nTimes in ms (CUDA events on the GPU; features on the host). end-to-end = "
-                    "encoder + projector + prefill + decode. speedup is against the first track. mem = device\n"
-                    "memory the track's model added (weights, activations, KV cache; host: resident set).\n");
+    if (args.json) {
+        std::cout << out.dump(1) << std::endl;
+        return kExitOk;
+    }
+    std::printf("\n");
+    for (const TrackRun& t : tracks)
+        std::printf("%-10s settings: %s\n", t.name.c_str(), settings_text(t.settings).c_str());
+    std::printf("\nTimes in ms (CUDA events on the GPU; features on the host). end-to-end = "
+                "encoder + projector + prefill + decode. speedup is against the first track. mem = device\n"
+                "memory the track's model added (weights, activations, KV cache; host: resident set).\n"
+                "settings: the run-time choices in effect (--gemm, --attention, --sync-check); n/a: the\n"
+                "track does not read it.\n");
     return kExitOk;
 }
 

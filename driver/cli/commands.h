@@ -20,6 +20,29 @@
 
 namespace glmasr::cli {
 
+// --gemm, --attention, --sync-check (settings.cpp): the GPU tracks' run-time choices, one
+// definition for `transcribe`, `bench`, `profile` and `worker`. They set the environment variables
+// the tracks read (GLMASR_GEMM and GLMASR_ATTENTION: the reference track; GLMASR_CUDA_SYNC: every
+// CUDA track), so a flag overrides its variable and the variables alone still work.
+struct SettingsArgs {
+    std::string gemm;         // "": as GLMASR_GEMM says (the reference's default: cublas)
+    std::string attention;    // "": as GLMASR_ATTENTION says (default flash_bf16)
+    bool sync_check = false;  // sets GLMASR_CUDA_SYNC=1
+};
+void add_settings_options(CLI::App& command, SettingsArgs& args);
+// Checks the values (InputError naming the valid ones) and sets the variables. Must run before
+// anything builds a track (get_track, default_track_name): the tracks read them once.
+void export_settings(const SettingsArgs& args);
+// The settings in effect for a table: {"gemm": "cublas", "attention": "flash_bf16",
+// "sync_check": false}, from every source track's Track::settings and, for a CUDA table,
+// GLMASR_CUDA_SYNC. A setting no track of the table reads is null (the cpu track: all three).
+nlohmann::json settings_json(const OpTable& table);
+// "gemm=cublas attention=flash_bf16 sync_check=off" (null: "n/a"), for text output.
+std::string settings_text(const nlohmann::json& settings);
+// One "glmasr: note: ..." line on stderr for each setting given (flag or variable) that is null in
+// every one of `used` (the run's tables' settings_json): e.g. --gemm with --track cpu.
+void note_unused_settings(const std::vector<nlohmann::json>& used, const std::string& tracks);
+
 // The options `bench`, `profile` and `worker` share (workload.cpp).
 struct WorkloadArgs {
     std::string config_path;  // random weights of this config.json (default: the real Nano)

@@ -3,11 +3,16 @@
 //   glmasr transcribe clip.wav --model assets/models/glm-asr-tiny       text on stdout
 //   glmasr transcribe clip.wav --model DIR --track cpu --json --verbose
 //   glmasr transcribe clip.wav --random-weights tests/fixtures/configs/nano.json --max-new-tokens 64
+//   glmasr transcribe clip.wav --model DIR --track reference --gemm regtile --attention three_kernel
 //   glmasr info --model DIR            (or --config config.json)
 //   glmasr bench --tracks baseline,reference --decode-steps 64
 //   glmasr profile --track reference                      per-op time, GB/s and TFLOP/s
 //   glmasr worker --track student                         requests on stdin (grader/e2e.py)
 //   glmasr tracks
+//
+// --gemm, --attention and --sync-check (transcribe, bench, profile, worker; settings.cpp) set
+// GLMASR_GEMM, GLMASR_ATTENTION and GLMASR_CUDA_SYNC before any track is built; --json and
+// --verbose record the settings in effect.
 //
 // Exit codes: 0 ok, 2 bad input or usage (one line on stderr naming the file and the problem),
 // 1 internal error (a CUDA fault, a kernel that is not implemented, a bug).
@@ -86,6 +91,8 @@ int run_transcribe(const TranscribeArgs& args) {
 
     const std::string track = resolve_track(args.track, args.json);
     OpTable table = OpTable::build(track, args.ops_spec);
+    const nlohmann::json settings = cli::settings_json(table);
+    cli::note_unused_settings({settings}, "track " + table.describe());
     Backend& backend = backend_for(table.device);
 
     ModelConfig config;
@@ -138,7 +145,8 @@ int run_transcribe(const TranscribeArgs& args) {
             if (args.json) {
                 nlohmann::json out = {
                     {"file", file}, {"text", text}, {"tokens", result.tokens},
-                    {"track", table.describe()}, {"audio_seconds", seconds},
+                    {"track", table.describe()}, {"settings", settings},
+                    {"audio_seconds", seconds},
                     {"windows", done.windows}, {"audio_tokens", done.audio_tokens},
                     {"timing_ms", {{"features", features_ms}, {"encoder", t.encoder_ms},
                                    {"projector", t.projector_ms}, {"prefill", t.prefill_ms},
@@ -156,11 +164,13 @@ int run_transcribe(const TranscribeArgs& args) {
             if (args.verbose) {
                 std::fprintf(stderr,
                              "glmasr: %s | track %s | %.2f s audio, %d window(s), %d audio tokens\n"
+                             "  settings  %s\n"
                              "  features  %9.2f ms (host)\n  encoder   %9.2f ms\n"
                              "  projector %9.2f ms\n  prefill   %9.2f ms\n"
                              "  decode    %9.2f ms (%d steps, %.3f ms/token)\n",
                              file.c_str(), table.describe().c_str(), seconds, done.windows,
-                             done.audio_tokens, features_ms, t.encoder_ms,
+                             done.audio_tokens, cli::settings_text(settings).c_str(),
+                             features_ms, t.encoder_ms,
                              t.projector_ms, t.prefill_ms, t.decode_ms, t.decode_steps,
                              t.per_token_ms());
             }
@@ -291,6 +301,8 @@ int main(int argc, char** argv) {
     transcribe->add_flag("--json", t.json, "one JSON object per file");
     transcribe->add_flag("--verbose", t.verbose, "timing per stage on stderr");
     transcribe->add_flag("--no-graphs", t.no_graphs, "do not record the decode step as a CUDA graph");
+    cli::SettingsArgs settings;  // one set of --gemm/--attention/--sync-check for every command
+    cli::add_settings_options(*transcribe, settings);
 
     std::string info_model, info_config;
     CLI::App* info = app.add_subcommand("info", "describe a model directory or a config");
@@ -302,6 +314,7 @@ int main(int argc, char** argv) {
     CLI::App* bench = app.add_subcommand("bench", "time tracks end to end on one workload (Nano shapes by default)");
     bench->add_option("--tracks", bench_tracks, "comma-separated tracks, timed interleaved; speedups are against the first");
     cli::add_workload_options(*bench, b);
+    cli::add_settings_options(*bench, settings);
 
     cli::ProfileArgs p;
     p.track = "auto";
@@ -310,13 +323,14 @@ int main(int argc, char** argv) {
     profile->add_option("--ops", p.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
     profile->add_option("--delay-us", p.delay_us, "GPU idle time before each op, so no launch latency is timed (0: none)");
     cli::add_workload_options(*profile, p);
+    cli::add_settings_options(*profile, settings);
 
     cli::WorkerArgs wk;
     CLI::App* worker = app.add_subcommand(
         "worker",
         "build one model, then serve one JSON request per stdin line with one JSON reply per stdout line "
         "(the grader's timed runs, grader/e2e.py).\n"
-        "Ready: {\"ready\": true, \"track\": ..., \"workload\": {...}, \"pid\": N}\n"
+        "Ready: {\"ready\": true, \"track\": ..., \"settings\": {...}, \"workload\": {...}, \"pid\": N}\n"
         "{\"audio_seed\": S [, \"forced_inputs\": [ids], \"decode_steps\": N, \"margins\": true]} -> bench's clip "
         "varied by seed S, --decode-steps forced steps (teacher-forced by the ids): "
         "{\"audio_seed\": S, \"tokens\": [...], \"times\": {...}}\n"
@@ -325,6 +339,7 @@ int main(int argc, char** argv) {
     worker->add_option("--track", wk.track, "cpu, baseline, reference, student, or auto (GPU if present)");
     worker->add_option("--ops", wk.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
     cli::add_model_options(*worker, wk);
+    cli::add_settings_options(*worker, settings);
 
     app.add_subcommand("tracks", "list the kernel tracks this build has");
 
@@ -335,6 +350,7 @@ int main(int argc, char** argv) {
         return code == 0 ? kExitOk : kExitBadInput;
     }
     try {
+        cli::export_settings(settings);  // before anything builds a track ("auto" included)
         if (transcribe->parsed()) return run_transcribe(t);
         if (info->parsed()) return run_info(info_model, info_config);
         if (bench->parsed()) {

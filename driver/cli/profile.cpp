@@ -145,6 +145,8 @@ int run_profile(const ProfileArgs& args) {
     const OpTable& table = profiler.table();
     Backend& backend = backend_for(table.device);
     const bool gpu = table.device == Device::Cuda;
+    const nlohmann::json settings = settings_json(table);
+    note_unused_settings({settings}, "track " + table.describe());
     Model model(w.config, w.weights(table, backend), table);
     model.set_stage_hook([&](Stage stage) { profiler.set_stage(stage); });
 
@@ -190,7 +192,7 @@ int run_profile(const ProfileArgs& args) {
 
     if (args.json) {
         nlohmann::json out = {
-            {"workload", w.json()}, {"track", table.describe()},
+            {"workload", w.json()}, {"track", table.describe()}, {"settings", settings},
             {"timing", {{"clock", gpu ? "cuda_events" : "steady_clock"},
                         {"delay_us", gpu ? args.delay_us : 0.0},
                         {"profiled_decode_graph", false},
@@ -203,8 +205,10 @@ int run_profile(const ProfileArgs& args) {
         return kExitOk;
     }
 
-    std::printf("%s | track %s\nper run, mean of %d after %d warm-up; each op call timed with %s",
-                w.summary().c_str(), table.describe().c_str(), args.repeats, args.warmup,
+    std::printf("%s | track %s\nsettings: %s\nper run, mean of %d after %d warm-up; each op call "
+                "timed with %s",
+                w.summary().c_str(), table.describe().c_str(), settings_text(settings).c_str(),
+                args.repeats, args.warmup,
                 gpu ? "CUDA events on the op's stream" : "a steady clock (host ops run synchronously)");
     if (gpu) std::printf(",\nthe GPU idling %.0f µs before each (--delay-us)", args.delay_us);
     std::printf(".\n");

@@ -14,7 +14,10 @@
 //
 // Protocol (stdout carries nothing else: whatever else writes to stdout goes to stderr):
 //   after the model is built and one untimed sizing run:
-//     {"ready": true, "track": "...", "workload": {..., "vocab_size": V}, "pid": N}
+//     {"ready": true, "track": "...", "settings": {"gemm": ..., "attention": ...,
+//      "sync_check": ...}, "workload": {..., "vocab_size": V}, "pid": N}
+//   (settings: the run-time choices in effect, settings_json; the grader's report records the
+//   reference's)
 //   {"audio_seed": S}            the bench clip varied by S (Workload::clip), features, encoder,
 //                                prefill and --decode-steps forced greedy steps
 //     optional "forced_inputs": [ids] (teacher forcing: decode step i is fed ids[i], not the
@@ -200,7 +203,8 @@ int run_worker(const WorkerArgs& args) {
         workload.erase("warmup");  // the grader's business here, not the worker's
         workload.erase("repeats");
         workload["vocab_size"] = w.config.text.vocab_size;  // the range of forced inputs
-        reply(out, {{"ready", true}, {"track", table.describe()}, {"workload", workload},
+        reply(out, {{"ready", true}, {"track", table.describe()},
+                    {"settings", settings_json(table)}, {"workload", workload},
                     {"pid", static_cast<int>(getpid())}});
 
         Worker worker{w, model, LogMelExtractor(w.feature_config)};

@@ -3,13 +3,15 @@
 
 Checks the transcript of the parity fixture model against what transformers generated, the
 parameter counts `glmasr info` reports for the real Nano config, the per-op table of
-`glmasr profile` on the cpu track, and that every kind of bad input ends with exit code 2 and
-one clear line on stderr naming the file — never a crash.
+`glmasr profile` on the cpu track, the GPU settings flags (--gemm, --attention, --sync-check:
+listed, checked, recorded in --json and --verbose), and that every kind of bad input ends with
+exit code 2 and one clear line on stderr naming the file — never a crash.
 Standard library only.
 """
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -25,6 +27,10 @@ MODEL = os.path.join(FIXTURE, "model")
 CLIP = os.path.join(FIXTURE, "clip.wav")
 NANO_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/nano.json")
 SMALL_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/small.json")
+# What --json records for a table none of whose tracks reads a GPU setting (the cpu track).
+NO_SETTINGS = {"gemm": None, "attention": None, "sync_check": None}
+GEMM_CHOICES = "naive, smem, regtile, wmma or cublas"
+ATTENTION_CHOICES = "three_kernel, flash_simt, flash_split or flash_bf16"
 
 
 def run(*args, timeout=600, env=None):
@@ -89,8 +95,10 @@ class CliTest(unittest.TestCase):
         out = json.loads(r.stdout)
         self.assertEqual(len(out["tokens"]), 4)
         self.assertEqual(out["track"], "cpu")
+        self.assertEqual(out["settings"], NO_SETTINGS)
         self.assertIn("decode", out["timing_ms"])
         self.assertIn("encoder", r.stderr)  # --verbose: the timing breakdown
+        self.assertIn("settings  gemm=n/a attention=n/a sync_check=n/a", r.stderr)
 
     def test_info_reports_nano_parameters(self):
         r = run("info", "--config", NANO_CONFIG)
@@ -149,6 +157,7 @@ class CliTest(unittest.TestCase):
         out = json.loads(r.stdout)
         with open(SMALL_CONFIG) as f:
             text = json.load(f)["text_config"]
+        self.assertEqual(out["settings"], NO_SETTINGS)
         stages = {s["stage"]: s for s in out["stages"]}
         self.assertEqual(list(stages), ["encoder", "projector", "prefill", "decode"])
         self.assertEqual(stages["decode"]["entries"], 3)  # 4 tokens: the first comes from prefill
@@ -174,6 +183,64 @@ class CliTest(unittest.TestCase):
 
     def test_profile_bad_track(self):
         self.assert_bad_input(self.profile_small("--ops", "frobnicate=cpu"), "frobnicate")
+
+    # ---------------------------------------------------------------- GPU settings flags
+    def test_help_lists_the_settings_flags(self):
+        for command in ("transcribe", "bench", "profile", "worker"):
+            r = run(command, "--help")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for text in ("--gemm RUNG", "--attention PATH", "--sync-check", GEMM_CHOICES,
+                         ATTENTION_CHOICES, "GLMASR_GEMM", "GLMASR_ATTENTION", "GLMASR_CUDA_SYNC"):
+                self.assertIn(text, r.stdout, command)
+
+    def test_settings_choices_are_the_references(self):
+        # The CLI lists the values itself (not every program links the reference track).
+        path = os.path.join(ROOT, "reference/context.h")
+        if not os.path.exists(path):
+            self.skipTest("no reference sources here (a handout)")
+        with open(path) as f:
+            header = f.read()
+        for enum, choices in (("GemmRung", GEMM_CHOICES), ("AttentionPath", ATTENTION_CHOICES)):
+            names = re.search(r"enum class %s \{([^}]*)\}" % enum, header).group(1)
+            names = [n.strip() for n in names.split(",")]
+            self.assertEqual(", ".join(names[:-1]) + " or " + names[-1], choices, enum)
+
+    def test_bad_settings_values(self):
+        r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--gemm", "fastest")
+        self.assert_bad_input(r, "--gemm: unknown GEMM rung 'fastest' (choose " + GEMM_CHOICES)
+        r = self.profile_small("--attention", "flash")
+        self.assert_bad_input(r, "--attention: unknown attention path 'flash' (choose " +
+                              ATTENTION_CHOICES)
+        r = run("bench", "--tracks", "cpu", "--config", SMALL_CONFIG, "--seconds", "2",
+                "--decode-steps", "2", "--warmup", "0", "--repeats", "1", "--attention", "FLASH_BF16")
+        self.assert_bad_input(r, ATTENTION_CHOICES)  # names are case-sensitive, as the variables'
+
+
+    def test_settings_that_do_not_apply_are_said(self):
+        # Not an error (--track auto is the cpu track without a GPU): null in --json, n/a in
+        # --verbose, and one note per setting on stderr. A flag overrides its variable.
+        env = dict(os.environ, GLMASR_GEMM="smem", GLMASR_ATTENTION="flash_simt")
+        env.pop("GLMASR_CUDA_SYNC", None)
+        r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--max-new-tokens", "2",
+                "--json", "--verbose", "--gemm", "regtile", "--sync-check", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["settings"], NO_SETTINGS)
+        notes = [l for l in r.stderr.splitlines() if l.startswith("glmasr: note:")]
+        self.assertEqual(len(notes), 3, r.stderr)
+        self.assertIn("--gemm/GLMASR_GEMM=regtile does not apply to track cpu", notes[0])
+        self.assertIn("--attention/GLMASR_ATTENTION=flash_simt does not apply", notes[1])
+        self.assertIn("--sync-check/GLMASR_CUDA_SYNC does not apply", notes[2])
+        self.assertIn("settings  gemm=n/a attention=n/a sync_check=n/a", r.stderr)
+
+    def test_bench_json_records_settings(self):
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("GLMASR_GEMM", "GLMASR_ATTENTION", "GLMASR_CUDA_SYNC")}
+        r = run("bench", "--tracks", "cpu", "--config", SMALL_CONFIG, "--seconds", "2",
+                "--decode-steps", "2", "--warmup", "0", "--repeats", "1", "--json",
+                env=dict(env, OMP_NUM_THREADS="1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["tracks"][0]["settings"], NO_SETTINGS)
+        self.assertNotIn("note:", r.stderr)
 
     # ---------------------------------------------------------------- bad input
     def test_missing_audio(self):

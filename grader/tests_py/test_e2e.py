@@ -137,6 +137,8 @@ class WorkerCommand(Fixture):
         ready, replies = lines[0], lines[1:]
         self.assertIs(ready["ready"], True)
         self.assertEqual(ready["track"], "cpu")
+        # The GPU tracks' run-time choices: none of them applies to the cpu track.
+        self.assertEqual(ready["settings"], {"gemm": None, "attention": None, "sync_check": None})
         self.assertEqual(ready["workload"]["decode_steps"], STEPS)
         self.assertEqual(ready["workload"]["vocab_size"], 96)
         self.assertEqual(len(replies), 4, "one reply per request, none for a blank line")
@@ -300,6 +302,7 @@ class RunSpeed(Fixture):
         for role in ("baseline", "graded", "reference"):
             t = r["tracks"][role]
             self.assertIsNone(t["error"])
+            self.assertEqual(t["settings"], {"gemm": None, "attention": None, "sync_check": None})
             self.assertEqual([run["warmup"] for run in t["runs"]], [True, False, False])
             timed = [run["wall_ms"] for run in t["runs"][1:]]
             self.assertEqual(t["median_wall_ms"], sum(timed) / 2)

@@ -69,6 +69,11 @@ struct Track {
     Ops ops;
     // Optional: create library handles (cuBLAS...) once, before the first op runs.
     void (*setup)(Stream stream) = nullptr;
+    // Optional: the run-time choices in effect for this track, as "key=value key=value" (the
+    // reference's: "gemm=cublas attention=flash_bf16", from GLMASR_GEMM and GLMASR_ATTENTION or
+    // the CLI's --gemm and --attention, which set them). Null for a track without any. Reports
+    // (--json, --verbose, the grader's) record it next to OpTable::describe().
+    std::string (*settings)() = nullptr;
 };
 
 // The cpu track (driver/cpu/): plain loops, the oracle every other track is tested against.

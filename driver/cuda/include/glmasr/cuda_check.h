@@ -6,8 +6,9 @@
 //   CUDA_CHECK_LAUNCH();                  // after every launch
 //
 // Errors throw glmasr::Error with file:line and the CUDA error string. Set GLMASR_CUDA_SYNC=1 in
-// the environment to synchronise after every launch, so an asynchronous fault is reported at
-// the launch that caused it (slow; for debugging only, and never while capturing a graph).
+// the environment (or pass `glmasr ... --sync-check`, which sets it) to synchronise after every
+// launch, so an asynchronous fault is reported at the launch that caused it (slow; for debugging
+// only, and never while capturing a graph).
 #pragma once
 
 #include <cuda_runtime.h>
