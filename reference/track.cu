@@ -438,29 +438,10 @@ std::string settings_text() {
 
 Ops make_ops() {
     Ops ops{};
-    ops.linear = &linear;
-    ops.conv1d = &conv1d;
-    ops.layernorm = &layernorm;
-    ops.rmsnorm = &rmsnorm;
-    ops.gelu = &gelu;
-    ops.silu_mul = &silu_mul;
-    ops.softmax = &softmax;
-    ops.rope_freqs = &rope_freqs;
-    ops.rope_apply = &rope_apply;
-    ops.attention_scores = &attention_scores;
-    ops.attention_output = &attention_output;
-    ops.embedding = &embedding;
-    ops.add = &add;
-    ops.argmax = &argmax;
-    ops.cache_write = &cache_write;
-    ops.attention = ref::settings().attention == ref::AttentionPath::three_kernel ? nullptr : &attention;
-    ops.add_layernorm = &add_layernorm;
-    ops.linear_gelu = &linear_gelu;
-    ops.gate_up_silu = &gate_up_silu;
-    ops.qkv_rope_cache = &qkv_rope_cache;
-    ops.linear_residual = &linear_residual;
-    ops.rmsnorm_gate_up_silu = &rmsnorm_gate_up_silu;
-    ops.rmsnorm_qkv_rope_cache = &rmsnorm_qkv_rope_cache;
+#define GLMASR_REFERENCE_ENTRY(name) ops.name = &name;  // every entry, fused ones included
+    GLMASR_OP_ENTRIES(GLMASR_REFERENCE_ENTRY)
+#undef GLMASR_REFERENCE_ENTRY
+    if (ref::settings().attention == ref::AttentionPath::three_kernel) ops.attention = nullptr;
     return ops;
 }
 
