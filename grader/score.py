@@ -14,7 +14,8 @@ DEFAULTS = {
     "accuracy": {"points": 0, "visibility": "visible", "full_wer": 0.05, "zero_wer": 0.30,
                  "fresh_checks": 3, "near_tie_margin": 0.05},
     "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5,
-              "near_tie_margin": 0.05, "requires_accuracy": True},
+              "near_tie_margin": 0.05, "requires_accuracy": True, "throttle_repeats": 2,
+              "cooldown_seconds": 60},
     "batch": {"timeout_minutes": 30, "retries": 2},
     "sanitizer": {"enabled": False, "program": "compute-sanitizer", "tools": [], "keep": 0.5,
                   "filter": "*", "timeout_seconds": 600, "call_timeout_seconds": 300,
@@ -404,7 +405,8 @@ def gradescope_results(graded):
     env = graded.get("environment") or {}
     extra = {}
     if env:
-        extra = {"gpu_before_timed_runs": env.get("before"), "gpu_after_timed_runs": env.get("after")}
+        extra = {"gpu_before_timed_runs": env.get("before"), "gpu_after_timed_runs": env.get("after"),
+                 "throttled_rounds_discarded": env.get("throttled_rounds") or []}
     if graded.get("timed_settings"):
         extra["settings_of_timed_runs"] = graded["timed_settings"]
     if extra:
@@ -459,6 +461,9 @@ def context_lines(graded):
     if env.get("before"):
         lines.append(f"GPU before the timed runs: {gpu_line(env['before'])}")
         lines.append(f"GPU after: {gpu_line(env.get('after'))}")
+        for n, round_ in enumerate(env.get("throttled_rounds") or [], 1):
+            lines.append(f"timed round {n} discarded: the GPU was throttled after it "
+                         f"({round_['reasons']}); cooled down and timed again")
         reasons = throttled(env.get("after"))
         if reasons:
             lines.append(f"the GPU was throttled after the timed runs ({reasons}): its times may "

@@ -213,6 +213,32 @@ class Grading(unittest.TestCase):
         gs = score.gradescope_results(score.grade(self.results, self.rubric))
         self.assertIn("throttled after the timed runs (software thermal slowdown)", gs["output"])
 
+    def test_a_throttled_round_is_cooled_down_and_timed_again(self):
+        # grade.timed_rounds with a GPU that throttles after rounds 1 and 2 of 4 (power cap, then
+        # thermal), then runs clean: round 3's result is the one kept, after two cool-downs.
+        import grade
+        states = iter(["0x0", "0x4", "0x20", "0x0", "0x0"])  # before, after rounds 1, 2, 3, (4)
+        rounds, slept = iter(["round 1", "round 2", "round 3", "round 4"]), []
+        environment = lambda: {"clocks_throttle_reasons.active": next(states), "uuid": "GPU-1"}
+        result, env = grade.timed_rounds(lambda: next(rounds), 3, 60, environment, slept.append)
+        self.assertEqual(result, "round 3")
+        self.assertEqual(slept, [60, 60])
+        self.assertEqual([r["reasons"] for r in env["throttled_rounds"]],
+                         ["software power cap", "software thermal slowdown"])
+        self.results["environment"] = env
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertIn("timed round 2 discarded: the GPU was throttled after it (software thermal "
+                      "slowdown); cooled down and timed again", gs["output"])
+        self.assertNotIn("throttled after the timed runs", gs["output"])
+        self.assertEqual(len(gs["extra_data"]["throttled_rounds_discarded"]), 2)
+        # Throttled every time: the last allowed round is kept and the report says it was slow.
+        states = iter(["0x0", "0x40", "0x40"])
+        result, env = grade.timed_rounds(lambda: "only", 1, 5, environment, slept.append)
+        self.assertEqual(len(env["throttled_rounds"]), 1)
+        self.results["environment"] = env
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertIn("throttled after the timed runs (hardware thermal slowdown)", gs["output"])
+
     def test_the_settings_of_the_timed_runs_are_on_record(self):
         # The workers' ready lines say which GEMM rung and attention path ran (e2e.run_speed).
         defaults = {"gemm": "cublas", "attention": "flash_bf16", "sync_check": False}
