@@ -15,7 +15,7 @@ DEFAULTS = {
                  "fresh_checks": 3, "near_tie_margin": 0.05},
     "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5,
               "near_tie_margin": 0.05, "requires_accuracy": True, "throttle_repeats": 2,
-              "cooldown_seconds": 60},
+              "cooldown_seconds": 60, "gpu_model": ""},
     "batch": {"timeout_minutes": 30, "retries": 2},
     "sanitizer": {"enabled": False, "program": "compute-sanitizer", "tools": [], "keep": 0.5,
                   "filter": "*", "timeout_seconds": 600, "call_timeout_seconds": 300,
@@ -232,6 +232,7 @@ def grade(results, rubric):
             "clips": clips, "wer": wer, "speed": speed_info, "violations": violations,
             "intake": results.get("intake"), "sandbox": results.get("sandbox"),
             "stubs": results.get("stubs") or {}, "environment": results.get("environment"),
+            "course_gpu": rubric["speed"]["gpu_model"],
             "timed_settings": timed_settings(speed),
             "sanitizer": results.get("sanitizer"),
             "build_error": results.get("build_error"),
@@ -460,6 +461,10 @@ def context_lines(graded):
     env = graded.get("environment") or {}
     if env.get("before"):
         lines.append(f"GPU before the timed runs: {gpu_line(env['before'])}")
+        model = env["before"].get("name") if isinstance(env["before"], dict) else None
+        if graded.get("course_gpu") and model and model != graded["course_gpu"]:
+            lines.append(f"NOT THE COURSE'S GPU: timed on {model}, the rubric's [speed] gpu_model is "
+                         f"{graded['course_gpu']}: speedups are not comparable with the class's")
         lines.append(f"GPU after: {gpu_line(env.get('after'))}")
         for n, round_ in enumerate(env.get("throttled_rounds") or [], 1):
             lines.append(f"timed round {n} discarded: the GPU was throttled after it "

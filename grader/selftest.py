@@ -212,6 +212,14 @@ class Grading(unittest.TestCase):
         self.results["environment"]["after"]["clocks_throttle_reasons.active"] = "0x0000000000000021"
         gs = score.gradescope_results(score.grade(self.results, self.rubric))
         self.assertIn("throttled after the timed runs (software thermal slowdown)", gs["output"])
+        self.assertNotIn("NOT THE COURSE'S GPU", gs["output"])
+        self.rubric["speed"]["gpu_model"] = "NVIDIA H200"
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertIn("NOT THE COURSE'S GPU: timed on NVIDIA H100 80GB HBM3, the rubric's [speed] "
+                      "gpu_model is NVIDIA H200", gs["output"])
+        self.rubric["speed"]["gpu_model"] = "NVIDIA H100 80GB HBM3"
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertNotIn("NOT THE COURSE'S GPU", gs["output"])
 
     def test_a_throttled_round_is_cooled_down_and_timed_again(self):
         # grade.timed_rounds with a GPU that throttles after rounds 1 and 2 of 4 (power cap, then
