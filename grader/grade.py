@@ -47,6 +47,16 @@ TRUSTED_TRACKS = ("baseline", "reference")
 SANITIZER_ERROR = score.SANITIZER_ERROR  # compute-sanitizer --error-exitcode
 
 
+STARTED = time.time()
+
+
+def progress(step):
+    """One line on stderr as a step of the grade starts, with the time so far; only on a
+    terminal (logs, CI and batch.py's grade.log stay as they were)."""
+    if sys.stderr.isatty():
+        print(f"grade: [{time.time() - STARTED:4.0f} s] {step}", file=sys.stderr, flush=True)
+
+
 def run(cmd, timeout, env=None, cwd=ROOT):
     """Run a trusted child; never raises for crashes or time-outs: (returncode, output, timed_out)."""
     merged = dict(os.environ, **(env or {}))
@@ -149,7 +159,8 @@ def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box):
     write (the runner, sandboxed or not, gets no path to it)."""
     results = {}
     timeout = rubric["kernels"]["timeout_seconds"]
-    for kernel in rubric["kernels"]["points"]:
+    for n, kernel in enumerate(rubric["kernels"]["points"], 1):
+        progress(f"kernel tests: {kernel} ({n} of {len(rubric['kernels']['points'])})")
         exe = os.path.join(build_dir, "tests", f"test_{kernel}")
         json_path = os.path.join(private_dir, f"kernel_{kernel}.json")
         if os.path.exists(json_path):
@@ -227,6 +238,7 @@ def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_r
                 verdicts[tool] = {"verdict": "not run", "detail": f"the pass's budget "
                                   f"({sc['budget_seconds']} s) was spent"}
                 continue
+            progress(f"compute-sanitizer: {kernel} under {tool}")
             exits = os.path.join(private_dir, f"exits_{kernel}_{tool}")
             if os.path.exists(exits):
                 os.remove(exits)
@@ -323,6 +335,8 @@ def timed_rounds(run_round, repeats, cooldown_seconds, environment=timing_enviro
     (the last round's result, {"before", "after", "throttled_rounds": [{"reasons", "after"}]})."""
     env = {"before": environment(), "throttled_rounds": []}
     for round_ in range(1 + repeats):
+        progress("speed: timing baseline, graded track and reference, alternating"
+                 + (f" (round {round_ + 1}, after a cool-down)" if round_ else ""))
         result = run_round()
         env["after"] = environment()
         reasons = score.throttled(env["after"])
@@ -392,6 +406,7 @@ def main():
 
         student_build_error = None
         if not args.skip_build:
+            progress(f"building the {graded} track and the grader's programs in {build_dir}")
             student_build_error = build(tree, build_dir, kernels, graded)
         scratch = os.path.join(build_dir, "grade-clips")  # private clips' audio, inside the tree
         shutil.rmtree(scratch, ignore_errors=True)
@@ -438,6 +453,7 @@ def main():
             if blocked:
                 results["accuracy"] = {"error": blocked}
             else:
+                progress("accuracy: transcribing the clips and the fresh inputs")
                 results["accuracy"] = e2e.run_accuracy(
                     trusted_bin, graded_bin, graded, os.path.join(tree, acc["model"]),
                     gather_clips(tree, rubric, args.private_clips, scratch),
