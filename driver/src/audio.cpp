@@ -6,7 +6,8 @@
 // parity fixtures see exactly the samples transformers saw.
 //
 // A file the model cannot use is the user's problem, not ours: every such case (missing, empty,
-// a header without samples, a cut data chunk, a decoder error, an unknown format, NaN samples)
+// a header without samples, a cut data chunk, a decoder error, an unknown format, NaN samples,
+// a sample rate outside 1 kHz - 768 kHz)
 // is one InputError "<path>: <problem>" before any work is done on it.
 #include "glmasr/audio.h"
 
@@ -23,6 +24,11 @@
 namespace glmasr {
 
 namespace {
+
+// The sample rates a file may declare: 1 kHz (below any speech recording) to 768 kHz (the
+// highest rate audio interfaces offer). Checked right after opening, before any allocation.
+constexpr int kMinSampleRate = 1000;
+constexpr int kMaxSampleRate = 768000;
 
 struct SndFile {
     SNDFILE* handle = nullptr;
@@ -49,6 +55,11 @@ AudioClip load_audio(const std::string& path, int target_rate) {
     if (info.channels < 1 || info.samplerate < 1)
         throw InputError(path + ": invalid header (" + std::to_string(info.channels) + " channels, " +
                          std::to_string(info.samplerate) + " Hz)");
+    // A declared rate far outside what audio uses makes the resampler's output (and memory)
+    // explode or overflow: 1 Hz asks for 16000 output samples per input sample.
+    if (info.samplerate < kMinSampleRate || info.samplerate > kMaxSampleRate)
+        throw InputError(path + ": sample rate " + std::to_string(info.samplerate) + " Hz is outside the supported " +
+                         std::to_string(kMinSampleRate) + " Hz - " + std::to_string(kMaxSampleRate) + " Hz");
     // libsndfile quietly shortens a WAV whose data chunk runs past the end of the file; its log
     // says "data : <declared> (should be <present>)". Streaming writers declare 0xFFFFFFFF there
     // on purpose: only a concrete size larger than what is present means a cut file. Checked

@@ -10,12 +10,15 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 
 #include "glmasr/error.h"
+#include "glmasr/json_limits.h"
 
 namespace glmasr {
 
@@ -140,11 +143,13 @@ struct Reader {
 ModelConfig ModelConfig::nano() { return ModelConfig{}; }
 
 ModelConfig ModelConfig::load(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a config.json file");
     std::ifstream in(path);
     if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
     json root;
     try {
-        root = json::parse(in);
+        root = parse_json_limited(path, in);
     } catch (const json::exception& e) {
         throw InputError(path + ": not valid JSON (" + std::string(e.what()) + ")");
     }
@@ -226,6 +231,26 @@ void ModelConfig::validate(const std::string& origin) const {
              {"text_config.num_attention_heads", d.num_heads}, {"text_config.num_key_value_heads", d.num_kv_heads},
              {"text_config.head_dim", d.head_dim}, {"text_config.max_position_embeddings", d.max_positions}})
         if (v <= 0) fail(std::string(name) + " must be positive");
+    using L = ConfigLimits;
+    for (auto [name, v, limit] : std::initializer_list<std::tuple<const char*, int, int>>{
+             {"audio_config.hidden_size", e.hidden_size, L::kMaxWidth},
+             {"audio_config.intermediate_size", e.intermediate_size, L::kMaxWidth},
+             {"audio_config.num_hidden_layers", e.num_layers, L::kMaxLayers},
+             {"audio_config.num_attention_heads", e.num_heads, L::kMaxHeads},
+             {"audio_config.num_key_value_heads", e.num_kv_heads, L::kMaxHeads},
+             {"audio_config.head_dim", e.head_dim, L::kMaxWidth},
+             {"audio_config.num_mel_bins", e.num_mel_bins, L::kMaxWidth},
+             {"audio_config.max_position_embeddings", e.max_positions, L::kMaxPositions},
+             {"text_config.vocab_size", d.vocab_size, L::kMaxVocab},
+             {"text_config.hidden_size", d.hidden_size, L::kMaxWidth},
+             {"text_config.intermediate_size", d.intermediate_size, L::kMaxWidth},
+             {"text_config.num_hidden_layers", d.num_layers, L::kMaxLayers},
+             {"text_config.num_attention_heads", d.num_heads, L::kMaxHeads},
+             {"text_config.num_key_value_heads", d.num_kv_heads, L::kMaxHeads},
+             {"text_config.head_dim", d.head_dim, L::kMaxWidth},
+             {"text_config.max_position_embeddings", d.max_positions, L::kMaxPositions}})
+        if (v > limit)
+            fail(std::string(name) + " " + std::to_string(v) + " exceeds this engine's limit of " + std::to_string(limit));
     if (e.num_heads % e.num_kv_heads) fail("audio_config: num_attention_heads must be a multiple of num_key_value_heads");
     if (d.num_heads % d.num_kv_heads) fail("text_config: num_attention_heads must be a multiple of num_key_value_heads");
     const int rot = e.rotary_dim();

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "glmasr/error.h"
+#include "glmasr/json_limits.h"
 
 namespace glmasr {
 
@@ -163,7 +164,7 @@ std::map<std::string, SafeTensorEntry> parse_header(const std::string& path,
                    std::to_string(size) + " bytes): truncated or not safetensors");
     nlohmann::json header;
     try {
-        header = nlohmann::json::parse(bytes + 8, bytes + 8 + header_len);
+        header = parse_json_limited(path, bytes + 8, bytes + 8 + header_len);
     } catch (const nlohmann::json::exception&) {
         fail(path, "the header is not valid JSON (truncated or not safetensors)");
     }

@@ -51,6 +51,7 @@
 #include <unordered_set>
 
 #include "glmasr/error.h"
+#include "glmasr/json_limits.h"
 
 namespace glmasr {
 namespace {
@@ -684,7 +685,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
     if (!in || std::filesystem::is_directory(path)) throw InputError(path + ": cannot open tokenizer file");
     json root;
     try {
-        root = json::parse(in);
+        root = parse_json_limited(path, in);
     } catch (const json::parse_error& e) {
         throw InputError(path + ": not valid JSON (" + e.what() + ")");
     }

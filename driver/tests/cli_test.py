@@ -356,6 +356,68 @@ class CliTest(unittest.TestCase):
             f.write('{"model": {"type": "Unigram"}}')
         self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
 
+    def test_hostile_inputs(self):
+        """Issue 22 item 3: inputs that used to crash (signal) or end as an internal error.
+        Each must be exit 2 with one line naming the problem; run on the small fixture model."""
+        deep = "[" * 100000 + "]" * 100000
+
+        def raw_wav(rate):  # a WAV header declaring `rate` (the wave module refuses 2^31-1)
+            data = b"".join(struct.pack("<h", int(8000 * math.sin(i / 5))) for i in range(1600))
+            fmt = struct.pack("<HHIIHH", 1, 1, rate, (rate * 2) & 0xFFFFFFFF, 2, 16)
+            path = os.path.join(self.tmp, f"rate_{rate}.wav")
+            with open(path, "wb") as f:
+                f.write(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " +
+                        struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", len(data)) + data)
+            return path
+
+        def model_with(name, contents=None, directory=False):
+            """A model dir linking the fixture's files, with `name` replaced."""
+            model = os.path.join(self.tmp, f"model_{len(os.listdir(self.tmp))}")
+            os.mkdir(model)
+            for f in os.listdir(MODEL):
+                if f != name:
+                    os.symlink(os.path.join(MODEL, f), os.path.join(model, f))
+            path = os.path.join(model, name)
+            if directory:
+                os.mkdir(path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(contents if isinstance(contents, bytes) else contents.encode())
+            return model
+
+        with open(os.path.join(MODEL, "config.json")) as f:
+            config = json.load(f)
+        huge_layers = json.loads(json.dumps(config))
+        huge_layers["text_config"]["num_hidden_layers"] = 2147483647
+        huge_vocab = json.loads(json.dumps(config))
+        huge_vocab["text_config"]["vocab_size"] = 1 << 30
+        header = ('{"x":' + deep + "}").encode()
+        cases = [
+            # (what, command line, needle in the one stderr line)
+            ("1 Hz WAV", ["transcribe", raw_wav(1), "--model", MODEL, "--truncate"], "sample rate 1 Hz"),
+            ("2^31-1 Hz WAV", ["transcribe", raw_wav(2147483647), "--model", MODEL],
+             "sample rate 2147483647 Hz is outside the supported 1000 Hz - 768000 Hz"),
+            ("800 kHz WAV", ["transcribe", raw_wav(800000), "--model", MODEL], "sample rate 800000 Hz"),
+            ("deep config.json", ["info", "--model", model_with("config.json", '{"model_type":' + deep + "}")],
+             "config.json: JSON nested deeper than 64 levels"),
+            ("deep tokenizer.json", ["info", "--model", model_with("tokenizer.json", '{"model":' + deep + "}")],
+             "tokenizer.json: JSON nested deeper than 64 levels"),
+            ("deep safetensors header",
+             ["info", "--model", model_with("model.safetensors", struct.pack("<Q", len(header)) + header)],
+             "model.safetensors: JSON nested deeper than 64 levels"),
+            ("config.json is a directory", ["info", "--model", model_with("config.json", directory=True)],
+             "config.json: is a directory"),
+            ("num_hidden_layers 2^31-1",
+             ["transcribe", CLIP, "--model", model_with("config.json", json.dumps(huge_layers))],
+             "text_config.num_hidden_layers 2147483647 exceeds this engine's limit of 1024"),
+            ("vocab_size 2^30", ["info", "--model", model_with("config.json", json.dumps(huge_vocab))],
+             "text_config.vocab_size 1073741824 exceeds this engine's limit of 16777216"),
+        ]
+        for what, args, needle in cases:
+            with self.subTest(what):
+                self.assert_bad_input(run(*args, "--track", "cpu") if args[0] == "transcribe" else run(*args),
+                                      needle)
+
     def test_unknown_track(self):
         self.assert_bad_input(run("transcribe", CLIP, "--model", MODEL, "--track", "tpu"), "tpu")
 

@@ -38,6 +38,17 @@ struct DecoderConfig {  // "text_config"  (LlamaConfig)
     std::vector<int> eos_token_ids = {59246, 59253, 59255};
 };
 
+// Upper limits on the sizes config.json may declare, checked by validate() before anything is
+// allocated from them (a hostile num_hidden_layers of 2^31-1 must not reach operator new). Far
+// above any GLM-ASR or Llama checkpoint (Nano: 32/28 layers, width 2048, 59264 tokens).
+struct ConfigLimits {
+    static constexpr int kMaxLayers = 1024;          // num_hidden_layers
+    static constexpr int kMaxWidth = 65536;          // hidden_size, intermediate_size, head_dim, num_mel_bins
+    static constexpr int kMaxHeads = 1024;           // num_attention_heads, num_key_value_heads
+    static constexpr int kMaxVocab = 1 << 24;        // vocab_size
+    static constexpr int kMaxPositions = 1 << 20;    // max_position_embeddings
+};
+
 struct ModelConfig {
     EncoderConfig audio;
     DecoderConfig text;
