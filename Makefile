@@ -9,6 +9,8 @@
 #   make handout-check [OUT=dir]   make the handout, build it from its tarball, check it
 #   make cheats [CHEAT_FLAGS=--gpu] grade the cheat suite: every cheat must be caught
 #   make gradescope                the Gradescope autograder zip, in grade-out/ (instructor)
+#   make ncu KERNEL=<op> [TRACK=student]  Nsight Compute on one op's kernels (docs/profiling.md)
+#   make nsys [TRACK=student]      Nsight Systems timeline of one transcription, in grade-out/
 #   make setup                     install missing Debian build dependencies
 #   make clean
 BUILD ?= build
@@ -87,6 +89,17 @@ handout:
 handout-check: handout
 	python3 tools/handout/check_handout.py $(OUT)/glmasr-lab-handout.tar.gz --jobs $(JOBS) $(CHECK_FLAGS)
 endif
+
+# Nsight Compute on the kernels of one op (an NVTX range of `glmasr profile`, Nano shapes) and
+# Nsight Systems on one transcription of the shipped clip: reports, text and CSV in grade-out/
+# (tools/nsight.sh; docs/profiling.md). Exit 2 with one line when the tool is missing or
+# KERNEL is not an op name. NCU=/path/ncu, NSYS=/path/nsys where they are not on PATH.
+.PHONY: ncu nsys
+ncu:
+	@BUILD=$(BUILD) tools/nsight.sh ncu "$(KERNEL)" "$(TRACK)"
+
+nsys:
+	@BUILD=$(BUILD) tools/nsight.sh nsys "$(TRACK)"
 
 clean:
 	rm -rf $(BUILD)

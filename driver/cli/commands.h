@@ -99,6 +99,8 @@ struct ProfileArgs : WorkloadArgs {
     std::string track = "reference";
     std::string ops_spec;     // --ops, as for transcribe
     double delay_us = 50;     // GPU idle time before each op (see profile.cpp)
+    bool csv = false;         // --csv [FILE|-]: one row per (stage, op); "-": stdout
+    std::string csv_path = "-";
 };
 
 int run_profile(const ProfileArgs& args);

@@ -322,6 +322,10 @@ int main(int argc, char** argv) {
     profile->add_option("--track", p.track, "cpu, baseline, reference, student, or auto (GPU if present)");
     profile->add_option("--ops", p.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
     profile->add_option("--delay-us", p.delay_us, "GPU idle time before each op, so no launch latency is timed (0: none)");
+    CLI::Option* profile_csv = profile->add_option(
+        "--csv", p.csv_path,
+        "also write the table as CSV, one row per (stage, op), to FILE; '-' or no FILE: stdout, "
+        "instead of the text table (that one not with --json)")->expected(0, 1);
     cli::add_workload_options(*profile, p);
     cli::add_settings_options(*profile, settings);
 
@@ -362,6 +366,8 @@ int main(int argc, char** argv) {
         }
         if (profile->parsed()) {
             p.track = resolve_track(p.track, p.json);
+            p.csv = profile_csv->count() > 0;
+            if (p.csv_path.empty()) p.csv_path = "-";
             return cli::run_profile(p);
         }
         if (worker->parsed()) {

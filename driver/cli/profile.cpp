@@ -3,6 +3,7 @@
 //   glmasr profile --track reference                  Nano shapes, random weights, 64 steps
 //   glmasr profile --track reference --ops rmsnorm=student --json
 //   glmasr profile --track cpu --config tests/fixtures/configs/small.json --decode-steps 8
+//   glmasr profile --track reference --csv ops.csv      the table as CSV too (--csv -: stdout)
 //
 // The workload is bench's (workload.cpp). Every round runs it twice on one model: once plain,
 // exactly as `glmasr bench` does (the decode step a CUDA graph on the GPU), and once through
@@ -18,6 +19,7 @@
 // would be timed as the op's. The idle lets the host queue the whole op first.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -136,10 +138,46 @@ nlohmann::json section_json(const Section& s) {
             {"uninstrumented_ms", s.uninstrumented_ms}, {"ops", ops}};
 }
 
+// The CSV columns (docs/profiling.md): one row per (stage, op), the stages in model order and
+// then stage "all" (every stage together, as the text table's last section); the numbers are
+// the JSON's, per run. Names of ops and stages never hold a comma or a quote.
+constexpr const char* kCsvHeader =
+    "stage,op,track,calls,total_ms,mean_us,share,bytes,flops,gbps,tflops,stage_entries,"
+    "stage_ops_ms,stage_uninstrumented_ms";
+
+void write_csv(std::ostream& out, const std::vector<Section>& sections, const Section& all) {
+    out << kCsvHeader << "\n";
+    auto write = [&](const Section& s, const std::string& stage) {
+        for (const Row& r : s.rows) {
+            const OpStats& o = r.per_run;
+            char line[512];
+            std::snprintf(line, sizeof line,
+                          "%s,%s,%s,%lld,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%.9g,%.9g\n",
+                          stage.c_str(), op_name(r.op), r.track.c_str(),
+                          static_cast<long long>(o.calls), o.ms, 1e3 * o.ms / o.calls,
+                          s.ops_ms > 0 ? o.ms / s.ops_ms : 0.0, o.bytes, o.flops, gbps(o),
+                          tflops(o), static_cast<long long>(s.entries), s.ops_ms,
+                          s.uninstrumented_ms);
+            out << line;
+        }
+    };
+    for (const Section& s : sections) write(s, s.title);
+    write(all, "all");
+    out.flush();
+}
+
 }  // namespace
 
 int run_profile(const ProfileArgs& args) {
     if (args.delay_us < 0) throw InputError("profile: --delay-us must not be negative");
+    const bool csv_stdout = args.csv && args.csv_path == "-";
+    if (csv_stdout && args.json)
+        throw InputError("profile: --csv - and --json both write stdout: give --csv a FILE");
+    std::ofstream csv_file;
+    if (args.csv && !csv_stdout) {  // opened before the run, so a bad path fails at once
+        csv_file.open(args.csv_path);
+        if (!csv_file) throw InputError("profile: --csv " + args.csv_path + ": cannot write");
+    }
     const Workload w = Workload::load(args, "profile");
     OpProfiler profiler(OpTable::build(args.track, args.ops_spec), args.delay_us);
     const OpTable& table = profiler.table();
@@ -189,6 +227,15 @@ int run_profile(const ProfileArgs& args) {
         for (const Row& r : all.rows) n += r.per_run.calls;
         return n * args.repeats;
     }();
+
+    if (csv_stdout) {
+        write_csv(std::cout, sections, all);
+        return kExitOk;
+    }
+    if (args.csv) {
+        write_csv(csv_file, sections, all);
+        if (!csv_file) throw Error("profile: --csv " + args.csv_path + ": write failed");
+    }
 
     if (args.json) {
         nlohmann::json out = {
