@@ -22,7 +22,7 @@ BATCH = os.path.join(ROOT, "grader", "batch.py")
 # The stand-in: does what the submission's behaviour.txt says, as grade.py would end each way
 # (results.json written by score.py's own functions), and counts its calls.
 FAKE_GRADE = textwrap.dedent('''\
-    import argparse, json, os, sys, time
+    import argparse, json, os, subprocess, sys, time
     sys.path.insert(0, os.path.join(sys.argv[1], "grader"))
     import score
     p = argparse.ArgumentParser()
@@ -37,17 +37,24 @@ FAKE_GRADE = textwrap.dedent('''\
         print("grade: student/linear.cu: a symbolic link", file=sys.stderr); sys.exit(2)
     if behaviour[0] == "hang":
         time.sleep(60)
+    if behaviour[0] == "vanish" and calls == 1:  # a Slurm task that cancels itself (test_slurm.py)
+        task = os.environ["SLURM_ARRAY_JOB_ID"] + "_" + os.environ["SLURM_ARRAY_TASK_ID"]
+        subprocess.run(["scancel", task]); time.sleep(60); sys.exit(0)
     rubric = score.load_rubric(a.rubric)
-    kernels = {k: {"status": "passed", "passed": 3, "total": 3, "message": "3 passed", "failures": []}
-               for k in rubric["kernels"]["points"]}
-    speed = {"tracks": {r: {"track": r, "median_wall_ms": ms, "error": None, "median_reported": {},
-                            "runs": [{}] * 2} for r, ms in
-                        (("baseline", 1000.0), ("graded", float(behaviour[1])), ("reference", 10.0))},
+    stub = behaviour[0] == "stub"
+    kernels = {k: {"status": "failed" if stub else "passed", "passed": 0 if stub else 3, "total": 3,
+                   "message": "0 of 3 passed (NotImplemented)" if stub else "3 passed",
+                   "failures": []} for k in rubric["kernels"]["points"]}
+    ms = 1000.0 if stub else float(behaviour[1]) if len(behaviour) > 1 else 10.0
+    speed = {"tracks": {r: {"track": r, "median_wall_ms": t, "error": None, "median_reported": {},
+                            "runs": [{}] * 2} for r, t in
+                        (("baseline", 1000.0), ("graded", ms), ("reference", 10.0))},
              "tokens": {"graded": [{"round": r, "warmup": r == 0, "equal": True} for r in range(2)]},
              "warmup": 1, "repeats": 1}
     if behaviour[0] == "incomplete" and calls <= int(behaviour[2]):
         speed["tracks"]["baseline"]["error"] = "baseline (baseline): out of GPU memory"
     results = {"track": "student", "kernels": kernels, "speed": speed,
+               "stubs": {k: "NotImplemented" for k in kernels} if stub else {},
                "environment": {"before": "NVIDIA H100 80GB HBM3, 580.1, 1980 MHz", "after": None}}
     graded = score.grade(results, rubric)
     os.makedirs(a.out, exist_ok=True)

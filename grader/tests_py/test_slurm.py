@@ -31,48 +31,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "grader"))
 sys.path.insert(0, HERE)
 import slurm  # noqa: E402
-from test_batch import Table  # noqa: E402
+from test_batch import FAKE_GRADE, Table  # noqa: E402  (the stand-in grader, the page's table)
 
 # The stand-in for grade.py: does what the submission's behaviour.txt says, with results.json
 # written by score.py's own functions. "ok MS": every kernel passes, the graded track takes MS ms;
 # "stub": every kernel throws NotImplemented; "refused": exit 2 as grade.py refusing a hand-in;
 # "vanish": on its first call, cancels its own Slurm task (a task that never writes its grade).
-FAKE_GRADE = textwrap.dedent('''\
-    import argparse, json, os, subprocess, sys, time
-    sys.path.insert(0, os.path.join(sys.argv[1], "grader"))
-    import score
-    p = argparse.ArgumentParser()
-    p.add_argument("root"); p.add_argument("--rubric"); p.add_argument("--submission")
-    p.add_argument("--out"); p.add_argument("--work")
-    a = p.parse_args()
-    with open(a.work + ".calls", "a") as f:
-        f.write(os.environ.get("SLURM_ARRAY_JOB_ID", "local") + "\\n")
-    calls = len(open(a.work + ".calls").read().split())
-    behaviour = open(os.path.join(a.submission, "behaviour.txt")).read().split()
-    if behaviour[0] == "refused":
-        print("grade: student/linear.cu: a symbolic link", file=sys.stderr); sys.exit(2)
-    if behaviour[0] == "vanish" and calls == 1:
-        task = os.environ["SLURM_ARRAY_JOB_ID"] + "_" + os.environ["SLURM_ARRAY_TASK_ID"]
-        subprocess.run(["scancel", task]); time.sleep(60); sys.exit(0)
-    rubric = score.load_rubric(a.rubric)
-    stub = behaviour[0] == "stub"
-    kernels = {k: {"status": "failed" if stub else "passed", "passed": 0 if stub else 3, "total": 3,
-                   "message": "0 of 3 passed (NotImplemented)" if stub else "3 passed",
-                   "failures": []} for k in rubric["kernels"]["points"]}
-    ms = 1000.0 if stub else float(behaviour[1]) if len(behaviour) > 1 else 10.0
-    speed = {"tracks": {r: {"track": r, "median_wall_ms": t, "error": None, "median_reported": {},
-                            "runs": [{}] * 2} for r, t in
-                        (("baseline", 1000.0), ("graded", ms), ("reference", 10.0))},
-             "tokens": {"graded": [{"round": r, "warmup": r == 0, "equal": True} for r in range(2)]},
-             "warmup": 1, "repeats": 1}
-    results = {"track": "student", "kernels": kernels, "speed": speed,
-               "stubs": {k: "NotImplemented" for k in kernels} if stub else {},
-               "environment": {"before": "NVIDIA H100 80GB HBM3, 580.1, 1980 MHz", "after": None}}
-    graded = score.grade(results, rubric)
-    os.makedirs(a.out, exist_ok=True)
-    json.dump(score.gradescope_results(graded), open(os.path.join(a.out, "results.json"), "w"))
-    sys.exit(3 if score.incomplete_items(graded) else 0)
-''')
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol", "scancel")
 
