@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,7 +72,7 @@ struct Workload {
     WorkloadArgs args;
     std::string source;               // the model, for reports
     ModelConfig config;
-    std::string weights_path;         // model.safetensors, or empty for random weights
+    std::string weights_path;         // model.safetensors or its shard index; empty: random weights
     FeatureConfig feature_config;
     std::optional<Tokenizer> tokenizer;  // the checkpoint's, with --model
     std::vector<float> pcm;           // the synthetic clip, 16 kHz
@@ -112,19 +113,36 @@ struct WorkerArgs : WorkloadArgs {
 
 int run_worker(const WorkerArgs& args);
 
-// One audio file through a model, as `glmasr transcribe` does it (main.cpp): load and resample,
-// refuse silence and (unless `truncate`) audio longer than the model's limit, extract features,
-// then the real prompt with a tokenizer, else synthetic_prompt. Throws InputError.
+// One audio file through a model, as `glmasr transcribe` does it (transcribe_file.cpp): load and
+// resample, refuse silence, cut to the first max_windows windows if `truncate`, then generate
+// with the real prompt (a tokenizer) or synthetic_prompt, in chunks of whole 30 s windows when
+// the clip does not fit the decoder in one prompt (plan_chunks). Throws InputError.
 struct FileTranscription {
-    GenerateResult result;
-    std::string text;          // empty without a tokenizer
+    GenerateResult result;     // every chunk's tokens in order; stage times summed
+    std::string text;          // the chunks' texts joined by spaces; empty without a tokenizer
     double seconds = 0;        // of audio
     int windows = 0, audio_tokens = 0;
+    int chunks = 0;            // prompts the clip took (1 unless it is long)
     double features_ms = 0;    // host
 };
 FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
                                   const LogMelExtractor& extractor, const std::string& file,
                                   const GenerateOptions& options, bool truncate);
+
+// How a clip of `n_windows` windows (the last yielding `last_window_tokens` audio tokens) is
+// transcribed: the whole clip in one prompt when it has at most max_windows windows and its
+// prompt plus max_new_tokens fits max_positions; else chunks of the most whole windows whose
+// prompt leaves max_new_tokens; else (not even one window leaves that many) one window per
+// chunk and max_new_tokens lowered to what is left. prompt_length(n) is the prompt's length
+// around n audio tokens. Throws InputError when one window's prompt alone does not fit.
+struct ChunkPlan {
+    int chunks = 1;
+    int windows_per_chunk = 1;
+    int max_new_tokens = 0;    // per chunk
+};
+ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, int n_windows,
+                      int last_window_tokens, int max_new_tokens,
+                      const std::function<int(int n_audio_tokens)>& prompt_length);
 
 // The prompt used with random weights when there is no tokenizer: the real prompt's length
 // (3 + N + 13 tokens around the audio), text positions filled with token 0.

@@ -33,8 +33,8 @@
 #include "glmasr/config.h"
 #include "glmasr/error.h"
 #include "glmasr/features.h"
+#include "glmasr/checkpoint.h"
 #include "glmasr/model.h"
-#include "glmasr/safetensors.h"
 #include "glmasr/tokenizer.h"
 #include "glmasr/track.h"
 #include "glmasr/weights.h"
@@ -107,8 +107,7 @@ int run_transcribe(const TranscribeArgs& args) {
         if (!fs::is_directory(dir)) throw InputError(args.model_dir + ": model directory not found");
         config = ModelConfig::load(require_file(dir / "config.json", "config.json"));
         tokenizer.emplace(Tokenizer::load(require_file(dir / "tokenizer.json", "tokenizer.json")));
-        weights = load_weights(require_file(dir / "model.safetensors", "model.safetensors"), config,
-                               table, backend);
+        weights = load_weights(Checkpoint::find_in(dir), config, table, backend);
         if (args.verbose && !weights.unused_tensors.empty()) {
             std::cerr << "glmasr: " << weights.unused_tensors.size()
                       << " tensor(s) in the checkpoint are not used by the model:";
@@ -148,6 +147,7 @@ int run_transcribe(const TranscribeArgs& args) {
                     {"track", table.describe()}, {"settings", settings},
                     {"audio_seconds", seconds},
                     {"windows", done.windows}, {"audio_tokens", done.audio_tokens},
+                    {"chunks", done.chunks},
                     {"timing_ms", {{"features", features_ms}, {"encoder", t.encoder_ms},
                                    {"projector", t.projector_ms}, {"prefill", t.prefill_ms},
                                    {"decode", t.decode_ms}, {"decode_steps", t.decode_steps},
@@ -163,13 +163,13 @@ int run_transcribe(const TranscribeArgs& args) {
             }
             if (args.verbose) {
                 std::fprintf(stderr,
-                             "glmasr: %s | track %s | %.2f s audio, %d window(s), %d audio tokens\n"
+                             "glmasr: %s | track %s | %.2f s audio, %d window(s) in %d chunk(s), %d audio tokens\n"
                              "  settings  %s\n"
                              "  features  %9.2f ms (host)\n  encoder   %9.2f ms\n"
                              "  projector %9.2f ms\n  prefill   %9.2f ms\n"
                              "  decode    %9.2f ms (%d steps, %.3f ms/token)\n",
                              file.c_str(), table.describe().c_str(), seconds, done.windows,
-                             done.audio_tokens, cli::settings_text(settings).c_str(),
+                             done.chunks, done.audio_tokens, cli::settings_text(settings).c_str(),
                              features_ms, t.encoder_ms,
                              t.projector_ms, t.prefill_ms, t.decode_ms, t.decode_steps,
                              t.per_token_ms());
@@ -204,11 +204,12 @@ int run_info(const std::string& model_dir, const std::string& config_path) {
     std::printf("parameters: %s unique (%s with the separate lm_head)\n", with_commas(unique).c_str(),
                 with_commas(stored).c_str());
     if (!model_dir.empty()) {
-        const std::string weights_file = require_file(dir / "model.safetensors", "model.safetensors");
-        const SafeTensorsFile file(weights_file);
+        const Checkpoint file(Checkpoint::find_in(dir));
         std::map<std::string, int> dtypes;
         for (const std::string& name : file.names()) dtypes[dtype_name(file.find(name)->dtype)]++;
-        std::printf("weights:    %s, %zu tensors (", weights_file.c_str(), file.names().size());
+        std::printf("weights:    %s, %zu tensors", file.path().c_str(), file.names().size());
+        if (file.shard_count() > 1) std::printf(" in %zu shards", file.shard_count());
+        std::printf(" (");
         bool first = true;
         for (const auto& [dtype, n] : dtypes) {
             std::printf("%s%d %s", first ? "" : ", ", n, dtype.c_str());
@@ -238,50 +239,6 @@ int run_tracks() {
 
 }  // namespace
 
-namespace glmasr::cli {
-
-FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
-                                  const LogMelExtractor& extractor, const std::string& file,
-                                  const GenerateOptions& options, bool truncate) {
-    const FeatureConfig& feature_config = extractor.config();
-    const AudioClip clip = load_audio(file, feature_config.sample_rate);
-    FileTranscription out;
-    out.seconds = static_cast<double>(clip.samples.size()) / clip.sample_rate;
-    float peak = 0;
-    for (float s : clip.samples) peak = std::max(peak, std::fabs(s));
-    if (peak < 1e-5f)
-        throw InputError(file + ": the audio is silent (peak amplitude " + std::to_string(peak) +
-                         "); nothing to transcribe");
-    const double max_seconds = feature_config.max_windows() * feature_config.chunk_seconds;
-    if (out.seconds > max_seconds && !truncate)
-        throw InputError(file + ": " + std::to_string(static_cast<int>(out.seconds)) +
-                         " s is longer than the model's " +
-                         std::to_string(static_cast<int>(max_seconds)) +
-                         " s limit; pass --truncate to transcribe the first " +
-                         std::to_string(static_cast<int>(max_seconds)) + " s");
-    if (out.seconds > max_seconds)
-        std::cerr << "glmasr: warning: " << file << " truncated to its first " << max_seconds
-                  << " s\n";
-
-    const auto f0 = std::chrono::steady_clock::now();
-    const AudioFeatures features = extractor.extract(clip.samples);
-    out.features_ms = std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - f0).count();
-    out.windows = features.n_windows;
-    out.audio_tokens = features.total_audio_tokens();
-    if (tokenizer) {
-        out.result = model.transcribe(features, *tokenizer, options);
-        out.text = tokenizer->decode(out.result.tokens, true);
-    } else {
-        const std::vector<float> audio = model.encode_audio(features);
-        out.result = model.generate(synthetic_prompt(model.config(), out.audio_tokens), audio,
-                                    options);
-    }
-    return out;
-}
-
-}  // namespace glmasr::cli
-
 int main(int argc, char** argv) {
     CLI::App app{"GLM-ASR Kernel Lab: speech to text through swappable kernel tracks"};
     app.require_subcommand(1);
@@ -289,15 +246,15 @@ int main(int argc, char** argv) {
     TranscribeArgs t;
     CLI::App* transcribe = app.add_subcommand("transcribe", "transcribe audio files (WAV, FLAC, ...)");
     transcribe->add_option("files", t.files, "audio files")->required();
-    transcribe->add_option("--model", t.model_dir, "model directory (config.json, model.safetensors, tokenizer.json)");
+    transcribe->add_option("--model", t.model_dir, "model directory (config.json, model.safetensors or its shards, tokenizer.json)");
     transcribe->add_option("--random-weights", t.random_config, "build this config.json with seeded random weights (timing)");
     transcribe->add_option("--seed", t.seed, "seed for --random-weights");
     transcribe->add_option("--tokenizer", t.tokenizer_path, "tokenizer.json for --random-weights");
     transcribe->add_option("--track", t.track, "cpu, baseline, reference, student, or auto (GPU if present)");
     transcribe->add_option("--ops", t.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
-    transcribe->add_option("--max-new-tokens", t.max_new_tokens, "most tokens to generate")->check(CLI::PositiveNumber);
+    transcribe->add_option("--max-new-tokens", t.max_new_tokens, "most tokens to generate")->check(CLI::Range(1, 1 << 20));
     transcribe->add_flag("--force-length", t.force_length, "ignore stop tokens: always generate --max-new-tokens");
-    transcribe->add_flag("--truncate", t.truncate, "transcribe the first 630 s of longer audio instead of failing");
+    transcribe->add_flag("--truncate", t.truncate, "transcribe only the first 630 s of longer audio (else it is transcribed in chunks)");
     transcribe->add_flag("--json", t.json, "one JSON object per file");
     transcribe->add_flag("--verbose", t.verbose, "timing per stage on stderr");
     transcribe->add_flag("--no-graphs", t.no_graphs, "do not record the decode step as a CUDA graph");
@@ -347,11 +304,24 @@ int main(int argc, char** argv) {
 
     app.add_subcommand("tracks", "list the kernel tracks this build has");
 
+    if (argc > 1 && argv[1][0] != '-') {  // CLI11 alone would only say "A subcommand is required"
+        std::string commands;
+        bool known = false;
+        for (CLI::App* command : app.get_subcommands({})) {
+            commands += (commands.empty() ? "" : ", ") + command->get_name();
+            known |= command->check_name(argv[1]);
+        }
+        if (!known) {
+            std::cerr << "glmasr: error: unknown command '" << argv[1] << "' (commands: " << commands << ")\n";
+            return kExitBadInput;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        const int code = app.exit(e);
-        return code == 0 ? kExitOk : kExitBadInput;
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+        std::cerr << "glmasr: error: " << e.what() << " (see glmasr --help)\n";  // one line, exit 2
+        return kExitBadInput;
     }
     try {
         cli::export_settings(settings);  // before anything builds a track ("auto" included)

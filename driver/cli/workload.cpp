@@ -10,6 +10,7 @@
 #include <random>
 
 #include "commands.h"
+#include "glmasr/checkpoint.h"
 #include "glmasr/error.h"
 #include "glmasr/model.h"
 #include "glmasr/tokenizer.h"
@@ -101,7 +102,7 @@ Workload Workload::load(const WorkloadArgs& args, const std::string& command) {
         const fs::path dir(args.model_dir);
         w.config = ModelConfig::load((dir / "config.json").string());
         w.tokenizer.emplace(Tokenizer::load((dir / "tokenizer.json").string()));
-        w.weights_path = (dir / "model.safetensors").string();
+        w.weights_path = Checkpoint::find_in(dir);
         w.source = args.model_dir;
     } else if (!args.config_path.empty()) {
         w.config = ModelConfig::load(args.config_path);

@@ -11,8 +11,10 @@
 // is one InputError "<path>: <problem>" before any work is done on it.
 #include "glmasr/audio.h"
 
+#include <fcntl.h>
 #include <sndfile.h>
 #include <soxr.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -29,6 +31,30 @@ namespace {
 // highest rate audio interfaces offer). Checked right after opening, before any allocation.
 constexpr int kMinSampleRate = 1000;
 constexpr int kMaxSampleRate = 768000;
+
+// libsndfile's codecs (libmpg123 above all, which probes any file that is not WAV) print their
+// own complaints on stderr; the user should see one line, ours. While libsndfile opens and reads
+// a file, file descriptor 2 points at /dev/null.
+class QuietStderr {
+public:
+    QuietStderr() {
+        std::fflush(stderr);
+        saved_ = ::dup(STDERR_FILENO);
+        const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (saved_ >= 0 && null >= 0) ::dup2(null, STDERR_FILENO);
+        if (null >= 0) ::close(null);
+    }
+    ~QuietStderr() {
+        if (saved_ < 0) return;
+        ::dup2(saved_, STDERR_FILENO);
+        ::close(saved_);
+    }
+    QuietStderr(const QuietStderr&) = delete;
+    QuietStderr& operator=(const QuietStderr&) = delete;
+
+private:
+    int saved_ = -1;
+};
 
 struct SndFile {
     SNDFILE* handle = nullptr;
@@ -48,6 +74,7 @@ AudioClip load_audio(const std::string& path, int target_rate) {
 
     SF_INFO info{};
     SndFile file;
+    QuietStderr quiet;
     file.handle = sf_open(path.c_str(), SFM_READ, &info);
     if (!file.handle)
         throw InputError(path + ": not a readable audio file (" + sf_strerror(nullptr) +

@@ -265,8 +265,10 @@ void ModelConfig::validate(const std::string& origin) const {
     if (audio_token_id < 0 || audio_token_id >= d.vocab_size) fail("audio_token_id is outside the vocabulary");
     for (int id : d.eos_token_ids)
         if (id < 0 || id >= d.vocab_size) fail("text_config.eos_token_id " + std::to_string(id) + " is outside the vocabulary");
-    if (!(d.rms_norm_eps > 0) || !(e.layer_norm_eps > 0)) fail("norm epsilons must be positive");
-    if (!(e.rope_theta > 0) || !(d.rope_theta > 0)) fail("rope_theta must be positive");
+    if (!(d.rms_norm_eps > 0)) fail("text_config.rms_norm_eps must be positive");
+    if (!(e.layer_norm_eps > 0)) fail("audio_config.layer_norm_eps must be positive");
+    if (!(d.rope_theta > 0)) fail("text_config's rope_theta must be positive");
+    if (!(e.rope_theta > 0)) fail("audio_config's rope_theta must be positive");
 }
 
 std::string ModelConfig::to_json() const {

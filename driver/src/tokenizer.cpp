@@ -160,8 +160,10 @@ const ByteAlphabet& byte_alphabet() {
 }
 
 // Ids index dense per-id tables; this bound (far above GLM-ASR's 59264 ids) keeps a corrupt id
-// from allocating gigabytes.
+// from allocating gigabytes, and build_id_tables allows ids up to twice the token count plus
+// kIdSlack (holes are legal, a few ids far out are not).
 constexpr int kMaxTokenId = 1 << 24;
+constexpr size_t kIdSlack = 1024;
 
 // GPT-2's pre-tokenizer regex, as in HF's ByteLevel (use_regex = true).
 constexpr const char* kGpt2Regex =
@@ -173,7 +175,14 @@ constexpr const char* kGpt2Regex =
 class Regex {
 public:
     // `literal` escapes the whole pattern (HF's Split with a String pattern).
-    Regex(const std::string& pattern, bool literal, const std::string& where) {
+    Regex(const std::string& pattern, bool literal, const std::string& where)
+        : where_(where), context_(pcre2_match_context_create(nullptr), &pcre2_match_context_free) {
+        if (!context_) throw Error("tokenizer: out of memory for a PCRE2 match context");
+        // A pattern that backtracks catastrophically (e.g. (a+)+$ on a long run of a's) stops at
+        // these limits with an InputError instead of running for minutes; the shipped
+        // pre-tokenizer needs a few dozen steps per match.
+        pcre2_set_match_limit(context_.get(), kMatchLimit);
+        pcre2_set_depth_limit(context_.get(), kDepthLimit);
         // UTF + UCP: \s, \w, \d and \p{..} are Unicode-aware as in Oniguruma with UTF-8.
         // MULTILINE: Oniguruma's Ruby syntax (HF's) makes ^ and $ match at every line end.
         const uint32_t options =
@@ -214,8 +223,12 @@ public:
             // encode() validated the UTF-8 once; re-checking the subject on every call would
             // make the search quadratic in the text's length.
             const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                                       search_from, PCRE2_NO_UTF_CHECK, match.get(), nullptr);
+                                       search_from, PCRE2_NO_UTF_CHECK, match.get(), context_.get());
             if (rc == PCRE2_ERROR_NOMATCH) break;
+            if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT)
+                throw InputError(where_ + ": a pre-tokenizer regex backtracks past PCRE2's " +
+                                 (rc == PCRE2_ERROR_MATCHLIMIT ? "match" : "depth") +
+                                 " limit on this text (a catastrophic pattern)");
             if (rc < 0) {
                 std::array<PCRE2_UCHAR, 256> message{};
                 pcre2_get_error_message(rc, message.data(), message.size());
@@ -238,6 +251,9 @@ public:
     }
 
 private:
+    static constexpr uint32_t kMatchLimit = 1000000, kDepthLimit = 100000;
+    std::string where_;
+    std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> context_;
     pcre2_code* code_ = nullptr;
 };
 
@@ -393,6 +409,18 @@ struct Tokenizer::Impl {
         return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
     }
 
+    // A token id as the file writes it: a JSON integer in [0, kMaxTokenId] (not 3.7, not 2^32 + 5
+    // that would wrap to 5); `what` names it in the error.
+    int token_id(const json& node, const std::string& what) const {
+        if (!node.is_number_integer())
+            throw InputError(path + ": " + what + " is " + node.dump() + ", not an integer");
+        if (node.is_number_unsigned() ? node.get<uint64_t>() > static_cast<uint64_t>(kMaxTokenId)
+                                      : (node.get<int64_t>() < 0 || node.get<int64_t>() > kMaxTokenId))
+            throw InputError(path + ": " + what + " is " + node.dump() + ", outside [0, " +
+                             std::to_string(kMaxTokenId) + "]");
+        return static_cast<int>(node.get<int64_t>());
+    }
+
     void parse_model(const json& model);
     void parse_pre_tokenizer(const json& node);
     void parse_added_tokens(const json& list);
@@ -421,9 +449,9 @@ void Tokenizer::Impl::parse_model(const json& model) {
         throw InputError(path + ": model has no \"vocab\" object");
     std::unordered_set<int> seen_ids;
     for (const auto& [token, id_node] : model["vocab"].items()) {
-        const int id = id_node.get<int>();
-        if (id < 0 || id > kMaxTokenId || !seen_ids.insert(id).second)
-            throw InputError(path + ": vocab id " + std::to_string(id) + " is negative, too large or repeated");
+        const int id = token_id(id_node, "vocab id of " + json(token).dump());
+        if (!seen_ids.insert(id).second)
+            throw InputError(path + ": vocab id " + std::to_string(id) + " is repeated");
         vocab.emplace(token, id);
     }
     // Byte-level BPE can spell any text only if every byte's character is a token.
@@ -509,9 +537,7 @@ void Tokenizer::Impl::parse_added_tokens(const json& list) {
     int next_id = static_cast<int>(vocab.size());
     for (const json& token : list) {
         const std::string content = token.at("content").get<std::string>();
-        const int id = token.at("id").get<int>();
-        if (id < 0 || id > kMaxTokenId)
-            throw InputError(path + ": added token id " + std::to_string(id) + " is negative or too large");
+        const int id = token_id(token.at("id"), "added token id of " + json(content).dump());
         if (content.empty()) throw InputError(path + ": an added token has empty content");
         for (const char* key : {"single_word", "lstrip", "rstrip"})
             if (flag(token, key, false))
@@ -542,6 +568,12 @@ void Tokenizer::Impl::build_id_tables() {
     int max_id = -1;
     for (const auto& [token, id] : vocab) max_id = std::max(max_id, id);
     for (const auto& [content, id] : added_ids) max_id = std::max(max_id, id);
+    // The tables below have one entry per id up to the largest: real files number their tokens
+    // densely, and a few ids far out would cost memory the file does not pay for.
+    const size_t tokens = vocab.size() + added_ids.size();
+    if (static_cast<size_t>(max_id) >= 2 * tokens + kIdSlack)
+        throw InputError(path + ": token ids reach " + std::to_string(max_id) + " for only " +
+                         std::to_string(tokens) + " tokens (ids must be dense, from 0)");
     const size_t size = static_cast<size_t>(max_id + 1);
 
     // Added tokens shadow model tokens with the same id, as in HF's decode.
@@ -768,7 +800,8 @@ std::string Tokenizer::decode(const std::vector<int>& ids, bool skip_special_tok
     std::string bytes;
     for (int id : ids) {
         if (id < 0 || id >= vocab_size() || !impl.present[id])
-            throw Error(impl.path + ": decode: id " + std::to_string(id) + " is not in the vocabulary");
+            throw InputError(impl.path + ": the model produced token id " + std::to_string(id) +
+                             ", which this tokenizer does not have (a tokenizer of another model?)");
         if (skip_special_tokens && impl.special[id]) continue;
         bytes += impl.id_bytes[id];
     }

@@ -24,7 +24,7 @@
 #include <map>
 
 #include "glmasr/error.h"
-#include "glmasr/safetensors.h"
+#include "glmasr/checkpoint.h"
 
 namespace glmasr {
 
@@ -125,19 +125,23 @@ std::vector<Slot> layout(const ModelConfig& c, const OpTable& table, ModelWeight
 const char* const kLmHead = "language_model.lm_head.weight";
 const char* const kEmbed = "language_model.model.embed_tokens.weight";
 
-// A name as a checkpoint spells it → the Hub's canonical name (docs/model.md §7.2): an optional
-// leading "model." is dropped (recent transformers' state dict), and the language model's
-// "language_model.X" / "lm_head.X" are placed under "language_model.model." /
-// "language_model.lm_head.". Names of no known part come back unchanged (and end up unused).
+// A name as a checkpoint spells it → the Hub's canonical name (docs/model.md §7.2). The layouts
+// transformers 5.x reads or writes differ only in how many "model." they put around the parts:
+//   the Hub's files             audio_tower.X  language_model.model.X        language_model.lm_head.weight
+//   the in-memory state dict    model.audio_tower.X  model.language_model.X  lm_head.weight
+//   save_pretrained (5.17)      audio_tower.X  language_model.model.model.X  language_model.lm_head.weight
+// so an optional leading "model." is dropped, and inside the language model every "model."
+// before the layer names collapses into one. Names of no known part come back unchanged (and
+// end up unused); two names of one weight are refused by load_weights.
 std::string canonical_name(const std::string& name) {
     auto starts = [](const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; };
     const std::string n = starts(name, "model.") ? name.substr(6) : name;
     if (starts(n, "audio_tower.") || starts(n, "multi_modal_projector.")) return n;
     if (starts(n, "lm_head.")) return "language_model." + n;
     if (starts(n, "language_model.")) {
-        const std::string rest = n.substr(15);
-        if (starts(rest, "model.") || starts(rest, "lm_head.")) return n;
-        return "language_model.model." + rest;
+        std::string rest = n.substr(15);
+        while (starts(rest, "model.")) rest = rest.substr(6);
+        return starts(rest, "lm_head.") ? "language_model." + rest : "language_model.model." + rest;
     }
     return name;
 }
@@ -215,6 +219,27 @@ struct Arena {
     }
 };
 
+// The first element of a tensor that is NaN or ±Inf (its exponent bits all ones), or -1. A
+// checkpoint holding one would make every transcription garbage while exiting 0; the scan reads
+// the mapped bytes as integers, in parallel, once (docs/performance.md measures it on Nano).
+int64_t first_non_finite(const SafeTensorEntry& e) {
+    const int64_t n = e.numel();
+    auto scan = [n](const auto* bits, auto exponent_mask) {
+        int64_t first = n;
+#pragma omp parallel for schedule(static) reduction(min : first)
+        for (int64_t i = 0; i < n; ++i)
+            if ((bits[i] & exponent_mask) == exponent_mask && i < first) first = i;
+        return first == n ? int64_t{-1} : first;
+    };
+    switch (e.dtype) {
+        case DType::F32: return scan(static_cast<const uint32_t*>(e.data), uint32_t{0x7f800000u});
+        case DType::BF16: return scan(static_cast<const uint16_t*>(e.data), uint16_t{0x7f80u});
+        case DType::F16: return scan(static_cast<const uint16_t*>(e.data), uint16_t{0x7c00u});
+        case DType::I32: break;
+    }
+    return -1;
+}
+
 uint64_t splitmix64(uint64_t& state) {
     uint64_t z = (state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -278,7 +303,7 @@ std::pair<int64_t, int64_t> count_parameters(const ModelConfig& c) {
 
 ModelWeights load_weights(const std::string& path, const ModelConfig& config, const OpTable& table,
                           Backend& backend) {
-    const SafeTensorsFile file(path);
+    const Checkpoint file(path);
     std::map<std::string, std::string> by_canonical;  // canonical name → name in the file
     bool original_layout = false;
     for (const std::string& name : file.names()) {
@@ -300,6 +325,9 @@ ModelWeights load_weights(const std::string& path, const ModelConfig& config, co
         if (e->shape != shape)
             throw InputError(path + ": tensor '" + it->second + "' has shape " + shape_text(e->shape) +
                              ", config.json implies " + shape_text(shape));
+        if (const int64_t bad = first_non_finite(*e); bad >= 0)
+            throw InputError(path + ": tensor '" + it->second + "' holds a non-finite value (NaN or "
+                             "Inf) at element " + std::to_string(bad));
         return e;
     };
 

@@ -3,22 +3,19 @@
 
 Checks the transcript of the parity fixture model against what transformers generated, the
 parameter counts `glmasr info` reports for the real Nano config, the per-op table of
-`glmasr profile` on the cpu track, the GPU settings flags (--gemm, --attention, --sync-check:
-listed, checked, recorded in --json and --verbose), and that every kind of bad input ends with
-exit code 2 and one clear line on stderr naming the file — never a crash.
+`glmasr profile` on the cpu track, and the GPU settings flags (--gemm, --attention,
+--sync-check: listed, checked, recorded in --json and --verbose). Bad input of every kind:
+bad_inputs_test.py.
 Standard library only.
 """
 import json
-import math
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import unittest
-import wave
 
 GLMASR = None
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -38,40 +35,12 @@ def run(*args, timeout=600, env=None):
                           env=env)
 
 
-def write_wav(path, samples, rate=16000):
-    with wave.open(path, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(b"".join(struct.pack("<h", max(-32768, min(32767, int(s * 32767))))
-                               for s in samples))
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    n = struct.unpack("<Q", data[:8])[0]
-    return json.loads(data[8:8 + n]), data[8 + n:]
-
-
-def write_safetensors(path, header, payload):
-    raw = json.dumps(header).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)) + raw + payload)
-
-
 class CliTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="glmasr-cli-")
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def copy_model(self):
-        dst = os.path.join(self.tmp, "model")
-        shutil.copytree(MODEL, dst)
-        return dst
 
     def assert_bad_input(self, result, needle):
         self.assertEqual(result.returncode, 2, f"stdout={result.stdout!r} stderr={result.stderr!r}")
@@ -241,193 +210,6 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["tracks"][0]["settings"], NO_SETTINGS)
         self.assertNotIn("note:", r.stderr)
-
-    # ---------------------------------------------------------------- bad input
-    def test_missing_audio(self):
-        path = os.path.join(self.tmp, "nope.wav")
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
-
-    def test_empty_audio_file(self):
-        path = os.path.join(self.tmp, "empty.wav")
-        open(path, "wb").close()
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
-
-    def test_wav_without_samples(self):
-        path = os.path.join(self.tmp, "zero.wav")
-        write_wav(path, [])
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
-
-    def test_corrupt_audio(self):
-        path = os.path.join(self.tmp, "noise.wav")
-        with open(path, "wb") as f:
-            f.write(os.urandom(4096))
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
-
-    def test_truncated_wav(self):
-        path = os.path.join(self.tmp, "cut.wav")
-        write_wav(path, [0.3 * math.sin(i / 5) for i in range(16000)])
-        with open(path, "r+b") as f:
-            f.truncate(os.path.getsize(path) // 3)  # the header still promises 16000 frames
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
-
-    def test_missing_tokenizer(self):
-        model = self.copy_model()
-        path = os.path.join(model, "tokenizer.json")
-        os.remove(path)
-        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
-
-    def test_empty_safetensors(self):
-        model = self.copy_model()
-        path = os.path.join(model, "model.safetensors")
-        open(path, "wb").close()
-        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
-
-    def test_truncated_flac(self):
-        path = os.path.join(self.tmp, "cut.flac")
-        with open(path, "wb") as f:
-            f.write(b"fLaC\x00\x00\x00\x22" + b"\x00" * 10)
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
-
-    def test_unsupported_format(self):
-        path = os.path.join(self.tmp, "notes.mp4")
-        with open(path, "w") as f:
-            f.write("this is not audio\n" * 50)
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), path)
-
-    def test_silent_audio(self):
-        path = os.path.join(self.tmp, "silence.wav")
-        write_wav(path, [0.0] * 16000)
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), "silent")
-
-    def test_too_long_audio(self):
-        path = os.path.join(self.tmp, "long.wav")
-        rate, seconds = 8000, 631  # 8 kHz keeps the file small; it is resampled to 16 kHz
-        tone = [0.1 * math.sin(2 * math.pi * 440 * i / rate) for i in range(rate)]
-        with wave.open(path, "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(rate)
-            frame = b"".join(struct.pack("<h", int(s * 32767)) for s in tone)
-            for _ in range(seconds):
-                w.writeframes(frame)
-        self.assert_bad_input(run("transcribe", path, "--model", MODEL, "--track", "cpu"), "630 s")
-
-    def test_missing_model_dir(self):
-        path = os.path.join(self.tmp, "no-model")
-        self.assert_bad_input(run("transcribe", CLIP, "--model", path, "--track", "cpu"), path)
-
-    def test_corrupt_safetensors(self):
-        model = self.copy_model()
-        path = os.path.join(model, "model.safetensors")
-        with open(path, "r+b") as f:
-            f.truncate(os.path.getsize(path) // 2)
-        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
-
-    def test_missing_tensor(self):
-        model = self.copy_model()
-        path = os.path.join(model, "model.safetensors")
-        header, payload = read_safetensors(path)
-        victim = next(k for k in header if "mlp.fc1.weight" in k)
-        del header[victim]
-        write_safetensors(path, header, payload)
-        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), "fc1")
-
-    def test_shape_contradicts_config(self):
-        model = self.copy_model()
-        path = os.path.join(model, "config.json")
-        with open(path) as f:
-            config = json.load(f)
-        config["text_config"]["intermediate_size"] += 8
-        with open(path, "w") as f:
-            json.dump(config, f)
-        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), "shape")
-
-    def test_corrupt_config(self):
-        model = self.copy_model()
-        path = os.path.join(model, "config.json")
-        with open(path, "w") as f:
-            f.write("{ not json")
-        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
-
-    def test_corrupt_tokenizer(self):
-        model = self.copy_model()
-        path = os.path.join(model, "tokenizer.json")
-        with open(path, "w") as f:
-            f.write('{"model": {"type": "Unigram"}}')
-        self.assert_bad_input(run("transcribe", CLIP, "--model", model, "--track", "cpu"), path)
-
-    def test_hostile_inputs(self):
-        """Issue 22 item 3: inputs that used to crash (signal) or end as an internal error.
-        Each must be exit 2 with one line naming the problem; run on the small fixture model."""
-        deep = "[" * 100000 + "]" * 100000
-
-        def raw_wav(rate):  # a WAV header declaring `rate` (the wave module refuses 2^31-1)
-            data = b"".join(struct.pack("<h", int(8000 * math.sin(i / 5))) for i in range(1600))
-            fmt = struct.pack("<HHIIHH", 1, 1, rate, (rate * 2) & 0xFFFFFFFF, 2, 16)
-            path = os.path.join(self.tmp, f"rate_{rate}.wav")
-            with open(path, "wb") as f:
-                f.write(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " +
-                        struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", len(data)) + data)
-            return path
-
-        def model_with(name, contents=None, directory=False):
-            """A model dir linking the fixture's files, with `name` replaced."""
-            model = os.path.join(self.tmp, f"model_{len(os.listdir(self.tmp))}")
-            os.mkdir(model)
-            for f in os.listdir(MODEL):
-                if f != name:
-                    os.symlink(os.path.join(MODEL, f), os.path.join(model, f))
-            path = os.path.join(model, name)
-            if directory:
-                os.mkdir(path)
-            else:
-                with open(path, "wb") as f:
-                    f.write(contents if isinstance(contents, bytes) else contents.encode())
-            return model
-
-        with open(os.path.join(MODEL, "config.json")) as f:
-            config = json.load(f)
-        huge_layers = json.loads(json.dumps(config))
-        huge_layers["text_config"]["num_hidden_layers"] = 2147483647
-        huge_vocab = json.loads(json.dumps(config))
-        huge_vocab["text_config"]["vocab_size"] = 1 << 30
-        header = ('{"x":' + deep + "}").encode()
-        cases = [
-            # (what, command line, needle in the one stderr line)
-            ("1 Hz WAV", ["transcribe", raw_wav(1), "--model", MODEL, "--truncate"], "sample rate 1 Hz"),
-            ("2^31-1 Hz WAV", ["transcribe", raw_wav(2147483647), "--model", MODEL],
-             "sample rate 2147483647 Hz is outside the supported 1000 Hz - 768000 Hz"),
-            ("800 kHz WAV", ["transcribe", raw_wav(800000), "--model", MODEL], "sample rate 800000 Hz"),
-            ("deep config.json", ["info", "--model", model_with("config.json", '{"model_type":' + deep + "}")],
-             "config.json: JSON nested deeper than 64 levels"),
-            ("deep tokenizer.json", ["info", "--model", model_with("tokenizer.json", '{"model":' + deep + "}")],
-             "tokenizer.json: JSON nested deeper than 64 levels"),
-            ("deep safetensors header",
-             ["info", "--model", model_with("model.safetensors", struct.pack("<Q", len(header)) + header)],
-             "model.safetensors: JSON nested deeper than 64 levels"),
-            ("config.json is a directory", ["info", "--model", model_with("config.json", directory=True)],
-             "config.json: is a directory"),
-            ("num_hidden_layers 2^31-1",
-             ["transcribe", CLIP, "--model", model_with("config.json", json.dumps(huge_layers))],
-             "text_config.num_hidden_layers 2147483647 exceeds this engine's limit of 1024"),
-            ("vocab_size 2^30", ["info", "--model", model_with("config.json", json.dumps(huge_vocab))],
-             "text_config.vocab_size 1073741824 exceeds this engine's limit of 16777216"),
-        ]
-        for what, args, needle in cases:
-            with self.subTest(what):
-                self.assert_bad_input(run(*args, "--track", "cpu") if args[0] == "transcribe" else run(*args),
-                                      needle)
-
-    def test_unknown_track(self):
-        self.assert_bad_input(run("transcribe", CLIP, "--model", MODEL, "--track", "tpu"), "tpu")
-
-    def test_bad_ops_spec(self):
-        self.assert_bad_input(run("transcribe", CLIP, "--model", MODEL, "--track", "cpu",
-                                  "--ops", "frobnicate=cpu"), "frobnicate")
-
-    def test_usage_error(self):
-        r = run("transcribe")
-        self.assertEqual(r.returncode, 2)
 
 
 if __name__ == "__main__":

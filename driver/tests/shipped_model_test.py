@@ -9,14 +9,19 @@ on one track (cpu by default, so CI runs it without a GPU):
     on the same checkpoint (tests/fixtures/parity/tiny_clips.json, made by
     tools/tiny/clip_parity.py) must be reproduced exactly, mistakes included: for PARITY_CLIPS
     (the two-window long.wav and clips with errors), or for all 24 clips with GLMASR_ALL_CLIPS=1
-    (about 2 min of CPU).
+    (about 2 min of CPU);
+  * a 130 s clip made of shipped clips (each inside one 30 s window) is more than the tiny
+    model's 2048 positions hold in one prompt beside --max-new-tokens: it must come out in
+    chunks, with the words of its clips.
 Standard library only.
 """
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
+import wave
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "grader"))
@@ -40,6 +45,37 @@ def transcribe(names):
         raise AssertionError(f"glmasr exited {p.returncode}: {p.stderr.strip()}")
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     return {os.path.basename(r["file"]): r for r in results}
+
+
+def read_pcm(path):
+    with wave.open(path) as w:
+        assert w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2
+        return w.readframes(w.getnframes())
+
+
+def long_clip(path, seconds=130, per_window=3):
+    """Writes `seconds` of 16 kHz audio made of shipped clips, `per_window` of them at the start
+    of each 30 s window (none crosses a window boundary), silence between; returns the
+    reference text of what it holds, in order."""
+    refs = references()
+    names = iter(sorted(n for n in refs if n.startswith("clip_")))
+    rate, gap = 16000, b"\0\0" * 8000  # half a second of silence
+    audio, words = b"", []
+    for start in range(0, seconds, 30):
+        window = b""
+        for _ in range(per_window if seconds - start >= 30 else 1):
+            name = next(names)
+            window += gap + read_pcm(os.path.join(CLIPS, name))
+            words.append(refs[name])
+        length = min(30, seconds - start) * rate * 2
+        assert len(window) <= length
+        audio += window + b"\0" * (length - len(window))
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(audio)
+    return " ".join(words)
 
 
 def references():
@@ -67,6 +103,31 @@ class ShippedModel(unittest.TestCase):
                                  f"{name}: glmasr '{got[name]['text']}' vs transformers "
                                  f"'{expected['text']}'")
 
+    def test_long_audio_is_transcribed_in_chunks(self):
+        # One window's prompt is 24 + 375 tokens; 2048 positions - 1500 new tokens leave room for
+        # one window per prompt. (The tiny model was trained on clips up to ~35 s: in prompts of
+        # 4 windows it garbles; Nano's 8192 positions take 21 windows at once.)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "long130.wav")
+            reference = long_clip(path)
+            p = subprocess.run([GLMASR, "transcribe", path, "--model", MODEL, "--track", TRACK,
+                                "--json", "--max-new-tokens", "1500"],
+                               capture_output=True, text=True, timeout=1200)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = json.loads(p.stdout)
+        self.assertEqual((out["chunks"], out["windows"]), (5, 5))
+        self.assertIn("130 s in 5 chunks of up to 30 s", p.stderr)
+        errors, words = score.word_errors(reference, out["text"])
+        self.assertLessEqual(errors / words, 0.10, f"reference: {reference}\nglmasr: {out['text']}")
+
+    def test_max_new_tokens_beyond_the_positions_is_capped(self):
+        # 2048 positions - one window's prompt (24 + 375 tokens) leave 1649 new tokens.
+        p = subprocess.run([GLMASR, "transcribe", os.path.join(CLIPS, "concord.wav"), "--model",
+                            MODEL, "--track", TRACK, "--json", "--max-new-tokens", "5000"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("--max-new-tokens capped to 1649", p.stderr)
+        self.assertEqual(json.loads(p.stdout)["chunks"], 1)
 
 if __name__ == "__main__":
     GLMASR = os.path.abspath(sys.argv.pop(1))

@@ -248,8 +248,8 @@ const Breakage kBreakages[] = {
     {"lstrip", [](json& j) { j["added_tokens"][0]["lstrip"] = true; }, "lstrip"},
     {"added_id_mismatch", [](json& j) { j["added_tokens"][3]["id"] = 5; }, "would give it id"},
     {"truncation", [](json& j) { j["truncation"] = {{"max_length", 8}}; }, "truncation"},
-    {"vocab_id_huge", [](json& j) { j["model"]["vocab"]["!"] = 2000000000; }, "too large"},
-    {"vocab_id_not_int", [](json& j) { j["model"]["vocab"]["!"] = "zero"; }, "malformed"},
+    {"vocab_id_huge", [](json& j) { j["model"]["vocab"]["!"] = 2000000000; }, "outside [0, 16777216]"},
+    {"vocab_id_not_int", [](json& j) { j["model"]["vocab"]["!"] = "zero"; }, "not an integer"},
 };
 
 TEST(TokenizerBadFiles, UnsupportedOrBrokenContent) {

@@ -10,10 +10,12 @@
 //
 //   ./build/tests/test_weights [--gtest_filter=Weights.*]
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "glmasr/checkpoint.h"
 #include "glmasr/error.h"
 #include "glmasr/safetensors.h"
 #include "glmasr/weights.h"
@@ -212,11 +215,11 @@ float value(size_t t, int64_t i) {
 }
 
 // A checkpoint under construction: names, shapes and f32 values, written as f32, bf16 or f16.
-struct Checkpoint {
+struct TestCheckpoint {
     std::vector<Named> tensors;
     std::vector<std::vector<float>> values;
 
-    explicit Checkpoint(const ModelConfig& c, bool with_lm_head = true) {
+    explicit TestCheckpoint(const ModelConfig& c, bool with_lm_head = true) {
         for (const Named& n : checkpoint_layout(c)) add(n.name, n.shape);
         if (with_lm_head) add("language_model.lm_head.weight", {c.text.vocab_size, c.text.hidden_size});
     }
@@ -318,7 +321,7 @@ bool is_matrix(const std::string& name) {
 
 TEST(Weights, EveryTensorLandsInItsFieldExactly) {
     const ModelConfig c = tiny_config();
-    const Checkpoint ckpt(c);
+    const TestCheckpoint ckpt(c);
     ScratchFile file;
     ckpt.write(file.path());
     CountingBackend backend;
@@ -351,7 +354,7 @@ TEST(Weights, EveryTensorLandsInItsFieldExactly) {
 
 TEST(Weights, MatricesTakeTheirOpsDtypeVectorsStayF32) {
     const ModelConfig c = tiny_config();
-    const Checkpoint ckpt(c);
+    const TestCheckpoint ckpt(c);
     ScratchFile file;
     ckpt.write(file.path());
     // linear in bf16, conv1d in f32, embedding in bf16.
@@ -373,7 +376,7 @@ TEST(Weights, MatricesTakeTheirOpsDtypeVectorsStayF32) {
 
 TEST(Weights, Bf16CheckpointIntoF32AndBf16Tracks) {
     const ModelConfig c = tiny_config();
-    const Checkpoint ckpt(c);
+    const TestCheckpoint ckpt(c);
     ScratchFile file;
     ckpt.write(file.path(), DType::BF16);
     const ModelWeights f32 = load_weights(file.path(), c, f32_table(), host_backend());
@@ -395,7 +398,7 @@ TEST(Weights, Bf16CheckpointIntoF32AndBf16Tracks) {
 
 TEST(Weights, F16Checkpoint) {
     const ModelConfig c = tiny_config();
-    Checkpoint ckpt(c);
+    TestCheckpoint ckpt(c);
     for (auto& v : ckpt.values)
         for (float& x : v) x = std::round(x * 64) / 64;  // multiples of 2^-6 below 8: exact in f16
     ScratchFile file;
@@ -407,7 +410,7 @@ TEST(Weights, F16Checkpoint) {
 TEST(Weights, TiedLmHeadSharesTheEmbeddings) {
     ModelConfig c = tiny_config();
     c.tie_word_embeddings = true;
-    const Checkpoint ckpt(c, /*with_lm_head=*/false);
+    const TestCheckpoint ckpt(c, /*with_lm_head=*/false);
     ScratchFile file;
     ckpt.write(file.path());
     CountingBackend backend;
@@ -422,7 +425,7 @@ TEST(Weights, TiedLmHeadSharesTheEmbeddings) {
 TEST(Weights, TiedLmHeadInAnotherDtypeIsAConvertedCopy) {
     ModelConfig c = tiny_config();
     c.tie_word_embeddings = true;
-    const Checkpoint ckpt(c, /*with_lm_head=*/false);
+    const TestCheckpoint ckpt(c, /*with_lm_head=*/false);
     ScratchFile file;
     ckpt.write(file.path());
     // linear (and so the lm_head) in bf16, the embedding table in f32
@@ -437,7 +440,7 @@ TEST(Weights, TiedLmHeadInAnotherDtypeIsAConvertedCopy) {
 TEST(Weights, UntiedConfigNeedsAnLmHead) {
     ModelConfig c = tiny_config();
     c.tie_word_embeddings = false;
-    const Checkpoint ckpt(c, /*with_lm_head=*/false);
+    const TestCheckpoint ckpt(c, /*with_lm_head=*/false);
     ScratchFile file;
     ckpt.write(file.path());
     expect_load_error(file.path(), c, {"language_model.lm_head.weight", "missing"});
@@ -446,7 +449,7 @@ TEST(Weights, UntiedConfigNeedsAnLmHead) {
 TEST(Weights, IdenticalLmHeadIsStoredOnce) {
     // The Nano checkpoint's lm_head is a bitwise copy of embed_tokens (docs/model.md §5).
     const ModelConfig c = tiny_config();
-    Checkpoint ckpt(c);
+    TestCheckpoint ckpt(c);
     ckpt.values[ckpt.index("language_model.lm_head.weight")] = ckpt["language_model.model.embed_tokens.weight"];
     ScratchFile file;
     ckpt.write(file.path());
@@ -464,8 +467,8 @@ TEST(Weights, PrefixVariantsOfRecentTransformers) {
     // docs/model.md §7.2: model.audio_tower.*, model.multi_modal_projector.*,
     // model.language_model.* (no ".model.") and lm_head.weight.
     const ModelConfig c = tiny_config();
-    const Checkpoint hub(c);
-    Checkpoint renamed(c);
+    const TestCheckpoint hub(c);
+    TestCheckpoint renamed(c);
     renamed.rename([](const std::string& n) {
         const std::string lm = "language_model.model.";
         if (n == "language_model.lm_head.weight") return std::string("lm_head.weight");
@@ -480,7 +483,7 @@ TEST(Weights, PrefixVariantsOfRecentTransformers) {
     EXPECT_TRUE(w.unused_tensors.empty());
 
     // "language_model.X" without ".model." is the decoder's X too.
-    Checkpoint short_names(c);
+    TestCheckpoint short_names(c);
     short_names.rename([](const std::string& n) {
         const std::string lm = "language_model.model.";
         return n.rfind(lm, 0) == 0 ? "language_model." + n.substr(lm.size()) : n;
@@ -490,9 +493,157 @@ TEST(Weights, PrefixVariantsOfRecentTransformers) {
     for (const Named& n : hub.tensors) EXPECT_EQ(as_f32(field(s, n.name)), hub[n.name]) << n.name;
 }
 
+TEST(Weights, SavePretrainedLayoutOfTransformers517) {
+    // What GlmAsrForConditionalGeneration.save_pretrained writes (docs/model.md §7.2):
+    // language_model.model.model.* for the decoder, the rest as on the Hub.
+    const ModelConfig c = tiny_config();
+    const TestCheckpoint hub(c);
+    TestCheckpoint saved(c);
+    saved.rename([](const std::string& n) {
+        const std::string lm = "language_model.model.";
+        return n.rfind(lm, 0) == 0 ? "language_model.model.model." + n.substr(lm.size()) : n;
+    });
+    ScratchFile file;
+    saved.write(file.path());
+    const ModelWeights w = load_weights(file.path(), c, f32_table(), host_backend());
+    for (const Named& n : hub.tensors) EXPECT_EQ(as_f32(field(w, n.name)), hub[n.name]) << n.name;
+    EXPECT_TRUE(w.unused_tensors.empty());
+}
+
+// A folder of shards for one test: write(ckpt, shards) splits the tensors round-robin over
+// `shards` files and writes model.safetensors.index.json beside them; removed with the test.
+class ScratchShards {
+public:
+    ScratchShards() {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        dir_ = fs::temp_directory_path() / ("glmasr_test_shards_" + std::to_string(::getpid()) + "_" + info->name());
+        fs::create_directories(dir_);
+    }
+    ~ScratchShards() { fs::remove_all(dir_); }
+    std::string index() const { return (dir_ / "model.safetensors.index.json").string(); }
+    std::string shard(int i, int n) const {
+        char name[64];
+        std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", i + 1, n);
+        return name;
+    }
+    // Each tensor's shard as written, and the weight_map as written (edit it to break the index).
+    nlohmann::json write(const TestCheckpoint& ckpt, int shards) const {
+        nlohmann::json map = nlohmann::json::object();
+        for (int s = 0; s < shards; ++s) {
+            TestCheckpoint part = ckpt;
+            part.tensors.clear();
+            part.values.clear();
+            for (size_t i = s; i < ckpt.tensors.size(); i += shards) {
+                part.tensors.push_back(ckpt.tensors[i]);
+                part.values.push_back(ckpt.values[i]);
+                map[ckpt.tensors[i].name] = shard(s, shards);
+            }
+            part.write((dir_ / shard(s, shards)).string());
+        }
+        write_index(map);
+        return map;
+    }
+    void write_index(const nlohmann::json& weight_map) const {
+        std::ofstream(index()) << nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump();
+    }
+    const fs::path& dir() const { return dir_; }
+
+private:
+    fs::path dir_;
+};
+
+TEST(Weights, ShardedCheckpointLoadsLikeOneFile) {
+    const ModelConfig c = tiny_config();
+    TestCheckpoint ckpt(c);
+    ckpt.add("audio_tower.embed_positions.weight", {4, c.audio.hidden_size});  // unused, in a shard
+    ScratchShards shards;
+    shards.write(ckpt, 3);
+    EXPECT_EQ(Checkpoint::find_in(shards.dir()), shards.index());
+    const Checkpoint opened(shards.index());
+    EXPECT_EQ(opened.shard_count(), 3u);
+    const ModelWeights w = load_weights(shards.index(), c, f32_table(), host_backend());
+    for (const Named& n : TestCheckpoint(c).tensors) EXPECT_EQ(as_f32(field(w, n.name)), ckpt[n.name]) << n.name;
+    EXPECT_EQ(w.unused_tensors, std::vector<std::string>{"audio_tower.embed_positions.weight"});
+}
+
+TEST(Weights, ShardIndexProblemsAreNamed) {
+    const ModelConfig c = tiny_config();
+    const TestCheckpoint ckpt(c);
+    ScratchShards shards;
+    const nlohmann::json good = shards.write(ckpt, 2);
+    const std::string a = shards.shard(0, 2), b = shards.shard(1, 2);
+    const std::string in_a = ckpt.tensors[0].name, in_b = ckpt.tensors[1].name;
+    struct Case {
+        const char* what;
+        std::function<void(nlohmann::json&)> edit;
+        std::vector<std::string> needles;
+    };
+    const std::vector<Case> cases = {
+        {"a shard that is not there", [&](nlohmann::json& m) { m[in_a] = "model-00009-of-00009.safetensors"; },
+         {"shard 'model-00009-of-00009.safetensors' is not in"}},
+        {"a tensor listed in the wrong shard", [&](nlohmann::json& m) { m[in_a] = b; },
+         {"'" + in_a + "'", "listed in shard '" + b + "'", "does not hold it"}},
+        {"a tensor of a shard the index leaves out", [&](nlohmann::json& m) { m.erase(in_b); },
+         {"holds tensor '" + in_b + "'", "does not list"}},
+        {"a path out of the folder", [&](nlohmann::json& m) { m[in_a] = "../" + a; },
+         {"not a .safetensors file in the index's folder"}},
+        {"a shard name that is not a string", [&](nlohmann::json& m) { m[in_a] = 3; },
+         {"'" + in_a + "'", "not a file name"}},
+        {"an empty weight_map", [&](nlohmann::json& m) { m = nlohmann::json::object(); },
+         {"lists no tensor"}},
+    };
+    for (const Case& k : cases) {
+        nlohmann::json map = good;
+        k.edit(map);
+        shards.write_index(map);
+        SCOPED_TRACE(k.what);
+        expect_load_error(shards.index(), c, std::initializer_list<std::string>{});
+        try {
+            Checkpoint opened(shards.index());
+            ADD_FAILURE() << "opened without error";
+        } catch (const InputError& e) {
+            for (const std::string& n : k.needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+        }
+    }
+    // A tensor in two shards: the second shard also holds a copy of one of the first's.
+    TestCheckpoint twice = ckpt;
+    twice.tensors.clear();
+    twice.values.clear();
+    for (size_t i = 0; i < ckpt.tensors.size(); ++i)
+        if (i % 2 == 1 || i == 0) {
+            twice.tensors.push_back(ckpt.tensors[i]);
+            twice.values.push_back(ckpt.values[i]);
+        }
+    twice.write((shards.dir() / b).string());
+    shards.write_index(good);
+    try {
+        Checkpoint opened(shards.index());
+        ADD_FAILURE() << "opened without error";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("'" + in_a + "' is in shard '" + b + "' and in shard '" + a + "'"),
+                  std::string::npos) << e.what();
+    }
+    // Not JSON, or no weight_map.
+    std::ofstream(shards.index()) << "{\"weight_map\": [";
+    expect_load_error(shards.index(), c, {"not valid JSON"});
+    std::ofstream(shards.index()) << "{\"metadata\": {}}";
+    expect_load_error(shards.index(), c, {"no \"weight_map\" object"});
+}
+
+TEST(Weights, AModelFolderWithoutWeightsIsNamed) {
+    ScratchShards empty;
+    try {
+        Checkpoint::find_in(empty.dir());
+        FAIL() << "found weights in an empty folder";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("no model.safetensors (nor model.safetensors.index.json)"),
+                  std::string::npos) << e.what();
+    }
+}
+
 TEST(Weights, SameWeightUnderTwoNamesIsAnError) {
     const ModelConfig c = tiny_config();
-    Checkpoint ckpt(c);
+    TestCheckpoint ckpt(c);
     ckpt.add("lm_head.weight", {c.text.vocab_size, c.text.hidden_size});
     ScratchFile file;
     ckpt.write(file.path());
@@ -501,7 +652,7 @@ TEST(Weights, SameWeightUnderTwoNamesIsAnError) {
 
 TEST(Weights, MissingTensorIsNamedAndNothingIsAllocated) {
     const ModelConfig c = tiny_config();
-    Checkpoint ckpt(c);
+    TestCheckpoint ckpt(c);
     ckpt.remove("audio_tower.layers.1.mlp.fc1.weight");
     ScratchFile file;
     ckpt.write(file.path());
@@ -513,7 +664,7 @@ TEST(Weights, MissingTensorIsNamedAndNothingIsAllocated) {
 
 TEST(Weights, ShapeThatContradictsTheConfig) {
     const ModelConfig c = tiny_config();
-    const Checkpoint ckpt(c);
+    const TestCheckpoint ckpt(c);
     ScratchFile file;
     ckpt.write(file.path());
     ModelConfig wider = c;
@@ -527,7 +678,7 @@ TEST(Weights, ShapeThatContradictsTheConfig) {
 
 TEST(Weights, UnusedTensorsAreReported) {
     const ModelConfig c = tiny_config();
-    Checkpoint ckpt(c);
+    TestCheckpoint ckpt(c);
     ckpt.add("audio_tower.embed_positions.weight", {1500, c.audio.hidden_size});
     ckpt.add("language_model.model.layers.2.input_layernorm.weight", {c.text.hidden_size});
     ScratchFile file;
@@ -539,7 +690,7 @@ TEST(Weights, UnusedTensorsAreReported) {
 
 TEST(Weights, OriginalLayoutGetsAHint) {
     const ModelConfig c = tiny_config();
-    Checkpoint ckpt(c);
+    TestCheckpoint ckpt(c);
     ckpt.rename([](const std::string& n) {
         return n.rfind("audio_tower.", 0) == 0 ? "audio_encoder.whisper." + n.substr(12) : n;
     });

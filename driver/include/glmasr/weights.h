@@ -59,10 +59,11 @@ struct ModelWeights {
     std::shared_ptr<void> storage;
 };
 
-// Load and validate every tensor of `config` from a safetensors file (HF names, with the
-// prefix variants of docs/model.md §7.2), converting to the dtypes `table` asks for.
-// Throws InputError for a missing tensor, a shape that contradicts the config, or a bad file.
-ModelWeights load_weights(const std::string& safetensors_path, const ModelConfig& config,
+// Load and validate every tensor of `config` from a safetensors file or a shard index
+// (Checkpoint; HF names in any layout of docs/model.md §7.2), converting to the dtypes `table`
+// asks for. Throws InputError for a missing tensor, a shape that contradicts the config, or a
+// bad file.
+ModelWeights load_weights(const std::string& checkpoint_path, const ModelConfig& config,
                           const OpTable& table, Backend& backend);
 
 // Seeded random weights of any config (normal, std 0.02; norm weights 1, biases 0), for
