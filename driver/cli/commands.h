@@ -6,13 +6,14 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "glmasr/config.h"
+#include "glmasr/error.h"
 #include "glmasr/features.h"
 #include "glmasr/model.h"
 #include "glmasr/tokenizer.h"
@@ -113,6 +114,20 @@ struct WorkerArgs : WorkloadArgs {
 
 int run_worker(const WorkerArgs& args);
 
+// `glmasr serve` (serve.cpp): the web page and JSON API on host:port.
+struct ServeArgs {
+    std::string model_dir;
+    std::string track = "auto";    // the default mix; a request may name another track and --ops
+    std::string clips_dir;         // sample clips offered by the page (a folder with transcripts.tsv)
+    std::string host = "127.0.0.1";
+    int port = 8080;               // 0: any free port (printed)
+    int queue = 4;                 // requests that may wait for the one running; more get 503
+    double max_upload_mb = 64;     // larger uploads get 413
+    double max_seconds = 1800;     // longer audio gets 413
+    int max_new_tokens = 500;      // per chunk, unless a request says otherwise
+};
+int run_serve(const ServeArgs& args);
+
 // One audio file through a model, as `glmasr transcribe` does it (transcribe_file.cpp): load and
 // resample, refuse silence, cut to the first max_windows windows if `truncate`, then generate
 // with the real prompt (a tokenizer) or synthetic_prompt, in chunks of whole 30 s windows when
@@ -125,9 +140,14 @@ struct FileTranscription {
     int chunks = 0;            // prompts the clip took (1 unless it is long)
     double features_ms = 0;    // host
 };
+// max_seconds > 0: audio longer than that is refused with TooLong (`glmasr serve`'s limit).
+struct TooLong : InputError {
+    using InputError::InputError;
+};
 FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
                                   const LogMelExtractor& extractor, const std::string& file,
-                                  const GenerateOptions& options, bool truncate);
+                                  const GenerateOptions& options, bool truncate,
+                                  double max_seconds = 0);
 
 // How a clip of `n_windows` windows (the last yielding `last_window_tokens` audio tokens) is
 // transcribed: the whole clip in one prompt when it has at most max_windows windows and its

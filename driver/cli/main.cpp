@@ -8,6 +8,7 @@
 //   glmasr bench --tracks baseline,reference --decode-steps 64
 //   glmasr profile --track reference                      per-op time, GB/s and TFLOP/s
 //   glmasr worker --track student                         requests on stdin (grader/e2e.py)
+//   glmasr serve --model DIR --clips assets/audio         web page + JSON API on 127.0.0.1:8080
 //   glmasr tracks
 //
 // --gemm, --attention and --sync-check (transcribe, bench, profile, worker; settings.cpp) set
@@ -302,6 +303,23 @@ int main(int argc, char** argv) {
     cli::add_model_options(*worker, wk);
     cli::add_settings_options(*worker, settings);
 
+    cli::ServeArgs sv;
+    CLI::App* serve = app.add_subcommand(
+        "serve", "a web page and JSON API on 127.0.0.1: upload or record audio, pick the track and "
+                 "the per-op mix, see the transcript, the stage times and the per-op profile "
+                 "(GET /, /health, /tracks, /clips; POST /transcribe)");
+    serve->add_option("--model", sv.model_dir, "model directory (config.json, weights, tokenizer.json)")->required();
+    serve->add_option("--track", sv.track, "the default track: cpu, baseline, reference, student, or auto");
+    serve->add_option("--clips", sv.clips_dir, "sample clips the page offers (a folder with transcripts.tsv, e.g. assets/audio)");
+    serve->add_option("--host", sv.host, "address to listen on");
+    serve->add_option("--port", sv.port, "port (0: any free port; the address is printed)");
+    serve->add_option("--queue", sv.queue, "requests that may wait while one runs; more get 503");
+    serve->add_option("--max-upload-mb", sv.max_upload_mb, "larger uploads get 413");
+    serve->add_option("--max-seconds", sv.max_seconds, "longer audio gets 413");
+    serve->add_option("--max-new-tokens", sv.max_new_tokens, "most tokens per chunk, unless a request says otherwise")
+        ->check(CLI::Range(1, 1 << 20));
+    cli::add_settings_options(*serve, settings);
+
     app.add_subcommand("tracks", "list the kernel tracks this build has");
 
     if (argc > 1 && argv[1][0] != '-') {  // CLI11 alone would only say "A subcommand is required"
@@ -343,6 +361,10 @@ int main(int argc, char** argv) {
         if (worker->parsed()) {
             wk.track = resolve_track(wk.track, false);
             return cli::run_worker(wk);
+        }
+        if (serve->parsed()) {
+            sv.track = resolve_track(sv.track, false);
+            return cli::run_serve(sv);
         }
         return run_tracks();
     } catch (const InputError& e) {

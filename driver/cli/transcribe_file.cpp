@@ -67,7 +67,7 @@ ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, 
 
 FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
                                   const LogMelExtractor& extractor, const std::string& file,
-                                  const GenerateOptions& options, bool truncate) {
+                                  const GenerateOptions& options, bool truncate, double max_seconds) {
     const FeatureConfig& fc = extractor.config();
     AudioClip clip = load_audio(file, fc.sample_rate);
     FileTranscription out;
@@ -77,6 +77,10 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
     if (peak < 1e-5f)
         throw InputError(file + ": the audio is silent (peak amplitude " + std::to_string(peak) +
                          "); nothing to transcribe");
+    if (max_seconds > 0 && out.seconds > max_seconds)
+        throw TooLong(file + ": " + std::to_string(static_cast<int>(out.seconds)) +
+                      " s of audio is longer than this server's limit of " +
+                      std::to_string(static_cast<int>(max_seconds)) + " s");
     const size_t window = static_cast<size_t>(fc.window_samples());
     const size_t limit = static_cast<size_t>(fc.max_windows()) * window;
     if (truncate && clip.samples.size() > limit) {
