@@ -6,7 +6,9 @@ Run on the GPU machine (it has torch + transformers with GlmAsrForConditionalGen
     python3 tools/make_parity_fixtures.py --out tests/fixtures/parity
 
 For each case it writes
-    <case>/model/{config.json, model.safetensors, tokenizer.json}   saved with save_pretrained, fp32
+    <case>/model/{config.json, model.safetensors, tokenizer.json}   saved with save_pretrained, fp32:
+        mini_nano*: renamed to the Hub's tensor names; awkward: save_pretrained's own names, as
+        written; mini_nano_sharded: mini_nano's model in save_pretrained's shards + index
     <case>/clip.wav                                                  16 kHz mono PCM16
     <case>/expected.safetensors   features (slices), encoder output (slices), audio embeddings,
                                   logits of the first decode steps
@@ -147,7 +149,7 @@ def rows_slice(x, head, tail):
     return torch.cat([x[:, :head], x[:, -tail:]], dim=1).contiguous()
 
 
-def attempt_case(out_dir, case, model_name, seconds, seed, tokenizer, model_dir=None):
+def attempt_case(out_dir, case, model_name, seconds, seed, tokenizer, model_dir=None, layout="hub"):
     case_dir = os.path.join(out_dir, case)
     os.makedirs(case_dir, exist_ok=True)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in
@@ -162,13 +164,24 @@ def attempt_case(out_dir, case, model_name, seconds, seed, tokenizer, model_dir=
             model.tie_weights()
         model_dir = os.path.join(case_dir, "model")
         model.save_pretrained(model_dir, safe_serialization=True)
-        rewrite_in_hub_layout(model, model_dir)
-        os.remove(os.path.join(model_dir, "generation_config.json"))  # not part of the Hub layout
+        if layout == "hub":
+            rewrite_in_hub_layout(model, model_dir)
+            os.remove(os.path.join(model_dir, "generation_config.json"))  # not part of the Hub layout
         shutil.copy(TOKENIZER, os.path.join(model_dir, "tokenizer.json"))
         model_rel = "model"
         reloaded = GlmAsrForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
         for (name, a), (_, b) in zip(model.state_dict().items(), reloaded.state_dict().items()):
             assert torch.equal(a, b), f"{name} did not survive save/load"
+    elif layout == "sharded":
+        # The same weights as save_pretrained shards them: model-0000i-of-0000N.safetensors and
+        # model.safetensors.index.json, exactly as written.
+        source = GlmAsrForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
+        model_dir = os.path.join(case_dir, "model")
+        shutil.rmtree(model_dir, ignore_errors=True)
+        source.save_pretrained(model_dir, safe_serialization=True, max_shard_size="400KB")
+        assert os.path.exists(os.path.join(model_dir, "model.safetensors.index.json"))
+        shutil.copy(TOKENIZER, os.path.join(model_dir, "tokenizer.json"))
+        model_rel = "model"
     else:
         model_rel = os.path.relpath(model_dir, case_dir)
     model = GlmAsrForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32,
@@ -273,15 +286,17 @@ MIN_DISTINCT = 4     # the forced tokens must not be one token repeated
 def make_cases(out_dir, cases, seed, tokenizer):
     """Draw model seeds from `seed` on until every case sharing the model is well conditioned:
     decisive greedy steps (a bf16 track must not flip a near-tie) and varied tokens (a real test
-    of the KV cache). cases: [(case name, model name, clip seconds)], the first one owns the
-    model, the others reuse it."""
+    of the KV cache). cases: [(case name, model name, clip seconds, layout)], the first one
+    owns the model, the others reuse it. layout: "hub" (the Hub's tensor names, docs/model.md
+    7.1), "as_saved" (save_pretrained's own names and files, untouched) or "sharded" (a later
+    case: the model re-saved by save_pretrained in shards)."""
     for attempt in range(40):
         model_dir, ok = None, True
-        for case, model_name, seconds in cases:
+        for case, model_name, seconds, layout in cases:
             if model_dir is None:
                 shutil.rmtree(os.path.join(out_dir, case, "model"), ignore_errors=True)
             made, margin, distinct = attempt_case(out_dir, case, model_name, seconds,
-                                                  seed + attempt, tokenizer, model_dir)
+                                                  seed + attempt, tokenizer, model_dir, layout)
             model_dir = made
             if margin < MIN_MARGIN or distinct < MIN_DISTINCT:
                 print(f"  seed {seed + attempt} rejected: {case} has margin {margin:.3f}, "
@@ -301,9 +316,10 @@ def main():
     tokenizer = PreTrainedTokenizerFast(tokenizer_file=TOKENIZER)
     tokenizer.pad_token = "<|endoftext|>"
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
-    make_cases(args.out, [("mini_nano", "mini_nano", 2.7), ("mini_nano_long", "mini_nano", 31.3)],
-               1234, tokenizer)
-    make_cases(args.out, [("awkward", "awkward", 4.37)], 77, tokenizer)
+    make_cases(args.out, [("mini_nano", "mini_nano", 2.7, "hub"),
+                          ("mini_nano_long", "mini_nano", 31.3, "hub"),
+                          ("mini_nano_sharded", "mini_nano", 7.9, "sharded")], 1234, tokenizer)
+    make_cases(args.out, [("awkward", "awkward", 4.37, "as_saved")], 77, tokenizer)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ on one track (cpu by default, so CI runs it without a GPU):
     chunks, with the words of its clips.
 Standard library only.
 """
+import itertools
 import json
 import os
 import subprocess
@@ -58,7 +59,7 @@ def long_clip(path, seconds=130, per_window=3):
     of each 30 s window (none crosses a window boundary), silence between; returns the
     reference text of what it holds, in order."""
     refs = references()
-    names = iter(sorted(n for n in refs if n.startswith("clip_")))
+    names = itertools.cycle(sorted(n for n in refs if n.startswith("clip_")))
     rate, gap = 16000, b"\0\0" * 8000  # half a second of silence
     audio, words = b"", []
     for start in range(0, seconds, 30):

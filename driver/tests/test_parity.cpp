@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "glmasr/audio.h"
+#include "glmasr/checkpoint.h"
 #include "glmasr/error.h"
 #include "glmasr/features.h"
 #include "glmasr/model.h"
@@ -137,7 +138,7 @@ TEST_P(Parity, ReproducesTransformers) {
     try {
         const OpTable table = OpTable::build(track_name);
         Backend& backend = backend_for(table.device);
-        Model model(config, load_weights((model_dir / "model.safetensors").string(), config, table, backend), table);
+        Model model(config, load_weights(Checkpoint::find_in(model_dir), config, table, backend), table);
 
         // Encoder output (first/last rows of each window) and audio embeddings.
         std::vector<float> encoder_out;
