@@ -321,11 +321,15 @@ def write_class(out, names, rubric, title, t0):
 
 
 def run_local(entries, out, work, grade_cmd, rubric, grader, args):
+    started = time.time()
     for n, (name, path) in enumerate(entries, 1):
         fingerprint, grade = needs_grade(name, path, out, grader, args.regrade)
         if not grade:
             print(f"[{n}/{len(entries)}] {name}: unchanged since its grade, skipped")
             continue
+        if sys.stderr.isatty():  # a grade takes minutes: say which one runs (terminal only)
+            print(f"batch: [{time.time() - started:5.0f} s] [{n}/{len(entries)}] {name}: grading",
+                  file=sys.stderr, flush=True)
         state = grade_and_record(name, path, fingerprint, out, work, grade_cmd,
                                  rubric["batch"]["timeout_minutes"] * 60,
                                  rubric["batch"]["retries"], args.gpu_lock)

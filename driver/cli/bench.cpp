@@ -8,6 +8,8 @@
 // default) and --decode-steps forced greedy steps. Every track gets its own model in the same
 // process, and runs are interleaved (A B A B ...) after --warmup rounds, so clock and thermal
 // drift hit all tracks alike. GPU stages are timed with CUDA events; the reported figure is the median.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -83,8 +85,19 @@ int run_bench(const BenchArgs& args) {
     const std::vector<int>& prompt = w.prompt;
     const LogMelExtractor extractor(w.feature_config);
 
+    // On a terminal, one line on stderr per step (setting up a track, each round of each track):
+    // a baseline round of the Nano workload takes seconds. Logs and pipes stay as they were.
+    const bool progress = ::isatty(STDERR_FILENO);
+    const auto started = std::chrono::steady_clock::now();
+    auto say = [&](const std::string& step) {
+        if (!progress) return;
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::fprintf(stderr, "bench: [%4.0f s] %s\n", s, step.c_str());
+    };
+
     std::vector<TrackRun> tracks;
     for (const std::string& name : args.tracks) {
+        say("setting up track " + name + " (weights, one sizing run)");
         TrackRun run;
         run.name = name;
         run.table = OpTable::build(name);
@@ -120,6 +133,10 @@ int run_bench(const BenchArgs& args) {
     options.ignore_eos = true;
     for (int round = 0; round < args.warmup + args.repeats; ++round) {
         for (TrackRun& t : tracks) {  // interleaved: A B A B ...
+            say(t.name + ": " + (round < args.warmup ? "warm-up round " + std::to_string(round + 1) + " of " +
+                                                           std::to_string(args.warmup)
+                                                     : "timed round " + std::to_string(round - args.warmup + 1) +
+                                                           " of " + std::to_string(args.repeats)));
             const auto f0 = std::chrono::steady_clock::now();
             const AudioFeatures fresh = extractor.extract(w.pcm);  // host work, timed apart
             const double features_ms = std::chrono::duration<double, std::milli>(
