@@ -7,7 +7,7 @@
 //
 // A file the model cannot use is the user's problem, not ours: every such case (missing, empty,
 // a header without samples, a cut data chunk, a decoder error, an unknown format, NaN samples,
-// a sample rate outside 1 kHz - 768 kHz)
+// a sample rate outside 1 kHz - 768 kHz, more channels, seconds or samples than the limits below)
 // is one InputError "<path>: <problem>" before any work is done on it.
 #include "glmasr/audio.h"
 
@@ -16,6 +16,7 @@
 #include <soxr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +32,12 @@ namespace {
 // highest rate audio interfaces offer). Checked right after opening, before any allocation.
 constexpr int kMinSampleRate = 1000;
 constexpr int kMaxSampleRate = 768000;
+// What one file may hold: 64 channels (beyond any recording setup), 4 hours (the model
+// transcribes it in chunks), 2^29 samples over all channels (2 GiB of floats: 93 min of 48 kHz
+// stereo). Checked against the header before a sample is read.
+constexpr int kMaxChannels = 64;
+constexpr sf_count_t kMaxSeconds = 4 * 3600;
+constexpr double kMaxSamples = double(1 << 29);
 
 // libsndfile's codecs (libmpg123 above all, which probes any file that is not WAV) print their
 // own complaints on stderr; the user should see one line, ours. While libsndfile opens and reads
@@ -101,12 +108,29 @@ AudioClip load_audio(const std::string& path, int target_rate) {
                              " bytes but the file holds " + std::to_string(present));
     }
     if (info.frames <= 0) throw InputError(path + ": contains no audio samples");
-    constexpr sf_count_t kMaxFrames = sf_count_t(1) << 32;
-    if (info.frames > kMaxFrames)
-        throw InputError(path + ": implausibly long (" + std::to_string(info.frames) + " frames)");
-
-    std::vector<float> interleaved(static_cast<size_t>(info.frames) * info.channels);
-    const sf_count_t got = sf_readf_float(file.handle, interleaved.data(), info.frames);
+    if (info.channels > kMaxChannels)
+        throw InputError(path + ": " + std::to_string(info.channels) + " channels; this program reads at most " +
+                         std::to_string(kMaxChannels));
+    // The header's length is a claim: a few bytes of FLAC may declare days of audio (or a
+    // compressed file may really hold them). The claim is checked against the limits, and the
+    // samples are read block by block, so memory grows only with audio that is really there.
+    if (info.frames / info.samplerate > kMaxSeconds)
+        throw InputError(path + ": declares " + std::to_string(info.frames / info.samplerate) +
+                         " s of audio; this program reads at most " + std::to_string(kMaxSeconds) + " s");
+    if (static_cast<double>(info.frames) * info.channels > kMaxSamples)
+        throw InputError(path + ": declares " + std::to_string(info.frames) + " frames of " +
+                         std::to_string(info.channels) + " channels, more than the " +
+                         std::to_string(kMaxSamples) + " samples this program reads");
+    std::vector<float> interleaved;
+    constexpr sf_count_t kBlockFrames = 1 << 16;
+    sf_count_t got = 0;
+    while (got < info.frames) {
+        const sf_count_t want = std::min(kBlockFrames, info.frames - got);
+        interleaved.resize(static_cast<size_t>(got + want) * info.channels);
+        const sf_count_t read = sf_readf_float(file.handle, interleaved.data() + got * info.channels, want);
+        got += std::max<sf_count_t>(read, 0);
+        if (read < want) break;
+    }
     if (got != info.frames || sf_error(file.handle) != SF_ERR_NO_ERROR)
         throw InputError(path + ": truncated or corrupt: read " + std::to_string(got) + " of " +
                          std::to_string(info.frames) + " frames (" + sf_strerror(file.handle) + ")");

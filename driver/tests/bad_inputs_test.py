@@ -33,6 +33,16 @@ def tone(n, rate=16000):
     return [0.3 * math.sin(2 * math.pi * 440 * i / rate) for i in range(n)]
 
 
+def flac_header(rate, total_samples, channels=1, bits=16):
+    """A FLAC stream of a STREAMINFO block only, declaring `total_samples`: no audio frames."""
+    fields = [(4096, 16), (4096, 16), (0, 24), (0, 24), (rate, 20), (channels - 1, 3), (bits - 1, 5),
+              (total_samples, 36), (0, 128)]
+    info = 0
+    for value, width in fields:
+        info = (info << width) | value
+    return b"fLaC" + bytes([0x80, 0, 0, 34]) + info.to_bytes(34, "big")
+
+
 class Inputs:
     """Builds the bad files of the table in a scratch directory."""
 
@@ -183,6 +193,10 @@ def cases(inp):
         ("WAV of 0 channels", a(inp.raw_wav(channels=0)), 2, "not a readable audio file"),
         ("WAV of 4096 channels", a(inp.raw_wav(channels=4096, data=b"\0\0" * 4096 * 4)), 2,
          "not a readable audio file"),
+        ("WAV of 100 channels", a(inp.raw_wav(channels=100, data=b"\1\0" * 100 * 400)), 2,
+         "100 channels; this program reads at most 64"),
+        ("FLAC header declaring 2^35 samples", a(inp.file("bomb.flac", flac_header(16000, 1 << 35))), 2,
+         "declares 2147483 s of audio; this program reads at most 14400 s"),
         # ---- config.json
         ("no config.json", info(inp.model("config.json")), 2, "config.json not found"),
         ("config.json not JSON", info(inp.model("config.json", "{ not json")), 2, "config.json"),
