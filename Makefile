@@ -11,6 +11,8 @@
 #   make gradescope                the Gradescope autograder zip, in grade-out/ (instructor)
 #   make ncu KERNEL=<op> [TRACK=student]  Nsight Compute on one op's kernels (docs/profiling.md)
 #   make nsys [TRACK=student]      Nsight Systems timeline of one transcription, in grade-out/
+#   make asan                      ASan+UBSan build of the host code and cpu track, its tests
+#   make fuzz [FUZZ_SECONDS=60]    libFuzzer on the parsers of untrusted input (docs/testing.md)
 #   make setup                     install missing Debian build dependencies
 #   make clean
 BUILD ?= build
@@ -42,6 +44,39 @@ demo: build
 # TODOs are written — run them with `make test_<kernel>`.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE '^student$$'
+
+# The same tests built with AddressSanitizer and UndefinedBehaviorSanitizer, in $(ASAN_BUILD): the
+# host code and the cpu track (no CUDA; GPU tests skip). Any report fails its test (docs/testing.md):
+# abort_on_error makes a report end the program with SIGABRT, never with an exit code (1) that a
+# test of the CLI's own exit codes could take for an expected one.
+# test_remote_track runs on its own with handle_segv=0: its chaos runner crashes on purpose and
+# must be "killed by signal 11", not stopped by ASan's report of that crash.
+ASAN_BUILD ?= build-asan
+UBSAN_OPTS = print_stacktrace=1:abort_on_error=1
+ASAN_OPTS = detect_leaks=1:abort_on_error=1
+.PHONY: asan
+asan:
+	@tools/setup.sh
+	cmake -S . -B $(ASAN_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLMASR_SANITIZE=address,undefined
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	UBSAN_OPTIONS=$(UBSAN_OPTS) ASAN_OPTIONS=$(ASAN_OPTS) \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE '^student$$' -E '^test_remote_track$$'
+	UBSAN_OPTIONS=$(UBSAN_OPTS) ASAN_OPTIONS=$(ASAN_OPTS):handle_segv=0 ctest --test-dir $(ASAN_BUILD) --output-on-failure -R '^test_remote_track$$'
+
+# libFuzzer harnesses (fuzz/) for the audio reader, the safetensors header, config.json,
+# tokenizer.json and the BPE encoder, built with clang, ASan and UBSan in $(FUZZ_BUILD), each run
+# for FUZZ_SECONDS from seeds made of the shipped files; a finding fails with its input's path.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+.PHONY: fuzz
+fuzz:
+	@tools/setup.sh
+	@command -v clang++ >/dev/null || { echo "make fuzz: needs clang and libclang-rt-dev (tools/setup.sh --instructor)" >&2; exit 2; }
+	cmake -S . -B $(FUZZ_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DGLMASR_FUZZ=ON -DGLMASR_SANITIZE=address,undefined
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # make test_rmsnorm TRACK=student|baseline|reference  (the student's kernels run in their own
 # process, build/graded/kernel-runner-student, which the test drives: grader/runner/)

@@ -5,14 +5,16 @@
 #   tools/setup.sh --instructor   also what the instructor-side tests use (CI installs it):
 #                             chromium (grader.leaderboard_browser renders the class page),
 #                             slurm-wlm and munge (grader.slurm grades a class on a one-node
-#                             Slurm cluster the test starts on 127.0.0.1)
+#                             Slurm cluster the test starts on 127.0.0.1), clang and
+#                             libclang-rt-dev (`make fuzz`: libFuzzer, docs/testing.md)
 # The CUDA tracks are built when nvcc is on the PATH (CUDA toolkit, not installed here).
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkgconf python3
           libsndfile1-dev libsoxr-dev libfftw3-dev libpcre2-dev
-          nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev)
-[ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge)
+          nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+          libcpp-httplib-dev)
+[ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev)
 
 missing=()
 for p in "${packages[@]}"; do
