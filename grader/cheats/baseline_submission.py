@@ -55,9 +55,8 @@ def files(root=ROOT):
     return out
 
 
-def write(out_dir, root=ROOT):
-    """Writes the submission under out_dir; returns its paths."""
-    written = files(root)
+def write_tree(out_dir, written):
+    """Writes {path relative to out_dir: text}; returns the paths, sorted."""
     for path, text in written.items():
         os.makedirs(os.path.join(out_dir, os.path.dirname(path)), exist_ok=True)
         with open(os.path.join(out_dir, path), "w", encoding="utf-8") as f:
@@ -65,20 +64,34 @@ def write(out_dir, root=ROOT):
     return sorted(written)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", help="directory to write (it gets a student/ folder)")
+def write(out_dir, root=ROOT):
+    """Writes the submission under out_dir; returns its paths."""
+    return write_tree(out_dir, files(root))
+
+
+def run_writer(tool, doc, out_help, make):
+    """The command line of a tool that fills an empty directory: make(out) writes the files and
+    returns what to say of them. A problem: one line on stderr, exit 2."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("out", help=out_help)
     args = parser.parse_args()
     if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
-        print(f"baseline_submission: {args.out} exists and is not an empty directory", file=sys.stderr)
+        print(f"{tool}: {args.out} exists and is not an empty directory", file=sys.stderr)
         return 2
     try:
-        paths = write(args.out)
+        said = make(args.out)
     except (OSError, ValueError) as e:
-        print(f"baseline_submission: {e}", file=sys.stderr)
+        print(f"{tool}: {e}", file=sys.stderr)
         return 2
-    print(f"baseline_submission: {args.out}: {len(paths)} files ({' '.join(paths)})")
+    print(f"{tool}: {args.out}: {said}")
     return 0
+
+
+def main():
+    def make(out):
+        paths = write(out)
+        return f"{len(paths)} files ({' '.join(paths)})"
+    return run_writer("baseline_submission", __doc__, "directory to write (it gets a student/ folder)", make)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ The reference track cannot be handed in: its kernels take bf16 weights and fused
 the student's launchers (student/kernels.h) do not have; "fast" is the honest stand-in for a
 student who went beyond the baseline. Standard-library Python; a problem: one line, exit 2.
 """
-import argparse
 import glob
 import os
 import sys
@@ -106,24 +105,11 @@ def students(root=ROOT):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", help="directory to write (one folder per student)")
-    args = parser.parse_args()
-    if os.path.exists(args.out) and (not os.path.isdir(args.out) or os.listdir(args.out)):
-        print(f"class_samples: {args.out} exists and is not an empty directory", file=sys.stderr)
-        return 2
-    try:
+    def make(out):
         for name, files in students().items():
-            for path, text in files.items():
-                target = os.path.join(args.out, name, path)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                with open(target, "w", encoding="utf-8") as f:
-                    f.write(text)
-    except (OSError, ValueError) as e:
-        print(f"class_samples: {e}", file=sys.stderr)
-        return 2
-    print(f"class_samples: {args.out}: {', '.join(students())}")
-    return 0
+            baseline_submission.write_tree(os.path.join(out, name), files)
+        return ", ".join(students())
+    return baseline_submission.run_writer("class_samples", __doc__, "directory to write (one folder per student)", make)
 
 
 if __name__ == "__main__":
