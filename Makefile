@@ -49,8 +49,9 @@ test: build
 # host code and the cpu track (no CUDA; GPU tests skip). Any report fails its test (docs/testing.md):
 # abort_on_error makes a report end the program with SIGABRT, never with an exit code (1) that a
 # test of the CLI's own exit codes could take for an expected one.
-# test_remote_track runs on its own with handle_segv=0: its chaos runner crashes on purpose and
-# must be "killed by signal 11", not stopped by ASan's report of that crash.
+# test_remote_track is left out: its chaos runner misbehaves on purpose (writes past a tensor,
+# dies of SIGSEGV) to test how the checker reports it, and ASan stops those misdeeds with its own
+# report (SIGABRT) first; `make test` runs it.
 ASAN_BUILD ?= build-asan
 UBSAN_OPTS = print_stacktrace=1:abort_on_error=1
 ASAN_OPTS = detect_leaks=1:abort_on_error=1
@@ -61,7 +62,6 @@ asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	UBSAN_OPTIONS=$(UBSAN_OPTS) ASAN_OPTIONS=$(ASAN_OPTS) \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE '^student$$' -E '^test_remote_track$$'
-	UBSAN_OPTIONS=$(UBSAN_OPTS) ASAN_OPTIONS=$(ASAN_OPTS):handle_segv=0 ctest --test-dir $(ASAN_BUILD) --output-on-failure -R '^test_remote_track$$'
 
 # libFuzzer harnesses (fuzz/) for the audio reader, the safetensors header, config.json,
 # tokenizer.json and the BPE encoder, built with clang, ASan and UBSan in $(FUZZ_BUILD), each run
