@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "glmasr/error.h"
 
@@ -81,7 +82,8 @@ AudioClip load_audio(const std::string& path, int target_rate) {
 
     SF_INFO info{};
     SndFile file;
-    QuietStderr quiet;
+    std::optional<QuietStderr> quiet;  // while libsndfile opens and decodes, not after
+    quiet.emplace();
     file.handle = sf_open(path.c_str(), SFM_READ, &info);
     if (!file.handle)
         throw InputError(path + ": not a readable audio file (" + sf_strerror(nullptr) +
@@ -135,6 +137,8 @@ AudioClip load_audio(const std::string& path, int target_rate) {
         throw InputError(path + ": truncated or corrupt: read " + std::to_string(got) + " of " +
                          std::to_string(info.frames) + " frames (" + sf_strerror(file.handle) + ")");
 
+    quiet.reset();
+
     AudioClip clip;
     clip.source_rate = info.samplerate;
     clip.source_channels = info.channels;
@@ -147,6 +151,10 @@ AudioClip load_audio(const std::string& path, int target_rate) {
         mono[i] = v;
     }
     clip.samples = resample(mono, info.samplerate, target_rate);
+    if (clip.samples.empty())
+        throw InputError(path + ": too short: " + std::to_string(info.frames) + " frame(s) at " +
+                         std::to_string(info.samplerate) + " Hz are less than one sample at " +
+                         std::to_string(target_rate) + " Hz");
     clip.sample_rate = target_rate;
     return clip;
 }
@@ -156,6 +164,7 @@ std::vector<float> resample(const std::vector<float>& in, int from_rate, int to_
         throw Error("resample: invalid rates " + std::to_string(from_rate) + " -> " + std::to_string(to_rate));
     if (from_rate == to_rate || in.empty()) return in;
     const size_t out_len = static_cast<size_t>(std::llround(static_cast<double>(in.size()) * to_rate / from_rate));
+    if (out_len == 0) return {};  // soxr_oneshot faults when given no room for output
     std::vector<float> out(out_len);
     size_t done = 0;
     const soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);

@@ -182,6 +182,8 @@ def cases(inp):
         ("text named .mp4", a(inp.file("notes.mp4", "this is not audio\n" * 50)), 2, "not a readable audio file"),
         ("corrupt RIFF magic", a(inp.raw_wav(magic=b"RIFG")), 2, "not a readable audio file"),
         ("silence", a(inp.wav([0.0] * 16000)), 2, "the audio is silent"),
+        ("one frame at 45312 Hz", a(inp.raw_wav(rate=45312, channels=2, data=b"\0\0\0\xb1")), 2,
+         "too short: 1 frame(s) at 45312 Hz are less than one sample at 16000 Hz"),
         ("1 Hz WAV", a(inp.raw_wav(rate=1)), 2, "sample rate 1 Hz is outside"),
         ("2^31-1 Hz WAV", a(inp.raw_wav(rate=2147483647)), 2,
          "sample rate 2147483647 Hz is outside the supported 1000 Hz - 768000 Hz"),

@@ -20,7 +20,8 @@ struct AudioClip {
 // Throws InputError for a missing, empty, truncated, corrupt or unsupported file.
 AudioClip load_audio(const std::string& path, int target_rate);
 
-// High-quality resampling (libsoxr, VHQ). Returns `in` unchanged if the rates are equal.
+// High-quality resampling (libsoxr, VHQ). Returns `in` unchanged if the rates are equal, and
+// nothing when `in` is shorter than one output sample.
 std::vector<float> resample(const std::vector<float>& in, int from_rate, int to_rate);
 
 // Write mono 16-bit PCM WAV (used by tests and tools).
