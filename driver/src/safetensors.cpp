@@ -222,6 +222,7 @@ void SafeTensorsFile::read_f32(const std::string& name, const std::vector<int64_
         throw InputError(path_ + ": tensor '" + name + "' has shape " + shape_text(e->shape) +
                          ", config.json implies " + shape_text(expected_shape));
     const int64_t n = e->numel();
+    if (n == 0) return mark_used(name);  // nothing to copy (and `out` may be null)
     const auto* half = static_cast<const uint16_t*>(e->data);
     // Parallel: the Nano's 2.26 B parameters pass through here when a track wants f32 weights.
     switch (e->dtype) {
