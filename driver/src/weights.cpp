@@ -221,7 +221,8 @@ struct Arena {
 
 // The first element of a tensor that is NaN or ±Inf (its exponent bits all ones), or -1. A
 // checkpoint holding one would make every transcription garbage while exiting 0; the scan reads
-// the mapped bytes as integers, in parallel, once (docs/performance.md measures it on Nano).
+// the mapped bytes as integers, in parallel, once per tensor (its cost on Nano's 4.5 GB is not
+// measured yet).
 int64_t first_non_finite(const SafeTensorEntry& e) {
     const int64_t n = e.numel();
     auto scan = [n](const auto* bits, auto exponent_mask) {
@@ -341,7 +342,10 @@ ModelWeights load_weights(const std::string& path, const ModelConfig& config, co
     // or bitwise the same values (the Nano checkpoint stores an identical copy, docs/model.md §5).
     const std::vector<int64_t> head_shape = {config.text.vocab_size, config.text.hidden_size};
     const DType head_dtype = table.weight_dtype(OpId::linear);
-    const SafeTensorEntry* embed = entry_for(kEmbed, head_shape);
+    // The embeddings are one of the slots: their entry was found (and checked) above.
+    const SafeTensorEntry* embed = nullptr;
+    for (size_t i = 0; i < slots.size(); ++i)
+        if (slots[i].name == kEmbed) embed = entries[i];
     const SafeTensorEntry* head = nullptr;
     if (by_canonical.count(kLmHead)) head = entry_for(kLmHead, head_shape);
     else if (!config.tie_word_embeddings)
