@@ -11,6 +11,8 @@
 #   make gradescope                the Gradescope autograder zip, in grade-out/ (instructor)
 #   make ncu KERNEL=<op> [TRACK=student]  Nsight Compute on one op's kernels (docs/profiling.md)
 #   make nsys [TRACK=student]      Nsight Systems timeline of one transcription, in grade-out/
+#   make kernel-bench [TRACKS=baseline,student,reference]  every op timed per track, plotted
+#   make roofline [TRACK=baseline,reference]  the GPU's measured roofline with every op on it
 #   make asan                      ASan+UBSan build of the host code and cpu track, its tests
 #   make fuzz [FUZZ_SECONDS=60]    libFuzzer on the parsers of untrusted input (docs/testing.md)
 #   make setup                     install missing Debian build dependencies
@@ -135,6 +137,30 @@ ncu:
 
 nsys:
 	@BUILD=$(BUILD) tools/nsight.sh nsys "$(TRACK)"
+
+# Pictures (docs/profiling.md, "Pictures: the roofline and the kernel bench"), on a GPU machine.
+# kernel-bench: `glmasr kernel-bench` times every op call of the workload on each of TRACKS, into
+# grade-out/kernel-bench.json and .csv; tools/plot_kernel_bench.py draws them as
+# grade-out/kernel-bench.png and .svg, with the table behind the bars in kernel-bench-summary.csv
+# (KERNEL_BENCH_FLAGS: more options of kernel-bench). roofline: tools/roofline.py runs
+# `glmasr peaks` and `glmasr profile` per track and draws grade-out/roofline.png and .svg; TRACK
+# may be a comma list, and given no TRACK it draws baseline,reference (not the student default
+# above). Without a GPU glmasr refuses with one line.
+TRACKS ?= baseline,student,reference
+KERNEL_BENCH_FLAGS ?=
+comma := ,
+ROOFLINE_TRACKS = $(if $(filter file,$(origin TRACK)),baseline$(comma)reference,$(TRACK))
+.PHONY: kernel-bench roofline
+kernel-bench: build
+	@mkdir -p grade-out
+	$(BUILD)/glmasr kernel-bench --tracks $(TRACKS) --json --csv grade-out/kernel-bench.csv \
+	  $(KERNEL_BENCH_FLAGS) >grade-out/kernel-bench.json \
+	  || { status=$$?; rm -f grade-out/kernel-bench.json grade-out/kernel-bench.csv; exit $$status; }
+	python3 tools/plot_kernel_bench.py grade-out/kernel-bench.json --out grade-out/kernel-bench
+
+roofline: build
+	@mkdir -p grade-out
+	python3 tools/roofline.py --tracks $(ROOFLINE_TRACKS) --glmasr $(BUILD)/glmasr --out grade-out/roofline
 
 clean:
 	rm -rf $(BUILD)

@@ -13,7 +13,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkgconf python3
           libsndfile1-dev libsoxr-dev libfftw3-dev libpcre2-dev
           nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libcpp-httplib-dev)
+          libcpp-httplib-dev
+          python3-matplotlib)  # tools/plot_kernel_bench.py, tools/roofline.py and their test
 [ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev)
 
 missing=()
