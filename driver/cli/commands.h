@@ -1,5 +1,5 @@
 // commands.h — the subcommands of `glmasr` that live in their own files, the workload that
-// `bench`, `profile` and `worker` share, and the transcription of one file that `transcribe`
+// `bench`, `profile`, `kernel-bench` and `worker` share, and the transcription of one file that `transcribe`
 // and `worker` share.
 #pragma once
 
@@ -106,6 +106,31 @@ struct ProfileArgs : WorkloadArgs {
 };
 
 int run_profile(const ProfileArgs& args);
+
+// `glmasr kernel-bench` (kernel_bench.cpp): every distinct op call of the workload, per track,
+// replayed and timed alone.
+struct KernelBenchArgs : WorkloadArgs {
+    std::string tracks;          // --tracks, comma-separated
+    bool tracks_given = false;   // else baseline, student and reference, those this program links
+    bool csv = false;            // --csv [FILE|-]: one row per (track, call); "-": stdout
+    std::string csv_path = "-";
+    KernelBenchArgs() {
+        repeats = 20;  // timed calls of each distinct call
+        warmup = 1;    // untimed calls before them
+    }
+};
+
+int run_kernel_bench(const KernelBenchArgs& args);
+
+// `glmasr peaks` (driver/peaks/): the GPU's DRAM bandwidth and GEMM throughputs, measured here.
+// Only build/glmasr has it (it links cuBLAS); the grader's programs say it is absent.
+struct PeaksArgs {
+    bool json = false;
+};
+int run_peaks(const PeaksArgs& args);
+
+// "2026-11-26T05:44:25Z": now, ISO 8601 in UTC, for reports.
+std::string utc_timestamp();
 
 struct WorkerArgs : WorkloadArgs {
     std::string track = "auto";

@@ -7,6 +7,8 @@
 //   glmasr info --model DIR            (or --config config.json)
 //   glmasr bench --tracks baseline,reference --decode-steps 64
 //   glmasr profile --track reference                      per-op time, GB/s and TFLOP/s
+//   glmasr kernel-bench --tracks baseline,reference       every distinct kernel call, timed alone
+//   glmasr peaks                                          the GPU's bandwidth and GEMM peaks
 //   glmasr worker --track student                         requests on stdin (grader/e2e.py)
 //   glmasr serve --model DIR --clips assets/audio         web page + JSON API on 127.0.0.1:8080
 //   glmasr tracks
@@ -287,6 +289,25 @@ int main(int argc, char** argv) {
     cli::add_workload_options(*profile, p);
     cli::add_settings_options(*profile, settings);
 
+    cli::KernelBenchArgs kb;
+    CLI::App* kernel_bench = app.add_subcommand(
+        "kernel-bench", "time every distinct op call of bench's workload alone, per track, "
+                        "at its real shapes (primitives only: fused entries composed)");
+    CLI::Option* kernel_bench_tracks = kernel_bench->add_option(
+        "--tracks", kb.tracks, "comma-separated tracks (default: baseline,student,reference, those "
+                               "this program has); speedups are against the first");
+    CLI::Option* kernel_bench_csv = kernel_bench->add_option(
+        "--csv", kb.csv_path,
+        "also write the rows as CSV to FILE; '-' or no FILE: stdout, instead of the text table "
+        "(that one not with --json)")->expected(0, 1);
+    cli::add_workload_options(*kernel_bench, kb);
+    cli::add_settings_options(*kernel_bench, settings);
+
+    cli::PeaksArgs pk;
+    CLI::App* peaks = app.add_subcommand(
+        "peaks", "measure this GPU's DRAM bandwidth and bf16, TF32 and fp32 GEMM throughput (cuBLAS)");
+    peaks->add_flag("--json", pk.json, "machine-readable output");
+
     cli::WorkerArgs wk;
     CLI::App* worker = app.add_subcommand(
         "worker",
@@ -358,6 +379,13 @@ int main(int argc, char** argv) {
             if (p.csv_path.empty()) p.csv_path = "-";
             return cli::run_profile(p);
         }
+        if (kernel_bench->parsed()) {
+            kb.tracks_given = kernel_bench_tracks->count() > 0;
+            kb.csv = kernel_bench_csv->count() > 0;
+            if (kb.csv_path.empty()) kb.csv_path = "-";
+            return cli::run_kernel_bench(kb);
+        }
+        if (peaks->parsed()) return cli::run_peaks(pk);
         if (worker->parsed()) {
             wk.track = resolve_track(wk.track, false);
             return cli::run_worker(wk);

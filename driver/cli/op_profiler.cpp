@@ -6,6 +6,8 @@
 //   3. computes the call's cost from the Tensors it received,
 // and keeps the two marks; stop() reads them all at once, so no call waits for the GPU
 // (except the attention calls, whose cost needs the positions: see visible_keys).
+// With an observer set, a shim instead computes the cost, packs the call into an OpCall (its
+// Tensors, its scalars, and a closure that runs the real op on other Tensors) and hands it over.
 #include "op_profiler.h"
 
 #include <algorithm>
@@ -35,6 +37,7 @@ struct ProfileRecorder {
     Backend& backend;
     double delay_us;
     bool recording = false;
+    std::function<void(const OpCall&)> observer;  // set: hand calls over instead of timing them
     Stage stage = Stage::encoder;
     bool stage_range_open = false;  // an NVTX range named after the stage
 
@@ -273,6 +276,23 @@ OpCost rmsnorm_qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const
 
 // ---------------------------------------------------------------- shims
 
+// An argument of an entry, sorted into an OpCall: Tensors and scalars kept, the stream not.
+template <typename Arg>
+void collect(OpCall& call, const Arg& arg) {
+    if constexpr (std::is_same_v<Arg, Tensor>) call.tensors.push_back(arg);
+    else if constexpr (std::is_arithmetic_v<Arg>) call.scalars.push_back(arg);
+}
+
+// An argument of a replayed call: the next of `tensors` for a Tensor, `stream` for the stream,
+// the recorded value for a scalar.
+template <typename Arg>
+Arg substitute(const Arg& recorded, const std::vector<Tensor>& tensors, size_t& next,
+               Stream stream) {
+    if constexpr (std::is_same_v<Arg, Tensor>) return tensors.at(next++);
+    else if constexpr (std::is_same_v<Arg, Stream>) return stream;
+    else return recorded;
+}
+
 // Every Ops entry is a `void (*)(Args...)` whose last argument is the stream; Shim<...>::call
 // has exactly that type, so it can stand in the table for the real entry.
 template <OpId id, auto entry, auto cost,
@@ -284,6 +304,10 @@ struct Shim<id, entry, cost, void (*)(Args...)> {
     static void call(Args... args) {
         ProfileRecorder& r = *active;
         const Stream stream = std::get<sizeof...(Args) - 1>(std::forward_as_tuple(args...));
+        if (r.observer) {
+            r.observer(observed(args...));
+            return;
+        }
         if (!r.recording) {
             (r.real.ops.*entry)(args...);
             return;
@@ -299,6 +323,28 @@ struct Shim<id, entry, cost, void (*)(Args...)> {
         r.backend.range_pop();
         if (r.backend.device() == Device::Cuda && host_us > r.delay_us) ++r.late_calls;
         r.pending.push_back({id, r.stage, std::move(begin), std::move(end), cost(args...)});
+    }
+
+    static OpCall observed(Args... args) {
+        const OpCost c = cost(args...);
+        OpCall call;
+        call.op = id;
+        call.stage = active->stage;
+        call.bytes = c.bytes;
+        call.flops = c.flops;
+        (collect(call, args), ...);
+        call.stream = std::get<sizeof...(Args) - 1>(std::forward_as_tuple(args...));
+        using Saved = std::tuple<std::remove_cvref_t<Args>...>;
+        call.run = [real = active->real.ops.*entry, saved = Saved(args...)](
+                       const std::vector<Tensor>& tensors, Stream stream) {
+            size_t next = 0;
+            std::apply([&](const auto&... recorded) {
+                // A braced list evaluates left to right, so the Tensors are taken in order.
+                const Saved replaced{substitute(recorded, tensors, next, stream)...};
+                std::apply(real, replaced);
+            }, saved);
+        };
+        return call;
     }
 };
 
@@ -352,6 +398,10 @@ void OpProfiler::stop() {
         s.flops += call.cost.flops;
     }
     r.pending.clear();
+}
+
+void OpProfiler::observe(std::function<void(const OpCall&)> observer) {
+    recorder_->observer = std::move(observer);
 }
 
 const OpStats& OpProfiler::stats(Stage stage, OpId op) const {

@@ -13,13 +13,18 @@
 //   profiler.start();  ...run the model...  profiler.stop();
 //   profiler.stats(Stage::decode, OpId::linear).ms
 //
+// `glmasr kernel-bench` uses its other mode: with an observer set (OpProfiler::observe), every
+// shim hands its call, arguments and cost included, to the observer instead of timing it.
+//
 // Shims are plain function pointers (the contract has no closures), so they reach the profiler
 // through one static pointer: only one OpProfiler may exist at a time.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "glmasr/model.h"
 #include "glmasr/track.h"
@@ -34,6 +39,19 @@ struct OpStats {
     double ms = 0;      // time between the marks around each call
     double bytes = 0;   // the least memory traffic the calls need (inputs read once, outputs written once)
     double flops = 0;   // floating-point operations
+};
+
+// One op call as its shim received it, for an observer (OpProfiler::observe).
+struct OpCall {
+    OpId op = OpId::linear;
+    Stage stage = Stage::encoder;  // as set_stage last said
+    double bytes = 0, flops = 0;  // the call's cost, as OpStats counts it
+    std::vector<Tensor> tensors;  // its Tensor arguments in order, empty ones (no bias) included
+    std::vector<double> scalars;  // its int and float arguments in order
+    Stream stream = nullptr;
+    // Runs the real op on `tensors` — the call's own, or copies of the same shapes and dtypes —
+    // with the call's scalars, on `stream`.
+    std::function<void(const std::vector<Tensor>& tensors, Stream stream)> run;
 };
 
 class OpProfiler {
@@ -55,6 +73,10 @@ public:
     // stop() waits for the recorded work to finish and adds it to stats().
     void start();
     void stop();
+
+    // From now on every shim hands its call to `observer` instead of running it (the observer
+    // may run it with call.run(call.tensors, call.stream)); nothing is timed or counted.
+    void observe(std::function<void(const OpCall&)> observer);
 
     const OpStats& stats(Stage stage, OpId op) const;
     // Times `stage` was entered while recording (for the decode stage: the decode steps).

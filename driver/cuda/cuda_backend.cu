@@ -74,6 +74,13 @@ public:
     }
     void synchronize(Stream s) override { CUDA_CHECK(cudaStreamSynchronize(s)); }
     Stream stream() override { return stream_; }
+    std::string hardware() override {
+        int device = 0;
+        cudaDeviceProp properties{};
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+        return properties.name;
+    }
     size_t memory_in_use() override {
         size_t free_bytes = 0, total = 0;
         CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));

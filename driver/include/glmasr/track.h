@@ -31,6 +31,8 @@ public:
     virtual void zero(void* dst, size_t bytes, Stream stream) = 0;
     virtual void synchronize(Stream stream) = 0;
     virtual Stream stream() = 0;  // the stream the driver runs on (null for host memory)
+    // The hardware behind it, for reports: the GPU's name ("NVIDIA H100 80GB HBM3"), or "cpu".
+    virtual std::string hardware() { return "cpu"; }
     // Bytes of device memory in use right now, by this process and the driver (CUDA), or the
     // process's resident set size (host).
     virtual size_t memory_in_use() = 0;
