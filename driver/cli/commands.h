@@ -114,6 +114,7 @@ struct KernelBenchArgs : WorkloadArgs {
     bool tracks_given = false;   // else baseline, student and reference, those this program links
     bool csv = false;            // --csv [FILE|-]: one row per (track, call); "-": stdout
     std::string csv_path = "-";
+    bool worker = false;         // --worker: capture one track, then serve timed replays (stdin)
     KernelBenchArgs() {
         repeats = 20;  // timed calls of each distinct call
         warmup = 1;    // untimed calls before them

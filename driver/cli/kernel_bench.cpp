@@ -19,6 +19,23 @@
 //
 // The capture run goes on past an op that throws (a student's unwritten kernel), so every call is
 // still recorded; the row's replay then throws the same, and its status says so.
+//
+// --worker (one track): the same capture, every row's copies kept, the model freed; then the
+// timing is left to the caller's clock (grader/, outside this process: a process holding student
+// code never reports a time that is scored). Stdout carries only the protocol (anything else
+// printed goes to stderr), one JSON object per line:
+//   {"ready": true, "track": T, "device": "...", "settings": {...},
+//    "rows": [{"stage", "op", "shape", "key", "calls_per_run", "status"}]}   (status: "ok" or
+//    the capture's error), then, per request line on stdin until EOF (exit 0):
+//   {"row": i, "calls": n}  n times: the L2 flush (GPU), row i's op on its copies; then one
+//                           synchronize → {"ok": true}
+//   {"flush": n}            n flushes only, then one synchronize → {"ok": true} (the caller
+//                           subtracts it)
+// n from 1 to 100000; no delay (the host queues ahead). A bad request → {"error": "..."} and
+// the worker goes on; an op that throws → {"error": its message}, and exit 1 after it if the
+// GPU is left unusable (a sticky CUDA fault: the synchronize after it throws too).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -26,6 +43,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -41,6 +60,7 @@ namespace {
 
 constexpr size_t kFlushBytes = size_t{256} << 20;  // more than any GPU's L2 cache (H100: 50 MB)
 constexpr double kDelayUs = 50;  // as profile's --delay-us: the op is queued before the GPU reaches it
+constexpr uint64_t kMostCalls = 100000;  // per --worker request
 
 // The arguments of each primitive (ops.h), in order: its Tensors, the first `outputs` of them
 // written (in place: rope_apply's x), then its int and float arguments.
@@ -106,6 +126,8 @@ struct Row {
     std::string status = "ok";    // or the replay's one-line error
 };
 
+bool ok(const Row& row) { return row.status == "ok"; }
+
 struct TrackRows {
     std::string track;
     std::vector<Row> rows;  // in the order of their first calls
@@ -149,6 +171,7 @@ TrackRows capture(const std::string& track, const OpTable& table, const Workload
     bool capturing = false;
     int decode_steps = 0;
     profiler.observe([&](const OpCall& call) {
+        Row* captured = nullptr;
         if (capturing) {
             const std::string shape = describe(call, true);
             const auto [it, added] = row_of.try_emplace(
@@ -166,12 +189,14 @@ TrackRows capture(const std::string& track, const OpTable& table, const Workload
                 copy_arguments(call, backend, row);
                 result.rows.push_back(std::move(row));
             }
-            ++result.rows[it->second].calls;
+            captured = &result.rows[it->second];
+            ++captured->calls;
         }
         try {
             call.run(call.tensors, call.stream);
-        } catch (const Error&) {
-            // The row's replay throws the same and reports it.
+        } catch (const Error& e) {
+            // The row's replay throws the same and reports it; --worker reports this.
+            if (captured && ok(*captured)) captured->status = e.what();
         }
     });
     Model model(w.config, w.weights(profiler.table(), backend), profiler.table());
@@ -202,6 +227,7 @@ double median(std::vector<double> v) {
 // frees its copies.
 void time_row(Row& row, Backend& backend, void* flush, int warmup, int repeats) {
     const Stream stream = backend.stream();
+    row.status = "ok";  // the replay's, not the capture's
     try {
         for (int i = 0; i < warmup; ++i) row.run(row.copies, stream);
         std::vector<std::pair<Backend::Mark, Backend::Mark>> marks;
@@ -225,7 +251,6 @@ void time_row(Row& row, Backend& backend, void* flush, int warmup, int repeats) 
     row.buffers.clear();
 }
 
-bool ok(const Row& row) { return row.status == "ok"; }
 double gbps(const Row& row) { return row.bytes / row.median_us / 1e3; }
 double tflops(const Row& row) { return row.flops / row.median_us / 1e6; }
 
@@ -327,6 +352,95 @@ void print_table(const std::vector<TrackRows>& tracks) {
     }
 }
 
+// --worker: the protocol's stream is the real stdout, kept aside before fd 1 is pointed at stderr
+// (as worker.cpp), so that a kernel's stray print cannot break a line.
+FILE* take_stdout() {
+    std::fflush(stdout);
+    const int fd = dup(STDOUT_FILENO);
+    FILE* out = fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 ? nullptr : fdopen(fd, "w");
+    if (!out) throw Error("kernel-bench: cannot set up stdout");
+    return out;
+}
+
+void reply(FILE* out, const nlohmann::json& message) {
+    const std::string line =
+        message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(line.data(), 1, line.size(), out);
+    std::fflush(out);
+}
+
+// {"row": i, "calls": n} → (i, n); {"flush": n} → (-1, n).
+std::pair<long, long> parse_request(const std::string& line, size_t rows) {
+    const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool run = r.is_object() && r.size() == 2 && r.contains("row") && r.contains("calls");
+    if (!run && !(r.is_object() && r.size() == 1 && r.contains("flush")))
+        throw InputError(R"(a request is one JSON object per line: {"row": i, "calls": n} or )"
+                         R"({"flush": n})");
+    const nlohmann::json& n = r[run ? "calls" : "flush"];
+    if (!n.is_number_unsigned() || n.get<uint64_t>() < 1 || n.get<uint64_t>() > kMostCalls)
+        throw InputError(std::string(run ? "\"calls\"" : "\"flush\"") +
+                         " must be an integer from 1 to " + std::to_string(kMostCalls));
+    if (run && (!r["row"].is_number_unsigned() || r["row"].get<uint64_t>() >= rows))
+        throw InputError("\"row\" must be a row index below " + std::to_string(rows));
+    return {run ? static_cast<long>(r["row"].get<uint64_t>()) : -1, n.get<long>()};
+}
+
+int serve_rows(const KernelBenchArgs& args, const std::string& track) {
+    FILE* out = take_stdout();
+    std::optional<OpTable> table;  // holds what the rows' ops were built from
+    TrackRows rows;
+    Backend* backend = nullptr;
+    std::shared_ptr<void> flush;
+    try {
+        const Workload w = Workload::load(args, "kernel-bench");
+        table = primitives_of(track);
+        const nlohmann::json settings = settings_json(*table);
+        note_unused_settings({settings}, "tracks " + track);
+        backend = &backend_for(table->device);
+        rows = capture(track, *table, w);  // the model is gone; every row's copies are kept
+        if (backend->device() == Device::Cuda)
+            flush.reset(backend->alloc(kFlushBytes), [backend](void* p) { backend->free(p); });
+        nlohmann::json listed = nlohmann::json::array();
+        for (const Row& r : rows.rows)
+            listed.push_back({{"stage", stage_name(r.stage)}, {"op", op_name(r.op)},
+                              {"shape", r.shape}, {"key", r.key}, {"calls_per_run", r.calls},
+                              {"status", r.status}});
+        reply(out, {{"ready", true}, {"track", track}, {"device", backend->hardware()},
+                    {"settings", settings}, {"rows", listed}});
+    } catch (const std::exception& e) {
+        reply(out, {{"error", e.what()}});
+        throw;  // main prints it on stderr and exits with its code
+    }
+    const Stream stream = backend->stream();
+    for (std::string line; std::getline(std::cin, line);) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        long row = -1, n = 0;
+        try {
+            std::tie(row, n) = parse_request(line, rows.rows.size());
+        } catch (const InputError& e) {
+            reply(out, {{"error", e.what()}});
+            continue;
+        }
+        try {
+            Row* r = row < 0 ? nullptr : &rows.rows[static_cast<size_t>(row)];
+            for (long i = 0; i < n; ++i) {
+                if (flush) backend->zero(flush.get(), kFlushBytes, stream);
+                if (r) r->run(r->copies, stream);
+            }
+            backend->synchronize(stream);
+            reply(out, {{"ok", true}});
+        } catch (const std::exception& e) {
+            reply(out, {{"error", e.what()}});
+            try {
+                backend->synchronize(stream);  // a sticky CUDA fault throws here too
+            } catch (const std::exception&) {
+                throw Error(std::string("kernel-bench: the GPU is unusable after: ") + e.what());
+            }
+        }
+    }
+    return kExitOk;
+}
+
 }  // namespace
 
 std::string utc_timestamp() {
@@ -339,7 +453,12 @@ std::string utc_timestamp() {
 }
 
 int run_kernel_bench(const KernelBenchArgs& args) {
+    if (args.worker && (!args.tracks_given || args.tracks.find(',') != std::string::npos ||
+                        args.json || args.csv))
+        throw InputError("kernel-bench: --worker takes --tracks with exactly one track, and no "
+                         "--json or --csv");
     const std::vector<std::string> names = track_names(args.tracks, args.tracks_given);
+    if (args.worker) return serve_rows(args, names[0]);
     const bool csv_stdout = args.csv && args.csv_path == "-";
     if (csv_stdout && args.json)
         throw InputError("kernel-bench: --csv - and --json both write stdout: give --csv a FILE");

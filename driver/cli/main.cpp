@@ -300,6 +300,10 @@ int main(int argc, char** argv) {
         "--csv", kb.csv_path,
         "also write the rows as CSV to FILE; '-' or no FILE: stdout, instead of the text table "
         "(that one not with --json)")->expected(0, 1);
+    kernel_bench->add_flag(
+        "--worker", kb.worker,
+        "one track: capture its calls, print one JSON ready line with the rows, then replay "
+        "{\"row\": i, \"calls\": n} / {\"flush\": n} requests from stdin for a caller's clock");
     cli::add_workload_options(*kernel_bench, kb);
     cli::add_settings_options(*kernel_bench, settings);
 

@@ -4,8 +4,10 @@
 kernel-bench on the cpu track (small config, a 2 s clip, one decode step: seconds): every row
 well formed and timed, every primitive the model calls in the stages that call it, the calls per
 run summing to `glmasr profile`'s, `key` the shape without dtypes; --csv - (the header, the same
-rows as --json); --csv FILE beside the text table; bad options and, without a GPU, GPU tracks and
-`glmasr peaks` refused with exit 2 and one line. No GPU needed. Standard library only.
+rows as --json); --csv FILE beside the text table; --worker (the ready line's rows are --json's,
+replays and flushes on request, bad requests answered and survived, EOF → exit 0, every read
+under a deadline); bad options and, without a GPU, GPU tracks and `glmasr peaks` refused with
+exit 2 and one line. No GPU needed. Standard library only.
 """
 import csv
 import io
@@ -13,9 +15,11 @@ import json
 import math
 import os
 import re
+import select
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 GLMASR = None
@@ -131,6 +135,83 @@ class KernelBenchCpu(unittest.TestCase):
                 self.assertEqual(f.readline().strip(), ",".join(HEADER))
         self.assertRegex(p.stdout, r"stage\s+op\s+calls\s+cpu\s+arguments")
         self.assertRegex(p.stdout, r"decode\s+argmax\s+1\s+[0-9.]+\s+x\[1,\d+\] -> out\[1\]")
+
+
+class KernelBenchWorker(unittest.TestCase):
+    """`kernel-bench --worker`: one JSON line out per line in, every read bounded."""
+
+    def setUp(self):
+        self.proc = subprocess.Popen(
+            [GLMASR, "kernel-bench", "--worker", "--tracks", "cpu", *WORKLOAD], cwd=ROOT,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.buffer = b""
+
+    def tearDown(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except OSError:  # stdin: a broken pipe
+                pass
+
+    def read_line(self, timeout=120.0):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            self.assertGreater(left, 0, "no reply line in time")
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 1 << 16)
+                self.assertTrue(chunk, "the worker closed stdout: " + self.buffer.decode())
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, line):
+        self.proc.stdin.write((line + "\n").encode())
+        self.proc.stdin.flush()
+        return self.read_line(timeout=60)
+
+    def test_protocol(self):
+        ready = self.read_line()
+        self.assertEqual(set(ready), {"ready", "track", "device", "settings", "rows"}, ready)
+        self.assertEqual((ready["ready"], ready["track"], ready["device"]), (True, "cpu", "cpu"))
+        self.assertIsInstance(ready["settings"], dict)
+        fields = ["stage", "op", "shape", "key", "calls_per_run", "status"]
+        for r in ready["rows"]:
+            self.assertEqual(set(r), set(fields), r)
+        p = run(*BENCH, "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual([[r[f] for f in fields] for r in ready["rows"]],
+                         [[r[f] for f in fields] for r in json.loads(p.stdout)["rows"]])
+        last = len(ready["rows"]) - 1
+        self.assertEqual(self.request('{"row": 0, "calls": 3}'), {"ok": True})
+        self.assertEqual(self.request('{"flush": 2}'), {"ok": True})
+        for bad in [f'{{"row": {last + 1}, "calls": 1}}', '{"row": -1, "calls": 1}', "garbage",
+                    '{"row": 0, "calls": 0}', '{"row": 0, "calls": 100001}', '{"flush": 0}',
+                    '{"row": 0, "calls": 1, "extra": 1}', '{"row": 0}', '[1, 2]',
+                    '{"row": 0, "calls": 1.5}']:
+            with self.subTest(request=bad):
+                reply = self.request(bad)
+                self.assertEqual(set(reply), {"error"}, reply)
+                self.assertNotIn("\n", reply["error"])
+        self.assertEqual(self.request(f'{{"row": {last}, "calls": 2}}'), {"ok": True})
+        self.proc.stdin.close()
+        self.assertEqual(self.proc.wait(timeout=10), 0)
+        self.assertEqual(self.proc.stdout.read(), b"", "nothing after the replies")
+
+    def test_one_track_only(self):
+        self.proc.kill()
+        for tracks in ["cpu,cpu", "cpu,reference", None]:
+            with self.subTest(tracks=tracks):
+                args = ["--tracks", tracks] if tracks else []
+                p = run("kernel-bench", "--worker", *args, *WORKLOAD)
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+                self.assertIn("--worker takes --tracks with exactly one track", p.stderr)
+                self.assertEqual(p.stdout, "")
 
 
 class Refusals(unittest.TestCase):
