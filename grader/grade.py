@@ -38,6 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
 import integrity  # noqa: E402
+import kernel_speed  # noqa: E402
 import intake  # noqa: E402
 import sandbox  # noqa: E402
 import score  # noqa: E402
@@ -366,7 +367,7 @@ def main():
     parser.add_argument("--sandbox", choices=["auto", "off", "required"], default=None,
                         help="override the rubric's [sandbox] enabled")
     parser.add_argument("--skip-build", action="store_true")
-    parser.add_argument("--skip", action="append", default=[], choices=["kernels", "accuracy", "speed"])
+    parser.add_argument("--skip", action="append", default=[], choices=["kernels", "accuracy", "speed", "kernel_speed"])
     args = parser.parse_args()
 
     try:
@@ -461,14 +462,14 @@ def main():
                     launch_graded=launch, inspect_graded=inspect,
                     request_timeout=acc["timeout_seconds"],
                     near_tie_margin=acc["near_tie_margin"])
+        sp = rubric["speed"]  # its workload is the kernel speed's too
+        workload = ["--model", os.path.join(tree, sp["model"])] if sp.get("model") else \
+            ["--config", os.path.join(tree, sp["config"])]
+        workload += ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
         if "speed" not in args.skip:
-            sp = rubric["speed"]
             if blocked:
                 results["speed"] = {"error": blocked}
             else:
-                workload = ["--model", os.path.join(tree, sp["model"])] if sp.get("model") else \
-                    ["--config", os.path.join(tree, sp["config"])]
-                workload += ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
                 results["speed"], results["environment"] = timed_rounds(
                     lambda: e2e.run_speed(
                         trusted_bin, graded_bin, graded, workload, warmup=sp["warmup"],
@@ -476,6 +477,16 @@ def main():
                         inspect_graded=inspect, request_timeout=sp["timeout_seconds"],
                         near_tie_margin=sp["near_tie_margin"]),
                     sp["throttle_repeats"], sp["cooldown_seconds"])
+        ks = rubric["kernel_speed"]
+        if ks["enabled"] and "kernel_speed" not in args.skip:
+            if blocked:
+                results["kernel_speed"] = {"rows": [], "errors": {"graded": blocked}}
+            else:
+                progress("kernel speed: every kernel at the model's shapes, by the grader's clock")
+                results["kernel_speed"] = kernel_speed.run(
+                    trusted_bin, graded_bin, graded, workload, rounds=ks["rounds"],
+                    target_ms=ks["target_ms"], launch_graded=launch, inspect_graded=inspect,
+                    ready_timeout=ks["timeout_seconds"], request_timeout=ks["timeout_seconds"])
     finally:
         shutil.rmtree(private, ignore_errors=True)
         if scratch:

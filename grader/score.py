@@ -16,6 +16,9 @@ DEFAULTS = {
     "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5,
               "near_tie_margin": 0.05, "requires_accuracy": True, "throttle_repeats": 2,
               "cooldown_seconds": 60, "gpu_model": ""},
+    "kernel_speed": {"enabled": False, "points": 0, "visibility": "visible", "rounds": 3,
+                     "target_ms": 20.0, "full_within": 1.25, "none_beyond": 1.0,
+                     "timeout_seconds": 900},
     "batch": {"timeout_minutes": 30, "retries": 2},
     "sanitizer": {"enabled": False, "program": "compute-sanitizer", "tools": [], "keep": 0.5,
                   "filter": "*", "timeout_seconds": 600, "call_timeout_seconds": 300,
@@ -226,10 +229,21 @@ def grade(results, rubric):
         items.append(item("speed vs baseline", sc["points"] * share, sc["points"], note,
                           sc["visibility"], extra=speed_info))
 
+    ks = rubric.get("kernel_speed")
+    kernel_table = None
+    if results.get("kernel_speed") is not None and ks:
+        share, note, kernel_table = kernel_speed_share(results["kernel_speed"], ks, results, items)
+        if broken:
+            share, note = 0.0, broken
+        items.append(item("kernel speed" if ks["points"] else "kernel speed (information)",
+                          ks["points"] * share, ks["points"], note, ks["visibility"],
+                          extra={"kernels": kernel_table}))
+
     total = sum(i["score"] for i in items)
     maximum = sum(i["max_score"] for i in items)
     return {"track": results.get("track"), "items": items, "score": total, "max_score": maximum,
-            "clips": clips, "wer": wer, "speed": speed_info, "violations": violations,
+            "clips": clips, "wer": wer, "speed": speed_info, "kernel_speed": kernel_table,
+            "violations": violations,
             "intake": results.get("intake"), "sandbox": results.get("sandbox"),
             "stubs": results.get("stubs") or {}, "environment": results.get("environment"),
             "course_gpu": rubric["speed"]["gpu_model"],
@@ -389,6 +403,104 @@ def speed_share(speed, sc, track):
     share = clamp01(math.log(max(s, 1e-9)) / math.log(goal))
     return share, (f"{t:.1f} ms vs baseline {t_base:.1f} ms = {s:.2f}x (reference "
                    f"{s_ref:.2f}x); {len(verdicts)} runs token-checked"), info
+
+
+# ----------------------------------------------------------------------------- kernel speed
+
+KERNEL_SPEED_ROLES = ("baseline", "graded", "reference")
+
+
+def suite_of(op, suites):
+    """The kernel suite (rubric [kernels.points] key) that tests `op`: its own name, else its
+    family (attention_scores → attention, rope_apply → rope); None if no suite covers it."""
+    if op in suites:
+        return op
+    family = op.split("_")[0]
+    return family if family in suites else None
+
+
+def per_op(kernel_speed):
+    """{op: {"us": {role: µs per workload run or None}, "error": first error or None}}: the rows
+    of each op summed over its calls (every stage)."""
+    ops = {}
+    for row in kernel_speed.get("rows", []):
+        o = ops.setdefault(row["op"], {"us": {role: 0.0 for role in KERNEL_SPEED_ROLES}, "error": None})
+        for role in KERNEL_SPEED_ROLES:
+            us = row["us"].get(role)
+            if us is None or o["us"][role] is None:
+                o["us"][role] = None
+                if o["error"] is None and role in row["errors"]:
+                    o["error"] = f"{role}: {row['errors'][role]}"
+            else:
+                o["us"][role] += us * row["calls_per_run"]
+    return ops
+
+
+def op_share(us, rule):
+    """CS149-style credit of one kernel: full within `full_within` × the reference's time, none
+    at or beyond `none_beyond` × the baseline's, log-scale between. None: not measurable."""
+    t, t_base, t_ref = us["graded"], us["baseline"], us["reference"]
+    if None in (t, t_base, t_ref) or t <= 0:
+        return None
+    slowest, full = rule["none_beyond"] * t_base, rule["full_within"] * t_ref
+    if t <= full:
+        return 1.0
+    if t >= slowest or slowest <= full:
+        return 0.0
+    return math.log(slowest / t) / math.log(slowest / full)
+
+
+def kernel_speed_share(measured, ks, results, items):
+    """The per-kernel table (kernel_speed.py) and its credit: the mean of every kernel's
+    op_share, a kernel counting only if its suite passed in full. Returns (share, note, table)."""
+    by_name = {i["name"]: i for i in items}
+    table = []
+    for op, o in sorted(per_op(measured).items()):
+        us = o["us"]
+        suite = suite_of(op, rubric_suites(results, items))
+        suite_item = by_name.get(f"kernel: {suite}")
+        share = op_share(us, ks)
+        why = o["error"]
+        if share is not None and (suite_item is None or suite_item["extra"].get("passed") !=
+                                  suite_item["extra"].get("total")):
+            share, why = 0.0, f"its suite ({suite}) did not pass in full"
+        table.append({"op": op, "graded_us": us["graded"], "baseline_us": us["baseline"],
+                      "reference_us": us["reference"],
+                      "speedup": us["baseline"] / us["graded"] if us["graded"] and us["baseline"] else None,
+                      "share": share, "note": why})
+    errors = measured.get("errors") or {}
+    if "baseline" in errors:
+        return 0.0, "not measured: " + yardstick_failure("baseline", errors["baseline"]), table
+    if not table:
+        return 0.0, "not measured: " + ("; ".join(f"{role}: {e}" for role, e in errors.items())
+                                        or "no kernel call to time"), table
+    shares = [r["share"] or 0.0 for r in table]
+    share = sum(shares) / len(shares) if shares else 0.0
+    note = (f"{sum(1 for s in shares if s >= 1)} of {len(table)} kernels within "
+            f"{ks['full_within']:g}x of the reference, times per workload run by the grader's clock "
+            f"({measured.get('rounds')} rounds, L2 flushed)")
+    if not ks["points"]:
+        note += "; information only: the rubric gives kernel speed no points"
+    return share, note + "\n" + kernel_table_text(table), table
+
+
+def rubric_suites(results, items):
+    return [i["name"][len("kernel: "):] for i in items if i["name"].startswith("kernel: ")]
+
+
+def us_text(us):
+    return "n/a" if us is None else (f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} us")
+
+
+def kernel_table_text(table):
+    """The per-kernel table as fixed-width text (results.json's output, the terminal)."""
+    lines = [f"{'kernel':<18} {'graded':>10} {'baseline':>10} {'reference':>10} {'speedup':>8}"]
+    for r in table:
+        speedup = f"{r['speedup']:.2f}x" if r["speedup"] else "n/a"
+        lines.append(f"{r['op']:<18} {us_text(r['graded_us']):>10} {us_text(r['baseline_us']):>10} "
+                     f"{us_text(r['reference_us']):>10} {speedup:>8}"
+                     + (f"  {r['note']}" if r["note"] else ""))
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- output
@@ -560,6 +672,17 @@ def render_markdown(graded):
             for role, stages in breakdown.items():
                 if stages:
                     md.append(f"- {role}: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
+    if graded.get("kernel_speed"):
+        md += ["", "## Per-kernel speed (time per workload run at the model's shapes, measured by the "
+               "grader; L2 flushed before every call)", "",
+               f"| kernel | {graded['track']} | baseline | reference | speedup vs baseline | credit | note |",
+               "|---|---:|---:|---:|---:|---:|---|"]
+        for r in graded["kernel_speed"]:
+            credit = "n/a" if r["share"] is None else f"{r['share']:.0%}"
+            speedup = f"{r['speedup']:.2f}x" if r["speedup"] else "n/a"
+            md.append(f"| {r['op']} | {us_text(r['graded_us'])} | {us_text(r['baseline_us'])} | "
+                      f"{us_text(r['reference_us'])} | {speedup} | {credit} | "
+                      f"{(r['note'] or '').replace('|', '/')} |")
     md += ["", "## Integrity", ""]
     md += [f"- {v['check']}: {v['detail']}" for v in graded["violations"]] or ["No violation found."]
     return "\n".join(md) + "\n"

@@ -4,6 +4,7 @@
     python3 grader/selftest.py
 """
 import json
+import math
 import os
 import sys
 import unittest
@@ -359,6 +360,85 @@ class Grading(unittest.TestCase):
             self.assertIn("still TODO (throw NotImplemented): rmsnorm", text)
         self.assertIn("not implemented: rmsnorm", score.render_terminal(graded))
         self.assertIn("| kernel: rmsnorm | 0.0 |", score.render_markdown(graded))
+
+
+def kernel_rows(times):
+    """A kernel_speed.run result: times = {(stage, op): (calls per run, {role: µs or an error})}."""
+    rows = []
+    for (stage, op), (calls, by_role) in times.items():
+        us = {r: v for r, v in by_role.items() if not isinstance(v, str)}
+        errors = {r: v for r, v in by_role.items() if isinstance(v, str)}
+        rows.append({"stage": stage, "op": op, "key": "k", "calls_per_run": calls,
+                     "us": {r: us.get(r) for r in score.KERNEL_SPEED_ROLES}, "errors": errors})
+    return {"rounds": 3, "target_ms": 20.0, "rows": rows, "errors": {}}
+
+
+class KernelSpeed(unittest.TestCase):
+    points = Grading.points
+
+    def setUp(self):
+        Grading.setUp(self)
+        self.rubric["kernel_speed"]["points"] = 10
+        self.results["kernel_speed"] = kernel_rows({
+            ("encoder", "linear"): (4, {"baseline": 100.0, "graded": 10.0, "reference": 9.0}),
+            ("decode", "linear"): (10, {"baseline": 10.0, "graded": 1.0, "reference": 1.0}),
+            ("encoder", "gelu"): (1, {"baseline": 50.0, "graded": 50.0, "reference": 5.0}),
+            ("decode", "attention_scores"): (2, {"baseline": 8.0, "graded": 4.0, "reference": 1.0}),
+        })
+
+    def table(self):
+        _, graded = self.points("kernel speed")
+        return {r["op"]: r for r in graded["kernel_speed"]}
+
+    def test_ops_sum_their_calls_over_stages(self):
+        linear = self.table()["linear"]
+        self.assertAlmostEqual(linear["graded_us"], 4 * 10 + 10 * 1)
+        self.assertAlmostEqual(linear["baseline_us"], 4 * 100 + 10 * 10)
+        self.assertAlmostEqual(linear["speedup"], 500 / 50)
+
+    def test_cs149_credit(self):
+        table = self.table()
+        self.assertEqual(table["linear"]["share"], 1.0)      # within 1.25x of the reference
+        self.assertEqual(table["gelu"]["share"], 0.0)        # as slow as the baseline
+        # attention_scores: 8 us at 16 baseline, 2 reference: log(16/8) / log(16/2.5)
+        self.assertAlmostEqual(table["attention_scores"]["share"], math.log(2) / math.log(6.4))
+        points, _ = self.points("kernel speed")
+        self.assertAlmostEqual(points, round(10 * (1 + 0 + math.log(2) / math.log(6.4)) / 3, 2))
+
+    def test_a_kernel_whose_suite_failed_earns_nothing(self):
+        self.results["kernels"]["attention"] = {"status": "failed", "passed": 3, "total": 4,
+                                                "message": "1 of 4 failed", "failures": []}
+        row = self.table()["attention_scores"]
+        self.assertEqual(row["share"], 0.0)
+        self.assertIn("suite (attention) did not pass", row["note"])
+
+    def test_a_failed_call_is_shown_not_scored(self):
+        self.results["kernel_speed"]["rows"][2]["us"]["graded"] = None
+        self.results["kernel_speed"]["rows"][2]["errors"]["graded"] = "not implemented: gelu"
+        row = self.table()["gelu"]
+        self.assertIsNone(row["graded_us"])
+        self.assertIsNone(row["share"])
+        self.assertIn("graded: not implemented: gelu", row["note"])
+
+    def test_information_only_by_default_and_in_every_report(self):
+        self.rubric["kernel_speed"]["points"] = 0
+        points, graded = self.points("kernel speed (information)")
+        self.assertEqual(points, 0)
+        item = next(i for i in graded["items"] if i["name"] == "kernel speed (information)")
+        self.assertEqual(item["max_score"], 0)
+        self.assertIn("information only", item["output"])
+        self.assertIn("attention_scores", item["output"])
+        self.assertIn("| linear | 50.0 us | 500.0 us | 46.0 us | 10.00x | 100% |",
+                      score.render_markdown(graded))
+
+    def test_a_violation_or_no_measurement_earns_nothing(self):
+        self.results["integrity"]["violations"] = [{"check": "symbols", "detail": "cublasSgemm"}]
+        self.assertEqual(self.points("kernel speed")[0], 0)
+        self.results["integrity"]["violations"] = []
+        self.results["kernel_speed"] = {"rows": [], "errors": {"graded": "no CUDA programs"}}
+        _, graded = self.points("kernel speed")
+        item = next(i for i in graded["items"] if i["name"] == "kernel speed")
+        self.assertEqual((item["score"], item["output"]), (0, "not measured: graded: no CUDA programs"))
 
 
 if __name__ == "__main__":
