@@ -412,6 +412,13 @@ class KernelSpeed(unittest.TestCase):
         self.assertEqual(row["share"], 0.0)
         self.assertIn("suite (attention) did not pass", row["note"])
 
+    def test_a_kernel_whose_suite_did_not_run_earns_nothing(self):
+        del self.results["kernels"]["gelu"]
+        self.results["kernel_speed"]["rows"][2]["us"]["graded"] = 1.0
+        row = self.table()["gelu"]
+        self.assertEqual(row["share"], 0.0)
+        self.assertIn("suite (gelu) did not pass", row["note"])
+
     def test_a_failed_call_is_shown_not_scored(self):
         self.results["kernel_speed"]["rows"][2]["us"]["graded"] = None
         self.results["kernel_speed"]["rows"][2]["errors"]["graded"] = "not implemented: gelu"

@@ -244,6 +244,29 @@ class SandboxTest(unittest.TestCase):
         self.assertIn("instructor-only.txt: not readable by uid 65534 (mode 0600)", problems[0])
 
 
+class TrustedChildTimeOut(unittest.TestCase):
+    """grade.py's run(): a checker that runs past its time dies with everything it started, in
+    any process group or session (a kernel runner has its own; no root needed)."""
+
+    def test_the_whole_tree_dies(self):
+        import grade  # noqa: E402  (grader/grade.py)
+        marker = f"glmasr-orphan-{os.getpid()}"
+        checker = (f"import subprocess, sys, time\n"
+                   f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'],"
+                   f" start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+                   f"print('started', flush=True)\n"
+                   f"time.sleep(600)\n")
+        started = time.time()
+        code, output, timed_out = grade.run([sys.executable, "-c", checker], timeout=2)
+        self.assertEqual((code, timed_out), (None, True))
+        self.assertIn("started", output)
+        self.assertLess(time.time() - started, 20)
+        deadline = time.time() + 5
+        while processes_running(marker.encode()) and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(processes_running(marker.encode()), [])
+
+
 class Inactive(unittest.TestCase):
     def test_off_runs_as_before_and_says_so(self):
         box = sandbox.Sandbox(HERE, enabled="off")
