@@ -52,6 +52,7 @@ class Worker:
         self.name = name
         self.inspect = inspect
         self.error = None
+        self.hung = False  # it failed by running past a time limit
         self.ready = None
         self._out = bytearray()
         self._err = bytearray()
@@ -197,6 +198,7 @@ class Worker:
                 return None
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                self.hung = True
                 self._fail(f"took more than {timeout:g} s {waiting_for} (hung?)")
                 return None
             readable, _, _ = select.select(self._open, [], [], remaining)
@@ -443,8 +445,9 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
 
     clips: [(path, reference text, private)]. graded_bin None: the graded track is a trusted
     one (run from trusted_bin, neither launched nor inspected). A worker that dies mid-clip is
-    started again for the next clip; one that cannot start fails every remaining clip with its
-    error. Returns
+    started again for the next clip; one that cannot start, or that ran past a time limit (a hung
+    kernel would hang again on every clip: 24 clips x the time limit), fails every remaining clip
+    with its error. Returns
       {"clips": [score.clip_result ...], "fresh_input": {"seed", "checks": [verdicts], "error",
        "trusted_error" (only when the trusted baseline failed and the graded process did
        not), "summary"
@@ -466,9 +469,9 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
     worker = start()
     try:
         for path, reference, private in clips:
-            if not worker.alive and worker.ready is not None:
+            if not worker.alive and worker.ready is not None and not worker.hung:
                 worker.close()
-                worker = start()  # it had started once: this clip gets a fresh process
+                worker = start()  # it had crashed after starting: this clip gets a fresh process
             reply, _ = worker.request({"transcribe": path, "max_new_tokens": max_new_tokens},
                                       request_timeout)
             text, error = reply.get("text"), reply.get("error")
@@ -479,7 +482,7 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
                                              text if error is None else None, error, private))
 
         fresh = {"seed": seed, "checks": [], "error": None}
-        if not worker.alive and worker.ready is not None:
+        if not worker.alive and worker.ready is not None and not worker.hung:
             worker.close()
             worker = start()
         with Worker([trusted_bin, "worker", "--track", baseline_track, *model_args], None,

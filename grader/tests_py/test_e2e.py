@@ -71,7 +71,9 @@ def ask(line):
 first = None
 for n, line in enumerate(sys.stdin):
     request = json.loads(line)
-    if "audio_seed" not in request:  # clips: honest
+    if mode == "hang":
+        time.sleep(3600)
+    elif "audio_seed" not in request:  # clips: honest
         say(ask(line))
     elif mode == "replay":         # computes once, then answers every seed with that answer
         if first is None:
@@ -91,8 +93,6 @@ for n, line in enumerate(sys.stdin):
             sys.stderr.write("fake: error: segmentation fault (pretend)\n")
             sys.exit(3)
         say(ask(line))
-    elif mode == "hang":
-        time.sleep(3600)
     elif mode == "flood":          # one endless line
         while True:
             sys.stdout.write("x" * 65536)
@@ -373,12 +373,22 @@ class RunSpeed(Fixture):
 class RunAccuracy(Fixture):
     """run_accuracy through one worker with a real checkpoint (the parity fixture's)."""
 
-    def accuracy(self, launch=None):
+    def accuracy(self, launch=None, clips=2, request_timeout=600.0):
         clip = os.path.join(MINI, "clip.wav")
         return e2e.run_accuracy(GLMASR, GLMASR, "cpu", os.path.join(MINI, "model"),
-                                [(clip, "anything", False), (clip, "anything", True)],
+                                [(clip, "anything", n % 2 == 1) for n in range(clips)],
                                 max_new_tokens=4, fresh_checks=2, seconds=2, decode_steps=8,
-                                seed=3, launch_graded=launch, baseline_track="cpu")
+                                seed=3, launch_graded=launch, baseline_track="cpu",
+                                request_timeout=request_timeout)
+
+    def test_a_hung_worker_costs_one_time_limit_not_one_per_clip(self):
+        started = time.time()
+        r = self.accuracy(self.launch("hang"), clips=4, request_timeout=2)
+        self.assertLess(time.time() - started, 4 * 2)
+        self.assertEqual(len(r["clips"]), 4)
+        for c in r["clips"]:
+            self.assertIn("took more than 2 s to answer (hung?)", c["error"])
+        self.assertFalse(r["fresh_input"]["ok"])
 
     def test_clips_and_fresh_input(self):
         r = self.accuracy()
