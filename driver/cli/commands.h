@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -106,6 +107,21 @@ struct ProfileArgs : WorkloadArgs {
 };
 
 int run_profile(const ProfileArgs& args);
+
+// --csv [FILE|-] of `profile` and `kernel-bench` (workload.cpp). Made before the run, so a bad
+// path or --csv - beside --json (both want stdout) fails at once; write() after it.
+class CsvOutput {
+public:
+    CsvOutput(const std::string& command, bool enabled, const std::string& path, bool json);
+    // Writes the rows to the file or stdout (nothing when --csv was not given). Returns true when
+    // they went to stdout: the CSV is then the command's whole output.
+    bool write(const std::function<void(std::ostream&)>& write_rows);
+
+private:
+    std::string command_, path_;
+    bool enabled_, to_stdout_;
+    std::ofstream file_;
+};
 
 // `glmasr kernel-bench` (kernel_bench.cpp): every distinct op call of the workload, per track,
 // replayed and timed alone.

@@ -459,14 +459,7 @@ int run_kernel_bench(const KernelBenchArgs& args) {
                          "--json or --csv");
     const std::vector<std::string> names = track_names(args.tracks, args.tracks_given);
     if (args.worker) return serve_rows(args, names[0]);
-    const bool csv_stdout = args.csv && args.csv_path == "-";
-    if (csv_stdout && args.json)
-        throw InputError("kernel-bench: --csv - and --json both write stdout: give --csv a FILE");
-    std::ofstream csv_file;
-    if (args.csv && !csv_stdout) {  // opened before the run, so a bad path fails at once
-        csv_file.open(args.csv_path);
-        if (!csv_file) throw InputError("kernel-bench: --csv " + args.csv_path + ": cannot write");
-    }
+    CsvOutput csv("kernel-bench", args.csv, args.csv_path, args.json);
     const Workload w = Workload::load(args, "kernel-bench");
     std::vector<OpTable> tables;
     nlohmann::json settings = nlohmann::json::object();
@@ -491,14 +484,7 @@ int run_kernel_bench(const KernelBenchArgs& args) {
         for (Row& row : tracks.back().rows) time_row(row, backend, flush.get(), args.warmup, args.repeats);
     }
 
-    if (csv_stdout) {
-        write_csv(std::cout, tracks);
-        return kExitOk;
-    }
-    if (args.csv) {
-        write_csv(csv_file, tracks);
-        if (!csv_file) throw Error("kernel-bench: --csv " + args.csv_path + ": write failed");
-    }
+    if (csv.write([&](std::ostream& out) { write_csv(out, tracks); })) return kExitOk;
     if (args.json) {
         const std::string config = !args.config_path.empty() ? args.config_path
                                    : !args.model_dir.empty() ? args.model_dir : "nano";

@@ -170,14 +170,7 @@ void write_csv(std::ostream& out, const std::vector<Section>& sections, const Se
 
 int run_profile(const ProfileArgs& args) {
     if (args.delay_us < 0) throw InputError("profile: --delay-us must not be negative");
-    const bool csv_stdout = args.csv && args.csv_path == "-";
-    if (csv_stdout && args.json)
-        throw InputError("profile: --csv - and --json both write stdout: give --csv a FILE");
-    std::ofstream csv_file;
-    if (args.csv && !csv_stdout) {  // opened before the run, so a bad path fails at once
-        csv_file.open(args.csv_path);
-        if (!csv_file) throw InputError("profile: --csv " + args.csv_path + ": cannot write");
-    }
+    CsvOutput csv("profile", args.csv, args.csv_path, args.json);
     const Workload w = Workload::load(args, "profile");
     OpProfiler profiler(OpTable::build(args.track, args.ops_spec), args.delay_us);
     const OpTable& table = profiler.table();
@@ -228,14 +221,7 @@ int run_profile(const ProfileArgs& args) {
         return n * args.repeats;
     }();
 
-    if (csv_stdout) {
-        write_csv(std::cout, sections, all);
-        return kExitOk;
-    }
-    if (args.csv) {
-        write_csv(csv_file, sections, all);
-        if (!csv_file) throw Error("profile: --csv " + args.csv_path + ": write failed");
-    }
+    if (csv.write([&](std::ostream& out) { write_csv(out, sections, all); })) return kExitOk;
 
     if (args.json) {
         nlohmann::json out = {

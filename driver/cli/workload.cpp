@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <random>
 
@@ -142,6 +143,28 @@ nlohmann::json Workload::json() const {
             {"audio_tokens", features.total_audio_tokens()}, {"prompt_tokens", prompt.size()},
             {"decode_steps", args.decode_steps}, {"warmup", args.warmup},
             {"repeats", args.repeats}};
+}
+
+CsvOutput::CsvOutput(const std::string& command, bool enabled, const std::string& path, bool json)
+    : command_(command), path_(path), enabled_(enabled), to_stdout_(enabled && path == "-") {
+    if (to_stdout_ && json)
+        throw InputError(command + ": --csv - and --json both write stdout: give --csv a FILE");
+    if (enabled_ && !to_stdout_) {
+        file_.open(path_);
+        if (!file_) throw InputError(command + ": --csv " + path_ + ": cannot write");
+    }
+}
+
+bool CsvOutput::write(const std::function<void(std::ostream&)>& write_rows) {
+    if (to_stdout_) {
+        write_rows(std::cout);
+        return true;
+    }
+    if (enabled_) {
+        write_rows(file_);
+        if (!file_) throw Error(command_ + ": --csv " + path_ + ": write failed");
+    }
+    return false;
 }
 
 }  // namespace glmasr::cli
