@@ -533,8 +533,13 @@ def main():
                     sp["throttle_repeats"], sp["cooldown_seconds"])
         ks = rubric["kernel_speed"]
         if ks["enabled"] and "kernel_speed" not in args.skip:
-            if blocked:
-                results["kernel_speed"] = {"rows": [], "errors": {"graded": blocked}}
+            # Its workers run the speed item's workload first: a graded track that failed it there
+            # (a fault, a hang) would fail it again, at the cost of another time limit.
+            speed_failure = ((results.get("speed") or {}).get("tracks") or {}).get("graded", {}).get("error")
+            if blocked or speed_failure:
+                results["kernel_speed"] = {"rows": [], "errors": {"graded": blocked or (
+                    "the graded track failed the speed item's run of the same "
+                    "workload: " + speed_failure)}}
             else:
                 progress("kernel speed: every kernel at the model's shapes, by the grader's clock")
                 results["kernel_speed"] = kernel_speed.run(

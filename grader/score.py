@@ -18,7 +18,7 @@ DEFAULTS = {
               "cooldown_seconds": 60, "gpu_model": ""},
     "kernel_speed": {"enabled": False, "points": 0, "visibility": "visible", "rounds": 3,
                      "target_ms": 20.0, "full_within": 1.25, "none_beyond": 1.0,
-                     "timeout_seconds": 900},
+                     "timeout_seconds": 300},
     "batch": {"timeout_minutes": 30, "retries": 2},
     "sanitizer": {"enabled": False, "program": "compute-sanitizer", "tools": [], "keep": 0.5,
                   "filter": "*", "timeout_seconds": 600, "call_timeout_seconds": 300,
