@@ -56,20 +56,12 @@ def run(trusted_bin, graded_bin, graded_track, workload_args, rounds=3, target_m
             w.close()
 
 
-def row_index(worker):
-    """{(stage, op, key): row number} of a worker's ready line (rows it could not run left out,
-    with their message in the second dict)."""
-    index, failed = {}, {}
-    for i, r in enumerate((worker.ready or {}).get("rows") or []):
-        try:
-            k = (r["stage"], r["op"], r["key"])
-        except (KeyError, TypeError):
-            continue
-        if r.get("status", "ok") == "ok":
-            index[k] = i
-        else:
-            failed[k] = str(r["status"])[:300]
-    return index, failed
+def signature(worker):
+    """The (stage, op, key) of every row of a worker's ready line, in its order."""
+    rows = (worker.ready or {}).get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return None
+    return [(r.get("stage"), r.get("op"), r.get("key")) for r in rows]
 
 
 def measure(workers, rounds, target_ms, request_timeout):
@@ -78,7 +70,13 @@ def measure(workers, rounds, target_ms, request_timeout):
               "device": (workers["baseline"].ready or {}).get("device")}
     if "baseline" in errors:
         return result
-    indices = {role: row_index(w) for role, w in workers.items()}
+    # Every track captures the same workload through the same driver, so its rows are the
+    # baseline's, in the same order: row i is one call everywhere, and a graded worker cannot
+    # choose which of its rows answers for a call.
+    expected = signature(workers["baseline"])
+    for role, w in workers.items():
+        if role not in errors and signature(w) != expected:
+            errors[role] = f"{w.name}: its rows are not the trusted baseline's"
     flush_cache = {}
 
     def timed(role, request):
@@ -86,7 +84,7 @@ def measure(workers, rounds, target_ms, request_timeout):
         if not w.alive:
             return None, w.error or "the worker stopped"
         reply, wall_ms = w.request(request, request_timeout)
-        if reply is None or not w.alive:
+        if not w.alive:
             return None, w.error or "no reply"
         if reply.get("ok") is not True:
             return None, str(reply.get("error") or "the request failed")[:300]
@@ -103,26 +101,25 @@ def measure(workers, rounds, target_ms, request_timeout):
                 return None, error
         return max(wall - flush_cache[key], 0.0) * 1000.0 / calls, None
 
-    for r in workers["baseline"].ready.get("rows") or []:
+    for i, r in enumerate(workers["baseline"].ready["rows"]):
         if r.get("status", "ok") != "ok":
             continue
-        k = (r["stage"], r["op"], r["key"])
         row = {"stage": r["stage"], "op": r["op"], "key": r["key"],
                "calls_per_run": r["calls_per_run"], "us": {}, "errors": {}}
         # Calls per request: enough for `target_ms` of the baseline's kernel.
-        probe, error = per_call_us("baseline", indices["baseline"][0][k], 3)
+        probe, error = per_call_us("baseline", i, 3)
         calls = 3 if error or not probe else int(min(MAX_CALLS, max(3, target_ms * 1000 / probe)))
         samples = {role: [] for role in ROLES}
         for _ in range(rounds):
             for role in ROLES:
-                index, failed = indices[role]
                 if role in row["errors"]:
                     continue
-                if k not in index:
-                    row["errors"][role] = errors.get(role) or failed.get(k) or \
-                        "its workload made no such call"
+                status = workers[role].ready["rows"][i].get("status", "ok") \
+                    if role not in errors else None
+                if status != "ok":
+                    row["errors"][role] = errors.get(role) or str(status)[:300]
                     continue
-                us, error = per_call_us(role, index[k], calls)
+                us, error = per_call_us(role, i, calls)
                 if error:
                     row["errors"][role] = error
                 else:

@@ -232,7 +232,7 @@ def grade(results, rubric):
     ks = rubric.get("kernel_speed")
     kernel_table = None
     if results.get("kernel_speed") is not None and ks:
-        share, note, kernel_table = kernel_speed_share(results["kernel_speed"], ks, results, items)
+        share, note, kernel_table = kernel_speed_share(results["kernel_speed"], ks, items)
         if broken:
             share, note = 0.0, broken
         items.append(item("kernel speed" if ks["points"] else "kernel speed (information)",
@@ -450,14 +450,15 @@ def op_share(us, rule):
     return math.log(slowest / t) / math.log(slowest / full)
 
 
-def kernel_speed_share(measured, ks, results, items):
+def kernel_speed_share(measured, ks, items):
     """The per-kernel table (kernel_speed.py) and its credit: the mean of every kernel's
     op_share, a kernel counting only if its suite passed in full. Returns (share, note, table)."""
     by_name = {i["name"]: i for i in items}
+    suites = [name[len("kernel: "):] for name in by_name if name.startswith("kernel: ")]
     table = []
     for op, o in sorted(per_op(measured).items()):
         us = o["us"]
-        suite = suite_of(op, rubric_suites(results, items))
+        suite = suite_of(op, suites)
         suite_item = by_name.get(f"kernel: {suite}")
         share = op_share(us, ks)
         why = o["error"]
@@ -476,17 +477,13 @@ def kernel_speed_share(measured, ks, results, items):
         return 0.0, "not measured: " + ("; ".join(f"{role}: {e}" for role, e in errors.items())
                                         or "no kernel call to time"), table
     shares = [r["share"] or 0.0 for r in table]
-    share = sum(shares) / len(shares) if shares else 0.0
+    share = sum(shares) / len(shares)
     note = (f"{sum(1 for s in shares if s >= 1)} of {len(table)} kernels within "
             f"{ks['full_within']:g}x of the reference, times per workload run by the grader's clock "
             f"({measured.get('rounds')} rounds, L2 flushed)")
     if not ks["points"]:
         note += "; information only: the rubric gives kernel speed no points"
     return share, note + "\n" + kernel_table_text(table), table
-
-
-def rubric_suites(results, items):
-    return [i["name"][len("kernel: "):] for i in items if i["name"].startswith("kernel: ")]
 
 
 def us_text(us):

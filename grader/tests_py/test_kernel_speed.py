@@ -6,7 +6,7 @@
 Every role runs the cpu track of one `glmasr` on test_e2e's small workload, so the protocol,
 the rows' matching across tracks, the flush subtraction and the per-kernel table are exercised
 for real; graded workers that fail are a missing program and a small Python proxy (FAKE) that
-answers every timing request with an error or with nothing.
+answers every timing request with an error or with nothing, or lists its rows out of order.
 Standard library only.
 """
 import os
@@ -26,9 +26,18 @@ FAKE = r'''
 import json, subprocess, sys
 mode, argv = sys.argv[1], sys.argv[2:]
 real = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-sys.stdout.write(real.stdout.readline())
+ready = json.loads(real.stdout.readline())
+if mode == "reorder":  # lists its rows backwards, to pick which one answers for a call
+    ready["rows"].reverse()
+sys.stdout.write(json.dumps(ready) + "\n")
 sys.stdout.flush()
 for line in sys.stdin:
+    if mode == "reorder":
+        real.stdin.write(line)
+        real.stdin.flush()
+        sys.stdout.write(real.stdout.readline())
+        sys.stdout.flush()
+        continue
     if mode == "hang":
         sys.stdin.read()
     sys.stdout.write(json.dumps({"error": "not implemented: everything"}) + "\n")
@@ -87,6 +96,14 @@ class KernelSpeed(unittest.TestCase):
                                 launch=lambda argv: [sys.executable, self.fake, "error", *argv])
         for row in measured["rows"]:
             self.assertEqual(row["errors"]["graded"], "graded (cpu): not implemented: everything")
+            self.assertIsNotNone(row["us"]["reference"])
+
+    def test_a_graded_worker_whose_rows_differ_is_not_timed(self):
+        measured = self.run_all(graded_bin=GLMASR,
+                                launch=lambda argv: [sys.executable, self.fake, "reorder", *argv])
+        self.assertIn("its rows are not the trusted baseline's", measured["errors"]["graded"])
+        for row in measured["rows"]:
+            self.assertIsNone(row["us"]["graded"])
             self.assertIsNotNone(row["us"]["reference"])
 
     def test_a_graded_worker_that_hangs_costs_its_time_limit_once(self):
