@@ -27,13 +27,6 @@ namespace glmasr::cli {
 
 namespace {
 
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // Bytes of weights one decode step reads: every decoder matrix and the lm_head, in the dtypes
 // the table stores them, plus the norm vectors (f32).
 double decoder_bytes_per_token(const ModelConfig& c, const OpTable& table) {

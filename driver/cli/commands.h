@@ -108,6 +108,16 @@ struct ProfileArgs : WorkloadArgs {
 
 int run_profile(const ProfileArgs& args);
 
+// The median of a sample (0 for none): bench's, profile's and kernel-bench's statistic.
+double median(std::vector<double> v);
+
+// The line protocols of `worker` and `kernel-bench --worker` (workload.cpp). take_stdout: the
+// protocol's own stream, the real stdout kept aside before fd 1 is pointed at stderr, so that
+// stray prints (a debugging printf in a kernel file) cannot break a reply line. reply: one JSON
+// object, one line, flushed.
+FILE* take_stdout(const std::string& command);
+void reply(FILE* out, const nlohmann::json& message);
+
 // --csv [FILE|-] of `profile` and `kernel-bench` (workload.cpp). Made before the run, so a bad
 // path or --csv - beside --json (both want stdout) fails at once; write() after it.
 class CsvOutput {

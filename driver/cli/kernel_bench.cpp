@@ -217,12 +217,6 @@ TrackRows capture(const std::string& track, const OpTable& table, const Workload
     return result;
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // Replays a row: `warmup` calls, then `repeats` timed ones, each after the L2 flush (GPU); then
 // frees its copies.
 void time_row(Row& row, Backend& backend, void* flush, int warmup, int repeats) {
@@ -352,23 +346,6 @@ void print_table(const std::vector<TrackRows>& tracks) {
     }
 }
 
-// --worker: the protocol's stream is the real stdout, kept aside before fd 1 is pointed at stderr
-// (as worker.cpp), so that a kernel's stray print cannot break a line.
-FILE* take_stdout() {
-    std::fflush(stdout);
-    const int fd = dup(STDOUT_FILENO);
-    FILE* out = fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 ? nullptr : fdopen(fd, "w");
-    if (!out) throw Error("kernel-bench: cannot set up stdout");
-    return out;
-}
-
-void reply(FILE* out, const nlohmann::json& message) {
-    const std::string line =
-        message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::fwrite(line.data(), 1, line.size(), out);
-    std::fflush(out);
-}
-
 // {"row": i, "calls": n} → (i, n); {"flush": n} → (-1, n).
 std::pair<long, long> parse_request(const std::string& line, size_t rows) {
     const nlohmann::json r = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
@@ -386,7 +363,7 @@ std::pair<long, long> parse_request(const std::string& line, size_t rows) {
 }
 
 int serve_rows(const KernelBenchArgs& args, const std::string& track) {
-    FILE* out = take_stdout();
+    FILE* out = take_stdout("kernel-bench");
     std::optional<OpTable> table;  // holds what the rows' ops were built from
     TrackRows rows;
     Backend* backend = nullptr;

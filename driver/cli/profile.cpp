@@ -38,13 +38,6 @@ namespace {
 constexpr Stage kStages[kNumStages] = {Stage::encoder, Stage::projector, Stage::prefill,
                                        Stage::decode};
 
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // One workload run: encoder and projector, then prefill and decode.
 StageTimes run_once(Model& model, const Workload& w, const GenerateOptions& options) {
     const std::vector<float> audio = model.encode_audio(w.features);

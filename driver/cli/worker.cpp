@@ -57,24 +57,6 @@ double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// The protocol's own stream: the real stdout, kept aside before fd 1 is pointed at stderr so
-// that stray prints (a debugging printf in a kernel file) cannot break a reply line.
-FILE* take_stdout() {
-    std::fflush(stdout);
-    const int fd = dup(STDOUT_FILENO);
-    if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
-        throw Error("worker: cannot set up stdout");
-    FILE* out = fdopen(fd, "w");
-    if (!out) throw Error("worker: cannot set up stdout");
-    return out;
-}
-
-void reply(FILE* out, const json& message) {
-    const std::string line = message.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    std::fwrite(line.data(), 1, line.size(), out);
-    std::fflush(out);
-}
-
 int positive_int(const json& request, const char* key, int fallback) {
     if (!request.contains(key)) return fallback;
     const json& v = request[key];
@@ -185,7 +167,7 @@ struct Worker {
 }  // namespace
 
 int run_worker(const WorkerArgs& args) {
-    FILE* out = take_stdout();
+    FILE* out = take_stdout("worker");
     try {
         const Workload w = Workload::load(args, "worker");
         const OpTable table = OpTable::build(args.track, args.ops_spec);

@@ -3,6 +3,10 @@
 // random weights (default: the real GLM-ASR-Nano-2512's), or through a real checkpoint
 // (--model), with --decode-steps forced greedy steps. The worker asks for a new variation of
 // the clip for every request (Workload::clip), so no answer can be replayed.
+// Also what the timing commands share: --csv output, the median, the worker line protocol.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -165,6 +169,28 @@ bool CsvOutput::write(const std::function<void(std::ostream&)>& write_rows) {
         if (!file_) throw Error(command_ + ": --csv " + path_ + ": write failed");
     }
     return false;
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+FILE* take_stdout(const std::string& command) {
+    std::fflush(stdout);
+    const int fd = dup(STDOUT_FILENO);
+    FILE* out = fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0 ? nullptr : fdopen(fd, "w");
+    if (!out) throw Error(command + ": cannot set up stdout");
+    return out;
+}
+
+void reply(FILE* out, const nlohmann::json& message) {
+    const std::string line =
+        message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(line.data(), 1, line.size(), out);
+    std::fflush(out);
 }
 
 }  // namespace glmasr::cli
