@@ -16,7 +16,12 @@ the reference from the trusted one, and this module
     error of one line, the others finish.
 
     speed = run_speed("build/graded/glmasr-trusted", "build/graded/glmasr-student", "student",
-                      ["--config", "tests/fixtures/configs/nano.json", "--decode-steps", "64"])
+                      ["--config", "tests/fixtures/configs/nano.json", "--decode-steps", "64"],
+                      ready_timeout=300, request_timeout=300)
+
+Every time limit is the caller's (the rubric's): a worker that hangs while it starts (its
+untimed sizing run goes through the same kernels) costs ready_timeout, one that hangs on a
+request costs request_timeout, and no default can be longer than what the rubric promises.
 
 Standard library only.
 """
@@ -42,15 +47,19 @@ class Worker:
 
     argv: the worker's command line; launch(argv) may wrap it (e.g. a sandbox prefix);
     inspect(pid), if given, is called with the started process's pid once it is ready and after
-    every reply, outside the clock (e.g. to read the memory maps of it and its children). A
-    worker that fails is killed and keeps its one-line `error`; every later request returns it.
+    every reply, outside the clock (e.g. to read the memory maps of it and its children).
+    deadline, if given (time.monotonic()), cuts every wait short there: the grade's own time
+    limit. A worker that fails is killed and keeps its one-line `error`; every later request
+    returns it.
     """
 
-    def __init__(self, argv, launch=None, timeout=600.0, name="worker", wait=True, inspect=None):
+    def __init__(self, argv, launch=None, timeout=600.0, name="worker", wait=True, inspect=None,
+                 deadline=None):
         """Starts the worker and, with wait, waits for its ready line (else call wait_ready:
         several workers can build their models at the same time)."""
         self.name = name
         self.inspect = inspect
+        self.deadline = deadline
         self.error = None
         self.hung = False  # it failed by running past a time limit
         self.ready = None
@@ -184,6 +193,9 @@ class Worker:
         timeout or an over-long line."""
         out_fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
+        cut = self.deadline is not None and self.deadline < deadline
+        if cut:
+            deadline = self.deadline
         while True:
             newline = self._out.find(b"\n")
             if newline >= 0:
@@ -199,7 +211,8 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.hung = True
-                self._fail(f"took more than {timeout:g} s {waiting_for} (hung?)")
+                self._fail(f"was still running at the grade's time limit, waiting {waiting_for}"
+                           if cut else f"took more than {timeout:g} s {waiting_for} (hung?)")
                 return None
             readable, _, _ = select.select(self._open, [], [], remaining)
             for fd in readable:
@@ -324,14 +337,15 @@ def _medians(runs):
     return statistics.median(r["wall_ms"] for r in timed), reported
 
 
-def run_speed(trusted_bin, graded_bin, graded_track, workload_args, warmup=2, repeats=5,
-              seed=None, launch_graded=None, inspect_graded=None, ready_timeout=900.0,
-              request_timeout=600.0, baseline_track="baseline", reference_track="reference",
-              near_tie_margin=None):
+def run_speed(trusted_bin, graded_bin, graded_track, workload_args, *, ready_timeout,
+              request_timeout, warmup=2, repeats=5, seed=None, launch_graded=None,
+              inspect_graded=None, graded_deadline=None, baseline_track="baseline",
+              reference_track="reference", near_tie_margin=None):
     """Time baseline, graded and reference workers round-robin on fresh inputs.
 
     graded_bin None: the graded track is a trusted one and runs from trusted_bin; if it is
-    baseline_track or reference_track itself, it is its own yardstick (timed once). The workers
+    baseline_track or reference_track itself, it is its own yardstick (timed once). Every wait
+    for the graded worker ends at graded_deadline (time.monotonic()) at the latest. The workers
     build their models at the same time, then run one at a time, every round on a new input
     (draw_input: audio seed and teacher-forcing ids). workload_args: the worker's model options
     (--config or --model, --seconds, --decode-steps, --seed). Returns a dict:
@@ -361,7 +375,8 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, warmup=2, re
         for role, binary, track, launch, inspect in plan:
             argv = [binary, "worker", "--track", track, *workload_args]
             workers[role] = Worker(argv, launch, name=f"{role} ({track})", wait=False,
-                                   inspect=inspect)
+                                   inspect=inspect,
+                                   deadline=graded_deadline if role == "graded" else None)
         for role, binary, track, *_ in plan:
             w = workers[role]
             w.wait_ready(ready_timeout)
@@ -433,9 +448,9 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, warmup=2, re
             "token_summary": summary, "graded_tokens_ok": summary["graded"] == "equal"}
 
 
-def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_new_tokens,
-                 fresh_checks=3, seconds=30.0, decode_steps=32, seed=None, launch_graded=None,
-                 inspect_graded=None, ready_timeout=600.0, request_timeout=600.0,
+def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_new_tokens, *,
+                 ready_timeout, request_timeout, fresh_checks=3, seconds=30.0, decode_steps=32,
+                 seed=None, launch_graded=None, inspect_graded=None, graded_deadline=None,
                  baseline_track="baseline", near_tie_margin=None):
     """Transcribe clips through ONE graded worker with the real model, then the fresh-input
     check: `fresh_checks` inputs drawn now (draw_input: a synthetic clip's seed and
@@ -444,7 +459,8 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
     worth nothing).
 
     clips: [(path, reference text, private)]. graded_bin None: the graded track is a trusted
-    one (run from trusted_bin, neither launched nor inspected). A worker that dies mid-clip is
+    one (run from trusted_bin, neither launched nor inspected). Every wait for the graded worker
+    ends at graded_deadline (time.monotonic()) at the latest. A worker that dies mid-clip is
     started again for the next clip; one that cannot start, or that ran past a time limit (a hung
     kernel would hang again on every clip: 24 clips x the time limit), fails every remaining clip
     with its error. Returns
@@ -463,7 +479,7 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
 
     def start():
         return Worker(argv, launch, ready_timeout, name=f"graded ({graded_track})",
-                      inspect=inspect)
+                      inspect=inspect, deadline=graded_deadline)
 
     results = []
     worker = start()

@@ -59,6 +59,29 @@ def progress(step):
         print(f"grade: [{time.time() - STARTED:4.0f} s] {step}", file=sys.stderr, flush=True)
 
 
+# The grade stops starting the student's steps this long before [batch] timeout_minutes, so
+# that its report is written before the batch would stop it.
+REPORT_RESERVE_SECONDS = 60
+
+
+class Deadline:
+    """The grade's own time limit. The batch stops a grade after [batch] timeout_minutes and
+    records it "not graded" (to be tried again, at the class's GPU time). The steps that run the
+    student's code end before that instead: each gets its own limit or what is left, whichever
+    is less, and a step with nothing left is not run and scores 0. So a submission whose kernels
+    hang or crawl in every step still ends with a report."""
+
+    def __init__(self, minutes):
+        self.end = time.monotonic() + minutes * 60 - REPORT_RESERVE_SECONDS
+        self.spent = (f"not run: the grade's time limit ({minutes:g} min, less "
+                      f"{REPORT_RESERVE_SECONDS} s for the report) was spent before this step")
+
+    def limit(self, seconds):
+        """seconds, or what is left if less; None when less than a second is left."""
+        left = self.end - time.monotonic()
+        return None if left < 1 else min(seconds, left)
+
+
 def run(cmd, timeout, env=None, cwd=ROOT):
     """Run a trusted child; never raises for crashes or time-outs: (returncode, output, timed_out).
     On a time-out the child dies with every process below it: a kernel checker's runner sits in a
@@ -209,12 +232,16 @@ def check_integrity(build_dir, tree):
             "error": error}
 
 
-def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box):
+def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box, deadline):
     """Each suite's trusted checker, its report written into a directory only this process can
-    write (the runner, sandboxed or not, gets no path to it)."""
+    write (the runner, sandboxed or not, gets no path to it). A suite gets the rubric's limit or
+    what is left before the grade's deadline, whichever is less; none left: not run (0)."""
     results = {}
-    timeout = rubric["kernels"]["timeout_seconds"]
     for n, kernel in enumerate(rubric["kernels"]["points"], 1):
+        timeout = deadline.limit(rubric["kernels"]["timeout_seconds"])
+        if timeout is None:
+            results[kernel] = score.kernel_result_missing(deadline.spent)
+            continue
         progress(f"kernel tests: {kernel} ({n} of {len(rubric['kernels']['points'])})")
         exe = os.path.join(build_dir, "tests", f"test_{kernel}")
         json_path = os.path.join(private_dir, f"kernel_{kernel}.json")
@@ -251,7 +278,7 @@ def find_sanitizer(program):
     return found
 
 
-def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_results):
+def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_results, deadline):
     """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
     verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
     compute-sanitizer is the runner's parent, so the student's code can neither print its way
@@ -289,9 +316,13 @@ def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_r
     for kernel in kernels:
         verdicts = {}
         for tool in sc["tools"]:
-            if time.time() - started > sc["budget_seconds"]:
+            # A suite gets its limit, or what is left of the pass's budget or of the grade.
+            budget_left = sc["budget_seconds"] - (time.time() - started)
+            limit = deadline.limit(min(sc["timeout_seconds"], budget_left))
+            if limit is None:
                 verdicts[tool] = {"verdict": "not run", "detail": f"the pass's budget "
-                                  f"({sc['budget_seconds']} s) was spent"}
+                                  f"({sc['budget_seconds']} s) was spent" if budget_left <= 0
+                                  else deadline.spent}
                 continue
             progress(f"compute-sanitizer: {kernel} under {tool}")
             exits = os.path.join(private_dir, f"exits_{kernel}_{tool}")
@@ -307,8 +338,7 @@ def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_r
             if seed is not None:
                 env["GLMASR_TEST_SEED"] = str(seed)
             exe = os.path.join(build_dir, "tests", f"test_{kernel}")
-            _, output, timed_out = run([exe, f"--gtest_filter={sc['filter']}"],
-                                       sc["timeout_seconds"], env)
+            _, output, timed_out = run([exe, f"--gtest_filter={sc['filter']}"], limit, env)
             try:
                 with open(exits) as f:
                     ended = [l.strip() for l in f if l.strip()]
@@ -429,6 +459,7 @@ def main():
     except (OSError, ValueError) as e:
         sys.exit(f"grade: {e}")
     started = time.time()
+    deadline = Deadline(rubric["batch"]["timeout_minutes"])
     kernels = list(rubric["kernels"]["points"])
     graded = args.track
     results = {"track": graded, "seed_hidden": args.seed is not None}
@@ -499,36 +530,39 @@ def main():
         if "kernels" not in args.skip:
             results["kernels"] = {k: score.kernel_result_missing(student_build_error)
                                   for k in kernels} if student_build_error else \
-                run_kernel_tests(build_dir, graded, rubric, args.seed, private, box)
+                run_kernel_tests(build_dir, graded, rubric, args.seed, private, box, deadline)
             if graded == "student" and not student_build_error and has_gpu_programs:
                 results["sanitizer"] = run_sanitizer_pass(build_dir, tree, rubric, args.seed,
-                                                          private, box, results["kernels"])
+                                                          private, box, results["kernels"],
+                                                          deadline)
         if "accuracy" not in args.skip:
             acc = rubric["accuracy"]
-            if blocked:
-                results["accuracy"] = {"error": blocked}
+            if blocked or deadline.limit(acc["timeout_seconds"]) is None:
+                results["accuracy"] = {"error": blocked or deadline.spent}
             else:
                 progress("accuracy: transcribing the clips and the fresh inputs")
                 results["accuracy"] = e2e.run_accuracy(
                     trusted_bin, graded_bin, graded, os.path.join(tree, acc["model"]),
                     gather_clips(tree, rubric, args.private_clips, scratch),
                     acc["max_new_tokens"], fresh_checks=acc["fresh_checks"], seed=args.seed,
-                    launch_graded=launch, inspect_graded=inspect,
-                    request_timeout=acc["timeout_seconds"],
+                    launch_graded=launch, inspect_graded=inspect, graded_deadline=deadline.end,
+                    ready_timeout=acc["timeout_seconds"], request_timeout=acc["timeout_seconds"],
                     near_tie_margin=acc["near_tie_margin"])
         sp = rubric["speed"]  # its workload is the kernel speed's too
         workload = ["--model", os.path.join(tree, sp["model"])] if sp.get("model") else \
             ["--config", os.path.join(tree, sp["config"])]
         workload += ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
         if "speed" not in args.skip:
-            if blocked:
-                results["speed"] = {"error": blocked}
+            if blocked or deadline.limit(sp["timeout_seconds"]) is None:
+                results["speed"] = {"error": blocked or deadline.spent}
             else:
                 results["speed"], results["environment"] = timed_rounds(
                     lambda: e2e.run_speed(
                         trusted_bin, graded_bin, graded, workload, warmup=sp["warmup"],
                         repeats=sp["repeats"], seed=args.seed, launch_graded=launch,
-                        inspect_graded=inspect, request_timeout=sp["timeout_seconds"],
+                        inspect_graded=inspect, graded_deadline=deadline.end,
+                        ready_timeout=sp["timeout_seconds"],
+                        request_timeout=sp["timeout_seconds"],
                         near_tie_margin=sp["near_tie_margin"]),
                     sp["throttle_repeats"], sp["cooldown_seconds"])
         ks = rubric["kernel_speed"]
@@ -536,16 +570,18 @@ def main():
             # Its workers run the speed item's workload first: a graded track that failed it there
             # (a fault, a hang) would fail it again, at the cost of another time limit.
             speed_failure = ((results.get("speed") or {}).get("tracks") or {}).get("graded", {}).get("error")
-            if blocked or speed_failure:
-                results["kernel_speed"] = {"rows": [], "errors": {"graded": blocked or (
-                    "the graded track failed the speed item's run of the same "
-                    "workload: " + speed_failure)}}
+            not_run = blocked or (speed_failure and "the graded track failed the speed item's run "
+                                  "of the same workload: " + speed_failure) or \
+                (deadline.limit(ks["timeout_seconds"]) is None and deadline.spent)
+            if not_run:
+                results["kernel_speed"] = {"rows": [], "errors": {"graded": not_run}}
             else:
                 progress("kernel speed: every kernel at the model's shapes, by the grader's clock")
                 results["kernel_speed"] = kernel_speed.run(
                     trusted_bin, graded_bin, graded, workload, rounds=ks["rounds"],
                     target_ms=ks["target_ms"], launch_graded=launch, inspect_graded=inspect,
-                    ready_timeout=ks["timeout_seconds"], request_timeout=ks["timeout_seconds"])
+                    graded_deadline=deadline.end, ready_timeout=ks["timeout_seconds"],
+                    request_timeout=ks["timeout_seconds"])
     finally:
         shutil.rmtree(private, ignore_errors=True)
         if scratch:

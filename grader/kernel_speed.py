@@ -31,13 +31,14 @@ ROLES = score.KERNEL_SPEED_ROLES
 MAX_CALLS = 2000  # calls in one request, at most
 
 
-def run(trusted_bin, graded_bin, graded_track, workload_args, rounds=3, target_ms=20.0,
-        launch_graded=None, inspect_graded=None, ready_timeout=900.0, request_timeout=300.0,
+def run(trusted_bin, graded_bin, graded_track, workload_args, *, ready_timeout, request_timeout,
+        rounds=3, target_ms=20.0, launch_graded=None, inspect_graded=None, graded_deadline=None,
         baseline_track="baseline", reference_track="reference"):
     """Time every row of the workload on the three tracks. Returns
       {"rounds", "target_ms", "device", "rows": [{stage, op, key, calls_per_run,
         "us": {role: µs per call or None}, "errors": {role: line}}], "errors": {role: line}}.
-    A worker that fails keeps its one-line error; the other tracks finish."""
+    A worker that fails keeps its one-line error; the other tracks finish. Every wait for the
+    graded worker ends at graded_deadline (time.monotonic()) at the latest."""
     plan = [("baseline", trusted_bin, baseline_track, None, None),
             ("graded", graded_bin or trusted_bin, graded_track,
              launch_graded if graded_bin else None, inspect_graded if graded_bin else None),
@@ -47,7 +48,8 @@ def run(trusted_bin, graded_bin, graded_track, workload_args, rounds=3, target_m
         for role, binary, track, launch, inspect in plan:
             argv = [binary, "kernel-bench", "--worker", "--tracks", track, *workload_args]
             workers[role] = e2e.Worker(argv, launch, name=f"{role} ({track})", wait=False,
-                                       inspect=inspect)
+                                       inspect=inspect,
+                                       deadline=graded_deadline if role == "graded" else None)
         for role in ROLES:
             workers[role].wait_ready(ready_timeout)
         return measure(workers, rounds, target_ms, request_timeout)

@@ -59,6 +59,8 @@ def say(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
 real = None
+if mode == "hang-start":         # its sizing run never ends: no ready line
+    time.sleep(3600)
 if mode in ("replay", "first-token", "tie-split", "die"):
     real = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     say(json.loads(real.stdout.readline()))
@@ -248,6 +250,16 @@ class WorkerClass(Fixture):
             self.assertIsNotNone(w.proc.poll(), "the hung worker is killed")
             self.assertEqual(w.request({"audio_seed": 2})[0], reply)  # stays failed
 
+    def test_the_grades_deadline_cuts_every_wait_short(self):
+        start = time.monotonic()
+        with self.fake("hang-start", wait=False, deadline=start + 1.0) as w:
+            w.wait_ready(timeout=600)
+            self.assertLess(time.monotonic() - start, 5)
+            self.assertEqual(w.error, "graded: was still running at the grade's time limit, "
+                                      "waiting to start")
+            self.assertTrue(w.hung)
+            self.assertIsNotNone(w.proc.poll(), "the hung worker is killed")
+
     def test_death_names_the_exit_code_and_last_error(self):
         # The die fake needs a real worker behind it for its first answer: use one with no
         # model work to do before dying — its second request is the one that dies.
@@ -288,10 +300,12 @@ class WorkerClass(Fixture):
 class RunSpeed(Fixture):
     """run_speed with real cpu workers in every role, and fake graded workers."""
 
-    def speed(self, launch=None, own_binary=True, warmup=1, repeats=2, timeout=300):
+    def speed(self, launch=None, own_binary=True, warmup=1, repeats=2, timeout=300,
+              ready_timeout=300):
         graded_bin = GLMASR if own_binary else None
         return e2e.run_speed(GLMASR, graded_bin, "cpu", self.workload, warmup=warmup,
-                             repeats=repeats, seed=SEED, launch_graded=launch, ready_timeout=300,
+                             repeats=repeats, seed=SEED, launch_graded=launch,
+                             ready_timeout=ready_timeout,
                              request_timeout=timeout, baseline_track="cpu", reference_track="cpu")
 
     def test_honest_round_robin(self):
@@ -346,6 +360,7 @@ class RunSpeed(Fixture):
         for margin, summary in [(1.0, "near_ties"), (1e-9, "differ")]:
             r = e2e.run_speed(GLMASR, GLMASR, "cpu", self.workload, warmup=0, repeats=1,
                               seed=SEED, launch_graded=self.launch("tie-split"),
+                              ready_timeout=300, request_timeout=300,
                               baseline_track="cpu", reference_track="cpu",
                               near_tie_margin=margin)
             v = r["tokens"]["graded"][0]
@@ -353,6 +368,17 @@ class RunSpeed(Fixture):
             self.assertEqual(r["token_summary"], {"graded": summary, "reference": "equal"})
             self.assertEqual([t["step"] for t in v["near_ties"]], [2] if margin == 1.0 else [])
             self.assertFalse(r["graded_tokens_ok"])
+
+    def test_a_graded_worker_that_hangs_while_it_starts_costs_one_time_limit(self):
+        # The worker's untimed sizing run goes through the same kernels as its requests: a hung
+        # kernel hangs there first (seen on the GPU machine: 9 minutes of a 15-minute default).
+        started = time.monotonic()
+        r = self.speed(self.launch("hang-start"), warmup=0, repeats=1, ready_timeout=20)
+        self.assertLess(time.monotonic() - started, 20 + 60)
+        self.assertEqual(r["tracks"]["graded"]["error"], "graded (cpu): took more than 20 s to "
+                                                         "start (hung?)")
+        self.assertFalse(r["graded_tokens_ok"])
+        self.assertEqual(r["order"], [], "nothing to time against the yardsticks")
 
     def test_a_graded_worker_that_dies_fails_alone(self):
         # (A hung one is killed after its timeout and then is just as dead: WorkerClass.)
@@ -373,13 +399,13 @@ class RunSpeed(Fixture):
 class RunAccuracy(Fixture):
     """run_accuracy through one worker with a real checkpoint (the parity fixture's)."""
 
-    def accuracy(self, launch=None, clips=2, request_timeout=600.0):
+    def accuracy(self, launch=None, clips=2, request_timeout=600.0, ready_timeout=600.0):
         clip = os.path.join(MINI, "clip.wav")
         return e2e.run_accuracy(GLMASR, GLMASR, "cpu", os.path.join(MINI, "model"),
                                 [(clip, "anything", n % 2 == 1) for n in range(clips)],
                                 max_new_tokens=4, fresh_checks=2, seconds=2, decode_steps=8,
                                 seed=3, launch_graded=launch, baseline_track="cpu",
-                                request_timeout=request_timeout)
+                                ready_timeout=ready_timeout, request_timeout=request_timeout)
 
     def test_a_hung_worker_costs_one_time_limit_not_one_per_clip(self):
         started = time.time()
@@ -388,6 +414,14 @@ class RunAccuracy(Fixture):
         self.assertEqual(len(r["clips"]), 4)
         for c in r["clips"]:
             self.assertIn("took more than 2 s to answer (hung?)", c["error"])
+        self.assertFalse(r["fresh_input"]["ok"])
+
+    def test_a_worker_that_hangs_while_it_starts_costs_one_time_limit(self):
+        started = time.time()
+        r = self.accuracy(self.launch("hang-start"), clips=4, ready_timeout=2)
+        self.assertLess(time.time() - started, 2 + 60)  # the trusted worker of the fresh check
+        for c in r["clips"]:
+            self.assertEqual(c["error"], "graded (cpu): took more than 2 s to start (hung?)")
         self.assertFalse(r["fresh_input"]["ok"])
 
     def test_clips_and_fresh_input(self):

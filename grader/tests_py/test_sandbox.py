@@ -267,6 +267,21 @@ class TrustedChildTimeOut(unittest.TestCase):
         self.assertEqual(processes_running(marker.encode()), [])
 
 
+class GradeDeadline(unittest.TestCase):
+    """grade.py's Deadline: each step's limit is the rubric's or what is left of [batch]
+    timeout_minutes (less the report's reserve), whichever is less; nothing left: not run."""
+
+    def test_limits(self):
+        import grade  # noqa: E402
+        reserve = grade.REPORT_RESERVE_SECONDS
+        d = grade.Deadline((reserve + 30) / 60)
+        self.assertEqual(d.limit(10), 10)
+        self.assertTrue(25 < d.limit(300) <= 30)
+        spent = grade.Deadline(reserve / 60)
+        self.assertIsNone(spent.limit(300))
+        self.assertIn("not run: the grade's time limit", spent.spent)
+
+
 class Inactive(unittest.TestCase):
     def test_off_runs_as_before_and_says_so(self):
         box = sandbox.Sandbox(HERE, enabled="off")
