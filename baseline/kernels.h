@@ -8,8 +8,8 @@
 // what the faster version has to fix.
 //
 // Every launcher has exactly the signature of its entry in struct Fp32Kernels
-// (driver/cuda/include/glmasr/fp32_kernels.h); track.cu puts them in a table, and the adapter
-// (fp32_adapter.inl) has checked every dtype, shape and device before a launcher runs.
+// (driver/cuda/include/glmasr/fp32_kernels.h); track.cu puts them in a table, and the contract's
+// one check (glmasr/contract.h) has seen every dtype, shape and device before a launcher runs.
 // Conventions:
 //   * arguments are outputs, inputs, sizes, stream; every pointer carries its shape, row-major
 //     and contiguous: `x (rows, dim)` means x[r * dim + c];

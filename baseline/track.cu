@@ -3,8 +3,8 @@
 //
 // kBaselineKernels lists one launcher per entry of struct Fp32Kernels
 // (driver/cuda/include/glmasr/fp32_kernels.h); fp32_ops<kBaselineKernels>() builds the Ops table
-// around it: every entry checks its Tensors (dtype, shape, device), then calls the launcher with
-// raw pointers. Weights reach this track as f32 (Track::weight_dtype), converted from the bf16
+// around it: every entry is checked once (glmasr/contract.h: dtype, shape, device), then calls
+// the launcher with raw pointers. Weights reach this track as f32 (Track::weight_dtype), converted from the bf16
 // checkpoint when the model loads. The fused entries of Ops stay null, so the driver runs their
 // compositions — attention is the three kernels scores → softmax → output. There is no setup
 // hook: the baseline uses no library handles.

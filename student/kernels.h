@@ -3,8 +3,8 @@
 // Every launcher here has exactly the signature of its entry in struct Fp32Kernels
 // (driver/cuda/include/glmasr/fp32_kernels.h); track.cu puts them in a table and the adapter
 // (fp32_adapter.inl) turns that table into the Tensor contract of ops.h. By the time a launcher
-// runs, the adapter has already checked every dtype, shape and device: you only see valid raw
-// pointers and sizes. baseline/ has the same launchers, naive; reference/ has fast ones with
+// runs, the contract's one check (glmasr/contract.h) has seen every dtype, shape and device:
+// you only see valid raw pointers and sizes. baseline/ has the same launchers, naive; reference/ has fast ones with
 // bf16 weights — read them once yours pass, not before.
 //
 // Conventions (the same as every track):

@@ -3,8 +3,8 @@
 //
 // kStudentKernels lists one launcher per entry of struct Fp32Kernels
 // (driver/cuda/include/glmasr/fp32_kernels.h). fp32_ops<kStudentKernels>() builds the Ops table
-// around it: every entry checks its Tensors (dtype, shape, device) and then calls your launcher
-// with raw pointers. Weights reach this track as f32 (Track::weight_dtype), converted from the
+// around it: every entry is checked once (glmasr/contract.h: dtype, shape, device) and then
+// calls your launcher with raw pointers. Weights reach this track as f32 (Track::weight_dtype), converted from the
 // bf16 checkpoint when the model loads.
 //
 // The fused entries of Ops (attention, add_layernorm, ...) stay null here, so the driver runs

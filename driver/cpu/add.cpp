@@ -5,11 +5,6 @@
 namespace glmasr::cpu {
 
 void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream) {
-    expect_host_f32("add", "a", a);
-    expect_host_f32("add", "b", b);
-    expect_host_f32("add", "out", out);
-    expect_same_shape("add", "b", b, a);
-    expect_same_shape("add", "out", out, a);
     const float* A = a.f32();  // (any)
     const float* B = b.f32();  // (same)
     float* Y = out.f32();      // (same)

@@ -9,12 +9,7 @@
 namespace glmasr::cpu {
 
 void cache_write(const Tensor& cache, const Tensor& rows, const Tensor& positions, Stream) {
-    expect_host_f32_matrix("cache_write", "cache", cache);
-    expect_host_f32_matrix("cache_write", "rows", rows);
-    expect_host_i32("cache_write", "positions", positions);
     const int64_t T = rows.dim(0), W = rows.dim(1), cap = cache.dim(0);
-    expect_shape("cache_write", "cache", cache, {cap, W});
-    expect_shape("cache_write", "positions", positions, {T});
     expect_positions_below("cache_write", "positions", positions, cap);
     float* Cache = cache.f32();            // (Cap, W)
     const float* Rows = rows.f32();        // (T, W)

@@ -36,19 +36,10 @@ void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream);
 void argmax(const Tensor& out, const Tensor& x, Stream);
 void cache_write(const Tensor& cache, const Tensor& rows, const Tensor& positions, Stream);
 
-// ---------------------------------------------------------------- contract checks
-// Each throws glmasr::Error naming the op (a violated contract is a bug in the caller).
-
-// f32 (or i32) tensor in host memory.
-void expect_host_f32(const char* op, const char* what, const Tensor& t);
-void expect_host_i32(const char* op, const char* what, const Tensor& t);
-// A host f32 tensor with exactly 2 dimensions (any sizes): rows × columns.
-void expect_host_f32_matrix(const char* op, const char* what, const Tensor& t);
-// `t` has exactly the shape of `like` (same rank, same sizes).
-void expect_same_shape(const char* op, const char* what, const Tensor& t, const Tensor& like);
-// Head layout of attention: q width = Hq·D, kv width = Hkv·D, Hq divisible by Hkv. Returns D.
-int head_dim_of(const char* op, int64_t q_width, int64_t kv_width, int n_heads, int n_kv_heads);
-// Every positions[i] lies in [0, limit): a row index of a table or a cache.
+// ---------------------------------------------------------------- checks
+// The contract (shapes, dtypes, devices) is checked once, before any of these runs
+// (contract.h: cpu_track.cpp installs them checked). What the cpu track adds: every
+// positions[i] lies in [0, limit), a row index of a table or a cache; else glmasr::Error.
 void expect_positions_below(const char* op, const char* what, const Tensor& positions,
                             int64_t limit);
 

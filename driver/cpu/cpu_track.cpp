@@ -3,6 +3,7 @@
 // runs without a GPU. The fused entries stay null on purpose: the driver then runs the
 // compositions of dispatch.h, which are exactly the functions a fused kernel must reproduce.
 #include "cpu_ops.h"
+#include "glmasr/contract.h"
 #include "glmasr/track.h"
 
 namespace glmasr {
@@ -10,7 +11,8 @@ namespace glmasr {
 namespace {
 Ops make_cpu_ops() {
     Ops ops{};
-#define GLMASR_CPU_ENTRY(name) ops.name = cpu::name;  // cpu_ops.h: one function per primitive
+    // cpu_ops.h: one function per primitive, each behind the contract's check (contract.h)
+#define GLMASR_CPU_ENTRY(name) ops.name = GLMASR_CHECKED(name, Host, F32, &cpu::name);
     GLMASR_PRIMITIVE_OPS(GLMASR_CPU_ENTRY)
 #undef GLMASR_CPU_ENTRY
     return ops;  // every fused entry (attention, add_layernorm, ...): compositions

@@ -90,37 +90,6 @@ std::string Tensor::str() const {
     return s.str();
 }
 
-void expect_dtype(const char* op, const char* what, const Tensor& t, DType dtype) {
-    if (t.dtype != dtype)
-        throw Error(std::string(op) + ": " + what + " must be " + dtype_name(dtype) + ", got " +
-                    t.str());
-}
-
-void expect_shape(const char* op, const char* what, const Tensor& t,
-                  std::initializer_list<int64_t> dims) {
-    bool ok = static_cast<int>(dims.size()) == t.ndim;
-    int i = 0;
-    for (int64_t d : dims) {
-        if (ok && d >= 0 && t.shape[i] != d) ok = false;  // -1 = any size
-        ++i;
-    }
-    if (!ok) {
-        std::ostringstream want;
-        want << "[";
-        i = 0;
-        for (int64_t d : dims) want << (i++ ? ", " : "") << (d < 0 ? std::string("*") : std::to_string(d));
-        want << "]";
-        throw Error(std::string(op) + ": " + what + " must have shape " + want.str() + ", got " +
-                    t.str());
-    }
-}
-
-void expect_same_device(const char* op, const Tensor& a, const Tensor& b) {
-    if (!a.empty() && !b.empty() && a.device != b.device)
-        throw Error(std::string(op) + ": tensors on different devices: " + a.str() + " and " +
-                    b.str());
-}
-
 float bf16_to_f32(uint16_t bits) {
     uint32_t word = static_cast<uint32_t>(bits) << 16;
     float value;

@@ -8,7 +8,7 @@
 // Conventions (the same for every entry):
 //   * arguments are: outputs, inputs, parameters, stream — in that order;
 //   * tensors are contiguous row-major views; shapes are written (rows, cols) below and checked
-//     by every implementation;
+//     once for every track, before its implementation runs (contract.h: check_<entry>);
 //   * a tensor may start at any address aligned to its element (4 bytes for f32 and i32, 2 for
 //     bf16), never more is promised: views at row offsets are not 16-byte aligned, and the
 //     tests pass every tensor off 16-byte alignment in their second call. A path that loads

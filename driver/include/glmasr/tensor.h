@@ -49,11 +49,6 @@ struct Tensor {
     std::string str() const;  // e.g. "f32[1500, 1280] cuda"
 };
 
-// Contract checks used at the top of every op; they throw glmasr::Error naming the op.
-void expect_dtype(const char* op, const char* what, const Tensor& t, DType dtype);
-void expect_shape(const char* op, const char* what, const Tensor& t, std::initializer_list<int64_t> dims);
-void expect_same_device(const char* op, const Tensor& a, const Tensor& b);
-
 // bf16 <-> f32 conversions (round to nearest even, as PyTorch's .to(torch.bfloat16)).
 float bf16_to_f32(uint16_t bits);
 uint16_t f32_to_bf16(float value);

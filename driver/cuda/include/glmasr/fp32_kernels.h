@@ -5,8 +5,9 @@
 //     void rmsnorm(float* out, const float* x, const float* weight, int rows, int dim,
 //                  float eps, cudaStream_t stream);
 // — plain pointers, sizes and a stream, in that order. `fp32_ops<K>()` wraps a table K of such
-// launchers into an Ops table: it checks every Tensor's dtype, shape and device, pulls out the
-// pointers and sizes, and calls the launcher. Students never touch Tensor plumbing.
+// launchers into an Ops table: the contract's one check (contract.h) sees every Tensor's dtype,
+// shape and device first, then the adapter pulls out the pointers and sizes and calls the
+// launcher. Students never touch Tensor plumbing.
 #pragma once
 
 #include <cuda_runtime.h>

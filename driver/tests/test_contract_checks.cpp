@@ -1,0 +1,216 @@
+// test_contract_checks.cpp — the contract's one check (contract.h) on every entry, fused ones included:
+// a call as ops.h describes it passes, and each way of breaking it (rank, shape, dtype, device,
+// missing or misaligned data, a bad scalar) throws an Error naming the entry and the argument.
+// The checks read no data, so host memory stands in for both devices here; which tracks install
+// the checks is grader/tests/test_contract.cpp's business (it calls through every track's table).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "glmasr/contract.h"
+#include "glmasr/error.h"
+
+namespace glmasr {
+namespace {
+
+constexpr TrackKind kF32Host{Device::Host, DType::F32};
+constexpr TrackKind kBf16Cuda{Device::Cuda, DType::BF16};
+
+// Tensors of any shape over one arena (the checks never read it).
+alignas(16) float arena[1 << 16];
+
+struct Maker {
+    TrackKind kind;
+    Tensor f32(std::initializer_list<int64_t> dims) const { return {arena, DType::F32, kind.device, dims}; }
+    Tensor i32(std::initializer_list<int64_t> dims) const { return {arena, DType::I32, kind.device, dims}; }
+    Tensor w(std::initializer_list<int64_t> dims) const { return {arena, kind.weight_dtype, kind.device, dims}; }
+};
+
+// `call` must throw an Error that starts "<op>: <what>".
+void expect_refused(const std::string& op, const std::string& what, const std::function<void()>& call) {
+    const std::string prefix = op + ": " + what;
+    try {
+        call();
+        ADD_FAILURE() << prefix << ": the call was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0u) << "expected '" << prefix << "...', got: " << e.what();
+    }
+}
+
+// Every case runs for an f32 host track and a bf16 cuda track: each kind's own tensors pass.
+class Contract : public ::testing::TestWithParam<TrackKind> {
+protected:
+    TrackKind kind = GetParam();
+    Maker m{kind};
+    // A tensor of the wrong device or of the wrong weight dtype for this kind.
+    Tensor other_device(std::initializer_list<int64_t> dims) const {
+        return {arena, DType::F32, kind.device == Device::Host ? Device::Cuda : Device::Host, dims};
+    }
+    Tensor wrong_weight(std::initializer_list<int64_t> dims) const {
+        return {arena, kind.weight_dtype == DType::F32 ? DType::BF16 : DType::F32, kind.device, dims};
+    }
+};
+
+TEST_P(Contract, Linear) {
+    check_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({4, 3}), m.f32({4}), nullptr);
+    check_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({4, 3}), Tensor{}, nullptr);
+    expect_refused("linear", "x", [&] { check_linear(kind, m.f32({2, 4}), m.f32({6}), m.w({4, 3}), Tensor{}, nullptr); });
+    expect_refused("linear", "weight", [&] { check_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({4, 2}), Tensor{}, nullptr); });
+    expect_refused("linear", "weight", [&] { check_linear(kind, m.f32({2, 4}), m.f32({2, 3}), wrong_weight({4, 3}), Tensor{}, nullptr); });
+    expect_refused("linear", "out", [&] { check_linear(kind, m.f32({4, 2}), m.f32({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    expect_refused("linear", "out", [&] { check_linear(kind, other_device({2, 4}), m.f32({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    expect_refused("linear", "bias", [&] { check_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({4, 3}), m.f32({3}), nullptr); });
+}
+
+TEST_P(Contract, DataAlignmentAndSizes) {
+    const Tensor no_data{nullptr, DType::F32, kind.device, {2, 3}};
+    expect_refused("linear", "x has no data", [&] { check_linear(kind, m.f32({2, 4}), no_data, m.w({4, 3}), Tensor{}, nullptr); });
+    const Tensor odd{reinterpret_cast<char*>(arena) + 2, DType::F32, kind.device, {2, 3}};
+    expect_refused("linear", "x is not aligned", [&] { check_linear(kind, m.f32({2, 4}), odd, m.w({4, 3}), Tensor{}, nullptr); });
+    const Tensor huge = m.f32({int64_t(1) << 31, 3});
+    expect_refused("linear", "x has a size outside", [&] { check_linear(kind, m.f32({2, 4}), huge, m.w({4, 3}), Tensor{}, nullptr); });
+    // No elements, no data needed.
+    check_linear(kind, Tensor{nullptr, DType::F32, kind.device, {0, 4}}, Tensor{nullptr, DType::F32, kind.device, {0, 3}},
+                 m.w({4, 3}), Tensor{}, nullptr);
+}
+
+TEST_P(Contract, Conv1d) {
+    // T_out = (T_in + 2p − K) / stride + 1 = (7 + 2 − 3) / 2 + 1 = 4
+    check_conv1d(kind, m.f32({4, 5}), m.f32({7, 2}), m.w({5, 2, 3}), m.f32({5}), 2, 1, nullptr);
+    expect_refused("conv1d", "need stride", [&] { check_conv1d(kind, m.f32({4, 5}), m.f32({7, 2}), m.w({5, 2, 3}), Tensor{}, 0, 1, nullptr); });
+    expect_refused("conv1d", "need stride", [&] { check_conv1d(kind, m.f32({4, 5}), m.f32({7, 2}), m.w({5, 2, 3}), Tensor{}, 2, -1, nullptr); });
+    expect_refused("conv1d", "input of 1 frames", [&] { check_conv1d(kind, m.f32({1, 5}), m.f32({1, 2}), m.w({5, 2, 3}), Tensor{}, 1, 0, nullptr); });
+    expect_refused("conv1d", "weight", [&] { check_conv1d(kind, m.f32({4, 5}), m.f32({7, 2}), m.w({5, 6}), Tensor{}, 2, 1, nullptr); });
+    expect_refused("conv1d", "weight", [&] { check_conv1d(kind, m.f32({4, 5}), m.f32({7, 2}), m.w({5, 3, 3}), Tensor{}, 2, 1, nullptr); });
+    expect_refused("conv1d", "out", [&] { check_conv1d(kind, m.f32({3, 5}), m.f32({7, 2}), m.w({5, 2, 3}), Tensor{}, 2, 1, nullptr); });
+    expect_refused("conv1d", "bias", [&] { check_conv1d(kind, m.f32({4, 5}), m.f32({7, 2}), m.w({5, 2, 3}), m.f32({2}), 2, 1, nullptr); });
+}
+
+TEST_P(Contract, Norms) {
+    check_layernorm(kind, m.f32({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr);
+    check_rmsnorm(kind, m.f32({2, 4}), m.f32({2, 4}), m.f32({4}), 1e-5f, nullptr);
+    expect_refused("layernorm", "bias", [&] { check_layernorm(kind, m.f32({2, 4}), m.f32({2, 4}), m.f32({4}), Tensor{}, 1e-5f, nullptr); });
+    expect_refused("layernorm", "weight", [&] { check_layernorm(kind, m.f32({2, 4}), m.f32({2, 4}), m.f32({2, 2}), m.f32({4}), 1e-5f, nullptr); });
+    expect_refused("rmsnorm", "x", [&] { check_rmsnorm(kind, m.f32({8}), m.f32({8}), m.f32({8}), 1e-5f, nullptr); });
+    expect_refused("rmsnorm", "out", [&] { check_rmsnorm(kind, m.f32({4, 2}), m.f32({2, 4}), m.f32({4}), 1e-5f, nullptr); });
+}
+
+TEST_P(Contract, Elementwise) {
+    check_gelu(kind, m.f32({2, 3, 4}), m.f32({2, 3, 4}), nullptr);
+    check_silu_mul(kind, m.f32({2, 4}), m.f32({2, 4}), m.f32({2, 4}), nullptr);
+    check_add(kind, m.f32({6}), m.f32({6}), m.f32({6}), nullptr);
+    expect_refused("gelu", "out", [&] { check_gelu(kind, m.f32({4, 6}), m.f32({2, 3, 4}), nullptr); });
+    expect_refused("silu_mul", "up", [&] { check_silu_mul(kind, m.f32({2, 4}), m.f32({2, 4}), m.f32({4, 2}), nullptr); });
+    expect_refused("silu_mul", "out", [&] { check_silu_mul(kind, m.i32({2, 4}), m.f32({2, 4}), m.f32({2, 4}), nullptr); });
+    expect_refused("add", "b", [&] { check_add(kind, m.f32({2, 2}), m.f32({2, 2}), m.f32({4}), nullptr); });
+    expect_refused("add", "out", [&] { check_add(kind, m.f32({2, 3}), m.f32({2, 2}), m.f32({2, 2}), nullptr); });
+}
+
+TEST_P(Contract, SoftmaxAndArgmax) {
+    check_softmax(kind, m.f32({2, 5}), m.f32({2, 5}), nullptr);
+    check_argmax(kind, m.i32({2}), m.f32({2, 5}), nullptr);
+    expect_refused("softmax", "out", [&] { check_softmax(kind, m.f32({10}), m.f32({2, 5}), nullptr); });
+    expect_refused("softmax", "x", [&] { check_softmax(kind, m.f32({2, 5}), m.i32({2, 5}), nullptr); });
+    expect_refused("argmax", "out", [&] { check_argmax(kind, m.f32({2}), m.f32({2, 5}), nullptr); });
+    expect_refused("argmax", "rows need", [&] { check_argmax(kind, m.i32({2}), m.f32({2, 0}), nullptr); });
+}
+
+TEST_P(Contract, Rope) {
+    check_rope_freqs(kind, m.f32({8, 2}), m.f32({8, 2}), 10000.0f, nullptr);
+    // x(T=3, 2 heads × 6), rotary dim 4 ≤ 6
+    check_rope_apply(kind, m.f32({3, 12}), m.f32({8, 2}), m.f32({8, 2}), m.i32({3}), 2, nullptr);
+    expect_refused("rope_freqs", "theta", [&] { check_rope_freqs(kind, m.f32({8, 2}), m.f32({8, 2}), 0.0f, nullptr); });
+    expect_refused("rope_freqs", "sin", [&] { check_rope_freqs(kind, m.f32({8, 2}), m.f32({8, 3}), 10000.0f, nullptr); });
+    expect_refused("rope_apply", "width", [&] { check_rope_apply(kind, m.f32({3, 12}), m.f32({8, 2}), m.f32({8, 2}), m.i32({3}), 5, nullptr); });
+    expect_refused("rope_apply", "rotary dim", [&] { check_rope_apply(kind, m.f32({3, 12}), m.f32({8, 4}), m.f32({8, 4}), m.i32({3}), 4, nullptr); });
+    expect_refused("rope_apply", "positions", [&] { check_rope_apply(kind, m.f32({3, 12}), m.f32({8, 2}), m.f32({8, 2}), m.i32({2}), 2, nullptr); });
+    expect_refused("rope_apply", "positions", [&] { check_rope_apply(kind, m.f32({3, 12}), m.f32({8, 2}), m.f32({8, 2}), m.f32({3}), 2, nullptr); });
+}
+
+TEST_P(Contract, Attention) {
+    // q(Tq=2, 4 heads × 3), k(Tk=5, 2 heads × 3): GQA 2:1
+    check_attention_scores(kind, m.f32({4, 2, 5}), m.f32({2, 12}), m.f32({5, 6}), Tensor{}, 4, 2, 0.5f, nullptr);
+    check_attention_scores(kind, m.f32({4, 2, 5}), m.f32({2, 12}), m.f32({5, 6}), m.i32({2}), 4, 2, 0.5f, nullptr);
+    check_attention_output(kind, m.f32({2, 12}), m.f32({4, 2, 5}), m.f32({5, 6}), 4, 2, nullptr);
+    check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.f32({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr);
+    check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.f32({5, 6}), m.f32({5, 6}), m.i32({2}), m.f32({4, 2, 5}), 4, 2, 0.5f, nullptr);
+    expect_refused("attention_scores", "bad head counts", [&] { check_attention_scores(kind, m.f32({3, 2, 5}), m.f32({2, 12}), m.f32({5, 6}), Tensor{}, 3, 2, 0.5f, nullptr); });
+    expect_refused("attention_scores", "k/v width", [&] { check_attention_scores(kind, m.f32({4, 2, 5}), m.f32({2, 12}), m.f32({5, 4}), Tensor{}, 4, 2, 0.5f, nullptr); });
+    expect_refused("attention_scores", "scores", [&] { check_attention_scores(kind, m.f32({4, 5, 2}), m.f32({2, 12}), m.f32({5, 6}), Tensor{}, 4, 2, 0.5f, nullptr); });
+    expect_refused("attention_scores", "positions", [&] { check_attention_scores(kind, m.f32({4, 2, 5}), m.f32({2, 12}), m.f32({5, 6}), m.i32({5}), 4, 2, 0.5f, nullptr); });
+    expect_refused("attention_output", "probs", [&] { check_attention_output(kind, m.f32({2, 12}), m.f32({4, 2, 4}), m.f32({5, 6}), 4, 2, nullptr); });
+    expect_refused("attention_output", "bad head counts", [&] { check_attention_output(kind, m.f32({2, 12}), m.f32({4, 2, 5}), m.f32({5, 6}), 0, 2, nullptr); });
+    expect_refused("attention", "v", [&] { check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.f32({5, 6}), m.f32({4, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+    expect_refused("attention", "scratch", [&] { check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.f32({5, 6}), m.f32({5, 6}), Tensor{}, m.f32({4, 2, 4}), 4, 2, 0.5f, nullptr); });
+}
+
+TEST_P(Contract, EmbeddingAndCache) {
+    check_embedding(kind, m.f32({3, 4}), m.w({10, 4}), m.i32({3}), nullptr);
+    check_cache_write(kind, m.f32({8, 6}), m.f32({2, 6}), m.i32({2}), nullptr);
+    expect_refused("embedding", "ids", [&] { check_embedding(kind, m.f32({3, 4}), m.w({10, 4}), m.f32({3}), nullptr); });
+    expect_refused("embedding", "table", [&] { check_embedding(kind, m.f32({3, 4}), wrong_weight({10, 4}), m.i32({3}), nullptr); });
+    expect_refused("embedding", "out", [&] { check_embedding(kind, m.f32({3, 5}), m.w({10, 4}), m.i32({3}), nullptr); });
+    expect_refused("cache_write", "cache", [&] { check_cache_write(kind, m.f32({8, 5}), m.f32({2, 6}), m.i32({2}), nullptr); });
+    expect_refused("cache_write", "positions", [&] { check_cache_write(kind, m.f32({8, 6}), m.f32({2, 6}), m.i32({3}), nullptr); });
+}
+
+TEST_P(Contract, FusedEntries) {
+    check_add_layernorm(kind, m.f32({2, 4}), m.f32({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr);
+    check_linear_gelu(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({4, 3}), m.f32({4}), nullptr);
+    check_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.w({5, 3}), m.w({5, 3}), m.f32({2, 5}), nullptr);
+    check_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.w({5, 3}), m.w({5, 3}), Tensor{}, nullptr);
+    check_linear_residual(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({4, 3}), Tensor{}, nullptr);
+    check_rmsnorm_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.f32({3}), m.w({5, 3}), m.w({5, 3}), m.f32({2, 3}), m.f32({2, 5}), 1e-5f, nullptr);
+    expect_refused("add_layernorm", "residual", [&] { check_add_layernorm(kind, m.f32({2, 3}), m.f32({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
+    expect_refused("linear_gelu", "weight", [&] { check_linear_gelu(kind, m.f32({2, 4}), m.f32({2, 3}), wrong_weight({4, 3}), Tensor{}, nullptr); });
+    expect_refused("gate_up_silu", "w_up", [&] { check_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.w({5, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    expect_refused("gate_up_silu", "scratch", [&] { check_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.w({5, 3}), m.w({5, 3}), m.f32({2, 4}), nullptr); });
+    expect_refused("linear_residual", "residual", [&] { check_linear_residual(kind, m.f32({2, 3}), m.f32({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    expect_refused("rmsnorm_gate_up_silu", "normed", [&] { check_rmsnorm_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.f32({3}), m.w({5, 3}), m.w({5, 3}), Tensor{}, Tensor{}, 1e-5f, nullptr); });
+    expect_refused("rmsnorm_gate_up_silu", "norm_weight", [&] { check_rmsnorm_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.f32({5}), m.w({5, 3}), m.w({5, 3}), m.f32({2, 3}), Tensor{}, 1e-5f, nullptr); });
+}
+
+TEST_P(Contract, QkvRopeCache) {
+    // x(T=2, K=8), 4 query heads and 2 KV heads of 6, cache of 16 rows, rotary dim 4
+    auto call = [&](const Tensor& q, const Tensor& w_k, const Tensor& positions, const Tensor& k, int Hq) {
+        check_qkv_rope_cache(kind, q, m.f32({16, 12}), m.f32({16, 12}), m.f32({2, 8}), m.w({24, 8}), w_k,
+                             m.w({12, 8}), m.f32({32, 2}), m.f32({32, 2}), positions, k, m.f32({2, 12}), Hq, 2,
+                             nullptr);
+    };
+    call(m.f32({2, 24}), m.w({12, 8}), m.i32({2}), m.f32({2, 12}), 4);
+    check_rmsnorm_qkv_rope_cache(kind, m.f32({2, 24}), m.f32({16, 12}), m.f32({16, 12}), m.f32({2, 8}), m.f32({8}),
+                                 m.w({24, 8}), m.w({12, 8}), m.w({12, 8}), m.f32({32, 2}), m.f32({32, 2}), m.i32({2}),
+                                 m.f32({2, 8}), m.f32({2, 12}), m.f32({2, 12}), 1e-6f, 4, 2, nullptr);
+    expect_refused("qkv_rope_cache", "q", [&] { call(m.f32({3, 24}), m.w({12, 8}), m.i32({2}), m.f32({2, 12}), 4); });
+    expect_refused("qkv_rope_cache", "w_k", [&] { call(m.f32({2, 24}), m.w({12, 7}), m.i32({2}), m.f32({2, 12}), 4); });
+    expect_refused("qkv_rope_cache", "positions", [&] { call(m.f32({2, 24}), m.w({12, 8}), m.i32({1}), m.f32({2, 12}), 4); });
+    expect_refused("qkv_rope_cache", "k", [&] { call(m.f32({2, 24}), m.w({12, 8}), m.i32({2}), Tensor{}, 4); });
+    expect_refused("qkv_rope_cache", "bad head counts", [&] { call(m.f32({2, 24}), m.w({12, 8}), m.i32({2}), m.f32({2, 12}), 3); });
+    expect_refused("rmsnorm_qkv_rope_cache", "normed", [&] {
+        check_rmsnorm_qkv_rope_cache(kind, m.f32({2, 24}), m.f32({16, 12}), m.f32({16, 12}), m.f32({2, 8}), m.f32({8}),
+                                     m.w({24, 8}), m.w({12, 8}), m.w({12, 8}), m.f32({32, 2}), m.f32({32, 2}), m.i32({2}),
+                                     m.f32({2, 7}), m.f32({2, 12}), m.f32({2, 12}), 1e-6f, 4, 2, nullptr);
+    });
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, Contract, ::testing::Values(kF32Host, kBf16Cuda),
+                         [](const auto& info) { return info.param.device == Device::Host ? "f32_host" : "bf16_cuda"; });
+
+// GLMASR_CHECKED: the entry checks first, then runs the function with the same arguments.
+int ran = 0;
+void counting_gelu(const Tensor&, const Tensor&, Stream) { ++ran; }
+
+TEST(Checked, ChecksThenRuns) {
+    Ops ops{};
+    ops.gelu = GLMASR_CHECKED(gelu, Host, F32, &counting_gelu);
+    Maker m{kF32Host};
+    ops.gelu(m.f32({4}), m.f32({4}), nullptr);
+    EXPECT_EQ(ran, 1);
+    expect_refused("gelu", "out", [&] { ops.gelu(m.f32({5}), m.f32({4}), nullptr); });
+    EXPECT_EQ(ran, 1) << "a refused call never reaches the track";
+}
+
+}  // namespace
+}  // namespace glmasr
