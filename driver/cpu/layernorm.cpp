@@ -2,8 +2,7 @@
 // with the biased variance (divide by D)                                    [torch.nn.LayerNorm]
 // Two passes per row in double: the mean first, then Σ(x − mean)², which unlike E[x²] − mean²
 // does not cancel when |mean| ≫ std. eps sits inside the square root, as in PyTorch. Rows are
-// independent and split over threads; each element is read before it is written, so out may
-// alias x (the driver's add_layernorm composition normalises the residual it just updated).
+// independent and split over threads.
 #include <cmath>
 
 #include "cpu_ops.h"

@@ -2,8 +2,7 @@
 // HF: variance = hidden.pow(2).mean(-1); hidden * torch.rsqrt(variance + eps); weight * hidden.
 // eps is added to the mean square, inside the square root, and the weight multiplies after
 // normalising (no mean subtraction, no bias). The mean square is accumulated in double and the
-// product x · inv_rms · w rounded to f32 once. Rows are independent and split over threads;
-// each element is read before it is written, so out may alias x.
+// product x · inv_rms · w rounded to f32 once. Rows are independent and split over threads.
 #include <cmath>
 
 #include "cpu_ops.h"

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "glmasr/error.h"
 
@@ -87,6 +88,31 @@ void f32_like(const char* op, const char* what, const Tensor& t, const TrackKind
             fail(op, std::string(what) + " must have the shape of " + like.str() + ", got " + t.str());
 }
 
+// In-place rules. Only the entries ops.h says are "in place allowed" may write over an input,
+// and then only the whole of it (out is the input itself); a partial overlap is never allowed.
+using Named = std::initializer_list<std::pair<const char*, const Tensor*>>;
+
+bool overlap(const Tensor& a, const Tensor& b) {
+    if (a.empty() || b.empty() || a.numel() == 0 || b.numel() == 0) return false;
+    const uintptr_t a0 = reinterpret_cast<uintptr_t>(a.data), b0 = reinterpret_cast<uintptr_t>(b.data);
+    return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
+}
+
+// `out` shares no memory with any of `inputs`.
+void apart(const char* op, const char* what, const Tensor& out, Named inputs) {
+    for (const auto& [name, in] : inputs)
+        if (overlap(out, *in))
+            fail(op, std::string(what) + " overlaps " + name + " (this entry does not work in place)");
+}
+
+// `out` is `input` itself (in place) or shares no memory with it.
+void whole_or_apart(const char* op, const char* what, const Tensor& out, const char* name,
+                    const Tensor& input) {
+    if (overlap(out, input) && !(out.data == input.data && out.bytes() == input.bytes()))
+        fail(op, std::string(what) + " partly overlaps " + name +
+                     " (in place means the same tensor, not a shifted view)");
+}
+
 // Attention's head layout: q width = Hq·D, k/v width = Hkv·D, Hkv divides Hq. Returns D.
 int64_t head_dim(const char* op, int64_t q_width, int64_t kv_width, int n_heads, int n_kv_heads) {
     if (n_heads <= 0 || n_kv_heads <= 0 || n_heads % n_kv_heads || q_width % n_heads)
@@ -116,6 +142,7 @@ void norm(const char* op, const Tensor& out, const Tensor& x, const Tensor& w, c
     f32(op, "out", out, kind, {x.dim(0), x.dim(1)});
     f32(op, "weight", w, kind, {x.dim(1)});
     if (bias) f32(op, "bias", *bias, kind, {x.dim(1)});
+    apart(op, "out", out, {{"x", &x}, {"weight", &w}, {"bias", bias ? bias : &x}});
 }
 
 // linear and linear_gelu: x(M, K), weight(N, K), out(M, N), bias(N) optional.
@@ -126,6 +153,7 @@ void linear_like(const char* op, const Tensor& out, const Tensor& x, const Tenso
     weight(op, "weight", w, kind, {w.dim(0), x.dim(1)});
     f32(op, "out", out, kind, {x.dim(0), w.dim(0)});
     optional_f32(op, "bias", bias, kind, {w.dim(0)});
+    apart(op, "out", out, {{"x", &x}, {"weight", &w}, {"bias", &bias}});
 }
 
 // gate_up_silu's products: x(M, K), w_gate and w_up (F, K), out(M, F), scratch(M, F) or none.
@@ -138,6 +166,8 @@ void gate_up(const char* op, const Tensor& out, const Tensor& x, const Tensor& w
     weight(op, "w_up", w_up, kind, {F, K});
     f32(op, "out", out, kind, {M, F});
     optional_f32(op, "scratch", scratch, kind, {M, F});
+    apart(op, "out", out, {{"x", &x}, {"w_gate", &w_gate}, {"w_up", &w_up}, {"scratch", &scratch}});
+    apart(op, "scratch", scratch, {{"x", &x}, {"w_gate", &w_gate}, {"w_up", &w_up}});
 }
 
 // qkv_rope_cache's arguments: x(T, K), q(T, Hq·D), caches (Cap, Hkv·D), w_q(Hq·D, K),
@@ -160,6 +190,17 @@ void qkv(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v
     i32(op, "positions", positions, kind, {T});
     f32(op, "k", k, kind, {T, width_kv});
     f32(op, "v", v, kind, {T, width_kv});
+    const Named inputs = {{"x", &x}, {"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"cos", &cos},
+                          {"sin", &sin}, {"positions", &positions}};
+    apart(op, "q", q, inputs);
+    apart(op, "q", q, {{"k_cache", &k_cache}, {"v_cache", &v_cache}, {"k", &k}, {"v", &v}});
+    apart(op, "k_cache", k_cache, inputs);
+    apart(op, "k_cache", k_cache, {{"v_cache", &v_cache}, {"k", &k}, {"v", &v}});
+    apart(op, "v_cache", v_cache, inputs);
+    apart(op, "v_cache", v_cache, {{"k", &k}, {"v", &v}});
+    apart(op, "k", k, inputs);
+    apart(op, "k", k, {{"v", &v}});
+    apart(op, "v", v, inputs);
 }
 
 }  // namespace
@@ -186,6 +227,7 @@ void check_conv1d(const TrackKind& kind, const Tensor& out, const Tensor& x, con
     const int64_t T_out = (T_in + 2 * static_cast<int64_t>(padding) - K) / stride + 1;
     f32(op, "out", out, kind, {T_out, C_out});
     optional_f32(op, "bias", bias, kind, {C_out});
+    apart(op, "out", out, {{"x", &x}, {"weight", &w}, {"bias", &bias}});
 }
 
 void check_layernorm(const TrackKind& kind, const Tensor& out, const Tensor& x, const Tensor& w,
@@ -201,6 +243,7 @@ void check_rmsnorm(const TrackKind& kind, const Tensor& out, const Tensor& x, co
 void check_gelu(const TrackKind& kind, const Tensor& out, const Tensor& x, Stream) {
     f32("gelu", "x", x, kind, x.ndim);
     f32_like("gelu", "out", out, kind, x);
+    whole_or_apart("gelu", "out", out, "x", x);
 }
 
 void check_silu_mul(const TrackKind& kind, const Tensor& out, const Tensor& gate, const Tensor& up,
@@ -208,11 +251,14 @@ void check_silu_mul(const TrackKind& kind, const Tensor& out, const Tensor& gate
     f32("silu_mul", "gate", gate, kind, 2);
     f32_like("silu_mul", "up", up, kind, gate);
     f32_like("silu_mul", "out", out, kind, gate);
+    whole_or_apart("silu_mul", "out", out, "gate", gate);
+    whole_or_apart("silu_mul", "out", out, "up", up);
 }
 
 void check_softmax(const TrackKind& kind, const Tensor& out, const Tensor& x, Stream) {
     f32("softmax", "x", x, kind, 2);
     f32("softmax", "out", out, kind, {x.dim(0), x.dim(1)});
+    whole_or_apart("softmax", "out", out, "x", x);
 }
 
 void check_rope_freqs(const TrackKind& kind, const Tensor& cos, const Tensor& sin, float theta,
@@ -220,6 +266,7 @@ void check_rope_freqs(const TrackKind& kind, const Tensor& cos, const Tensor& si
     f32("rope_freqs", "cos", cos, kind, 2);
     f32("rope_freqs", "sin", sin, kind, {cos.dim(0), cos.dim(1)});
     if (!(theta > 0.0f)) fail("rope_freqs", "theta must be positive, got " + std::to_string(theta));
+    apart("rope_freqs", "cos", cos, {{"sin", &sin}});
 }
 
 void check_rope_apply(const TrackKind& kind, const Tensor& x, const Tensor& cos, const Tensor& sin,
@@ -231,6 +278,7 @@ void check_rope_apply(const TrackKind& kind, const Tensor& x, const Tensor& cos,
                      " heads");
     rope_tables(op, cos, sin, kind, x.dim(1) / n_heads);
     i32(op, "positions", positions, kind, {x.dim(0)});
+    apart(op, "x", x, {{"cos", &cos}, {"sin", &sin}, {"positions", &positions}});
 }
 
 void check_attention_scores(const TrackKind& kind, const Tensor& scores, const Tensor& q,
@@ -242,6 +290,7 @@ void check_attention_scores(const TrackKind& kind, const Tensor& scores, const T
     head_dim(op, q.dim(1), k.dim(1), n_heads, n_kv_heads);
     f32(op, "scores", scores, kind, {n_heads, q.dim(0), k.dim(0)});
     if (!positions.empty()) i32(op, "positions", positions, kind, {q.dim(0)});
+    apart(op, "scores", scores, {{"q", &q}, {"k", &k}, {"positions", &positions}});
 }
 
 void check_attention_output(const TrackKind& kind, const Tensor& out, const Tensor& probs,
@@ -251,6 +300,7 @@ void check_attention_output(const TrackKind& kind, const Tensor& out, const Tens
     f32(op, "v", v, kind, 2);
     head_dim(op, out.dim(1), v.dim(1), n_heads, n_kv_heads);
     f32(op, "probs", probs, kind, {n_heads, out.dim(0), v.dim(0)});
+    apart(op, "out", out, {{"probs", &probs}, {"v", &v}});
 }
 
 void check_embedding(const TrackKind& kind, const Tensor& out, const Tensor& table,
@@ -258,18 +308,22 @@ void check_embedding(const TrackKind& kind, const Tensor& out, const Tensor& tab
     weight("embedding", "table", table, kind, 2);
     expect("embedding", "ids", ids, kind, DType::I32, 1);
     f32("embedding", "out", out, kind, {ids.dim(0), table.dim(1)});
+    apart("embedding", "out", out, {{"table", &table}, {"ids", &ids}});
 }
 
 void check_add(const TrackKind& kind, const Tensor& out, const Tensor& a, const Tensor& b, Stream) {
     f32("add", "a", a, kind, a.ndim);
     f32_like("add", "b", b, kind, a);
     f32_like("add", "out", out, kind, a);
+    whole_or_apart("add", "out", out, "a", a);
+    whole_or_apart("add", "out", out, "b", b);
 }
 
 void check_argmax(const TrackKind& kind, const Tensor& out, const Tensor& x, Stream) {
     f32("argmax", "x", x, kind, 2);
     if (x.dim(1) < 1) fail("argmax", "rows need at least one column, got " + x.str());
     i32("argmax", "out", out, kind, {x.dim(0)});
+    apart("argmax", "out", out, {{"x", &x}});
 }
 
 void check_cache_write(const TrackKind& kind, const Tensor& cache, const Tensor& rows,
@@ -278,6 +332,7 @@ void check_cache_write(const TrackKind& kind, const Tensor& cache, const Tensor&
     f32("cache_write", "cache", cache, kind, 2);
     f32("cache_write", "cache", cache, kind, {cache.dim(0), rows.dim(1)});
     i32("cache_write", "positions", positions, kind, {rows.dim(0)});
+    apart("cache_write", "cache", cache, {{"rows", &rows}, {"positions", &positions}});
 }
 
 // ---------------------------------------------------------------- fused
@@ -293,12 +348,18 @@ void check_attention(const TrackKind& kind, const Tensor& out, const Tensor& q, 
     f32(op, "out", out, kind, {q.dim(0), q.dim(1)});
     if (!positions.empty()) i32(op, "positions", positions, kind, {q.dim(0)});
     optional_f32(op, "scratch", scratch, kind, {n_heads, q.dim(0), k.dim(0)});
+    const Named inputs = {{"q", &q}, {"k", &k}, {"v", &v}, {"positions", &positions}};
+    apart(op, "out", out, inputs);
+    apart(op, "out", out, {{"scratch", &scratch}});
+    apart(op, "scratch", scratch, inputs);
 }
 
 void check_add_layernorm(const TrackKind& kind, const Tensor& residual, const Tensor& normed,
                          const Tensor& x, const Tensor& w, const Tensor& bias, float, Stream) {
     norm("add_layernorm", normed, x, w, &bias, kind);
     f32("add_layernorm", "residual", residual, kind, {x.dim(0), x.dim(1)});
+    apart("add_layernorm", "residual", residual, {{"x", &x}, {"weight", &w}, {"bias", &bias}});
+    apart("add_layernorm", "normed", normed, {{"residual", &residual}});
 }
 
 void check_linear_gelu(const TrackKind& kind, const Tensor& out, const Tensor& x, const Tensor& w,
@@ -328,6 +389,8 @@ void check_linear_residual(const TrackKind& kind, const Tensor& residual, const 
     weight(op, "weight", w, kind, {w.dim(0), x.dim(1)});
     f32(op, "residual", residual, kind, {x.dim(0), w.dim(0)});
     optional_f32(op, "scratch", scratch, kind, {x.dim(0), w.dim(0)});
+    apart(op, "residual", residual, {{"x", &x}, {"weight", &w}, {"scratch", &scratch}});
+    apart(op, "scratch", scratch, {{"x", &x}, {"weight", &w}});
 }
 
 void check_rmsnorm_gate_up_silu(const TrackKind& kind, const Tensor& out, const Tensor& x,
@@ -338,6 +401,7 @@ void check_rmsnorm_gate_up_silu(const TrackKind& kind, const Tensor& out, const 
     gate_up(op, out, x, w_gate, w_up, scratch, kind);
     f32(op, "norm_weight", norm_weight, kind, {x.dim(1)});
     f32(op, "normed", normed, kind, {x.dim(0), x.dim(1)});
+    apart(op, "normed", normed, {{"x", &x}, {"norm_weight", &norm_weight}, {"out", &out}, {"scratch", &scratch}});
 }
 
 void check_rmsnorm_qkv_rope_cache(const TrackKind& kind, const Tensor& q, const Tensor& k_cache,
@@ -351,6 +415,8 @@ void check_rmsnorm_qkv_rope_cache(const TrackKind& kind, const Tensor& q, const 
         kind);
     f32(op, "norm_weight", norm_weight, kind, {x.dim(1)});
     f32(op, "normed", normed, kind, {x.dim(0), x.dim(1)});
+    apart(op, "normed", normed, {{"x", &x}, {"norm_weight", &norm_weight}, {"q", &q}, {"k_cache", &k_cache},
+                                 {"v_cache", &v_cache}, {"k", &k}, {"v", &v}});
 }
 
 }  // namespace glmasr

@@ -6,8 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <iterator>
+#include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "glmasr/contract.h"
 #include "glmasr/error.h"
@@ -18,14 +19,22 @@ namespace {
 constexpr TrackKind kF32Host{Device::Host, DType::F32};
 constexpr TrackKind kBf16Cuda{Device::Cuda, DType::BF16};
 
-// Tensors of any shape over one arena (the checks never read it).
-alignas(16) float arena[1 << 16];
+// Tensors of any shape, each in memory of its own within one arena (the checks never read it;
+// they do compare addresses, for the in-place rules).
+alignas(16) float arena[1 << 20];
 
 struct Maker {
     TrackKind kind;
-    Tensor f32(std::initializer_list<int64_t> dims) const { return {arena, DType::F32, kind.device, dims}; }
-    Tensor i32(std::initializer_list<int64_t> dims) const { return {arena, DType::I32, kind.device, dims}; }
-    Tensor w(std::initializer_list<int64_t> dims) const { return {arena, kind.weight_dtype, kind.device, dims}; }
+    int64_t used = 0;  // floats handed out so far
+    Tensor make(DType dtype, Device device, std::initializer_list<int64_t> dims) {
+        Tensor t(arena + used, dtype, device, dims);
+        used += (t.numel() * int64_t(dtype_size(dtype)) + 15) / 16 * 4;  // 16-byte steps
+        if (used > int64_t(std::size(arena))) throw std::runtime_error("test arena too small");
+        return t;
+    }
+    Tensor f32(std::initializer_list<int64_t> dims) { return make(DType::F32, kind.device, dims); }
+    Tensor i32(std::initializer_list<int64_t> dims) { return make(DType::I32, kind.device, dims); }
+    Tensor w(std::initializer_list<int64_t> dims) { return make(kind.weight_dtype, kind.device, dims); }
 };
 
 // `call` must throw an Error that starts "<op>: <what>".
@@ -45,11 +54,11 @@ protected:
     TrackKind kind = GetParam();
     Maker m{kind};
     // A tensor of the wrong device or of the wrong weight dtype for this kind.
-    Tensor other_device(std::initializer_list<int64_t> dims) const {
-        return {arena, DType::F32, kind.device == Device::Host ? Device::Cuda : Device::Host, dims};
+    Tensor other_device(std::initializer_list<int64_t> dims) {
+        return m.make(DType::F32, kind.device == Device::Host ? Device::Cuda : Device::Host, dims);
     }
-    Tensor wrong_weight(std::initializer_list<int64_t> dims) const {
-        return {arena, kind.weight_dtype == DType::F32 ? DType::BF16 : DType::F32, kind.device, dims};
+    Tensor wrong_weight(std::initializer_list<int64_t> dims) {
+        return m.make(kind.weight_dtype == DType::F32 ? DType::BF16 : DType::F32, kind.device, dims);
     }
 };
 
@@ -69,7 +78,7 @@ TEST_P(Contract, DataAlignmentAndSizes) {
     expect_refused("linear", "x has no data", [&] { check_linear(kind, m.f32({2, 4}), no_data, m.w({4, 3}), Tensor{}, nullptr); });
     const Tensor odd{reinterpret_cast<char*>(arena) + 2, DType::F32, kind.device, {2, 3}};
     expect_refused("linear", "x is not aligned", [&] { check_linear(kind, m.f32({2, 4}), odd, m.w({4, 3}), Tensor{}, nullptr); });
-    const Tensor huge = m.f32({int64_t(1) << 31, 3});
+    const Tensor huge{arena, DType::F32, kind.device, {int64_t(1) << 31, 3}};
     expect_refused("linear", "x has a size outside", [&] { check_linear(kind, m.f32({2, 4}), huge, m.w({4, 3}), Tensor{}, nullptr); });
     // No elements, no data needed.
     check_linear(kind, Tensor{nullptr, DType::F32, kind.device, {0, 4}}, Tensor{nullptr, DType::F32, kind.device, {0, 3}},
@@ -193,6 +202,36 @@ TEST_P(Contract, QkvRopeCache) {
                                      m.w({24, 8}), m.w({12, 8}), m.w({12, 8}), m.f32({32, 2}), m.f32({32, 2}), m.i32({2}),
                                      m.f32({2, 7}), m.f32({2, 12}), m.f32({2, 12}), 1e-6f, 4, 2, nullptr);
     });
+}
+
+TEST_P(Contract, InPlaceRules) {
+    // Allowed: the same tensor as out and input where ops.h says "in place allowed".
+    const Tensor x = m.f32({2, 4}), y = m.f32({2, 4});
+    check_gelu(kind, x, x, nullptr);
+    check_softmax(kind, x, x, nullptr);
+    check_add(kind, y, x, y, nullptr);
+    check_silu_mul(kind, x, x, y, nullptr);
+    // A shifted view of the same memory is never in place: rows 1..2 of a (3, 4) buffer.
+    const Tensor rows3 = m.f32({3, 4});
+    const Tensor shifted = rows3.rows(1, 2), first = rows3.rows(0, 2);
+    expect_refused("gelu", "out partly overlaps x", [&] { check_gelu(kind, shifted, first, nullptr); });
+    expect_refused("add", "out partly overlaps b", [&] { check_add(kind, shifted, y, first, nullptr); });
+    // Not in place at all: the norms (ops.h), the products, gathers and reductions.
+    expect_refused("rmsnorm", "out overlaps x", [&] { check_rmsnorm(kind, x, x, m.f32({4}), 1e-5f, nullptr); });
+    expect_refused("layernorm", "out overlaps x", [&] {
+        check_layernorm(kind, x, x, m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
+    const Tensor square = m.f32({4, 4});
+    expect_refused("linear", "out overlaps x", [&] { check_linear(kind, square, square, m.w({4, 4}), Tensor{}, nullptr); });
+    const Tensor logits = m.f32({2, 5});
+    expect_refused("argmax", "out overlaps x", [&] {
+        check_argmax(kind, Tensor(logits.data, DType::I32, kind.device, {2}), logits, nullptr); });
+    const Tensor kv = m.f32({2, 12});
+    expect_refused("qkv_rope_cache", "k overlaps v", [&] {
+        check_qkv_rope_cache(kind, m.f32({2, 24}), m.f32({16, 12}), m.f32({16, 12}), m.f32({2, 8}), m.w({24, 8}),
+                             m.w({12, 8}), m.w({12, 8}), m.f32({32, 2}), m.f32({32, 2}), m.i32({2}), kv, kv, 4, 2,
+                             nullptr); });
+    expect_refused("add_layernorm", "normed overlaps residual", [&] {
+        check_add_layernorm(kind, y, y, x, m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Contract, ::testing::Values(kF32Host, kBf16Cuda),

@@ -21,7 +21,8 @@
 //   * activations are always f32; "matrix" weights (linear, conv1d, embedding) are f32 or bf16,
 //     as the track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
 //   * an optional input (a bias) is an empty Tensor;
-//   * `out` may alias an input where the entry says "in place allowed";
+//   * `out` may be an input (the same tensor, never a shifted view of it) where the entry says
+//     "in place allowed", and shares no memory with any input elsewhere (checked);
 //   * every entry is capture-safe: it enqueues work on `stream` and returns, with no host
 //     synchronisation and no allocation, so a whole decode step can be recorded as a CUDA graph.
 //     That is why positions live in device memory (`positions`), never in an int argument.
@@ -56,12 +57,12 @@ struct Ops {
                    int stride, int padding, Stream stream);
 
     // out(R, D) = (x − mean) / sqrt(var + eps) · weight(D) + bias(D), biased variance; out must
-    // not overlap x (not in place: the driver never asks, the tests never try) [nn.LayerNorm]
+    // not overlap x (not in place)                                           [nn.LayerNorm]
     void (*layernorm)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
                       float eps, Stream stream);
 
     // out(R, D) = x · rsqrt(mean(x²) + eps) · weight(D); out must not overlap x (not in
-    // place: the driver never asks, the tests never try)                   [LlamaRMSNorm]
+    // place)                                                               [LlamaRMSNorm]
     void (*rmsnorm)(const Tensor& out, const Tensor& x, const Tensor& weight, float eps,
                     Stream stream);
 
