@@ -135,6 +135,16 @@ void rope_tables(const char* op, const Tensor& cos, const Tensor& sin, const Tra
                      std::to_string(head_dim));
 }
 
+// silu_mul and add: a rank-`rank` input, a second one and out of its shape; in place over either.
+void binary(const char* op, const char* a_name, const char* b_name, const Tensor& out,
+            const Tensor& a, const Tensor& b, int rank, const TrackKind& kind) {
+    f32(op, a_name, a, kind, rank);
+    f32_like(op, b_name, b, kind, a);
+    f32_like(op, "out", out, kind, a);
+    whole_or_apart(op, "out", out, a_name, a);
+    whole_or_apart(op, "out", out, b_name, b);
+}
+
 // rmsnorm and layernorm: x(R, D), out(R, D), weight(D) [, bias(D)].
 void norm(const char* op, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
           const TrackKind& kind) {
@@ -248,11 +258,7 @@ void check_gelu(const TrackKind& kind, const Tensor& out, const Tensor& x, Strea
 
 void check_silu_mul(const TrackKind& kind, const Tensor& out, const Tensor& gate, const Tensor& up,
                     Stream) {
-    f32("silu_mul", "gate", gate, kind, 2);
-    f32_like("silu_mul", "up", up, kind, gate);
-    f32_like("silu_mul", "out", out, kind, gate);
-    whole_or_apart("silu_mul", "out", out, "gate", gate);
-    whole_or_apart("silu_mul", "out", out, "up", up);
+    binary("silu_mul", "gate", "up", out, gate, up, 2, kind);
 }
 
 void check_softmax(const TrackKind& kind, const Tensor& out, const Tensor& x, Stream) {
@@ -312,11 +318,7 @@ void check_embedding(const TrackKind& kind, const Tensor& out, const Tensor& tab
 }
 
 void check_add(const TrackKind& kind, const Tensor& out, const Tensor& a, const Tensor& b, Stream) {
-    f32("add", "a", a, kind, a.ndim);
-    f32_like("add", "b", b, kind, a);
-    f32_like("add", "out", out, kind, a);
-    whole_or_apart("add", "out", out, "a", a);
-    whole_or_apart("add", "out", out, "b", b);
+    binary("add", "a", "b", out, a, b, a.ndim, kind);
 }
 
 void check_argmax(const TrackKind& kind, const Tensor& out, const Tensor& x, Stream) {
