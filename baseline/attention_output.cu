@@ -38,11 +38,17 @@ __global__ void attention_output_kernel(float* out,          // (Tq, Hq·D)
     const long long ih = idx / D;              // i · Hq + h
     const int h = static_cast<int>(ih % Hq);
     const long long i = ih / Hq;
-    const int g = h / (Hq / Hkv);  // the KV head this query head reads
+    int g = h / (Hq / Hkv);  // the KV head this query head reads
+    if (GLMASR_BUG(output_gqa_modulo)) g = h % Hkv;  // round-robin, not consecutive groups
     const float* p_row = probs + (static_cast<long long>(h) * Tq + i) * Tk;
     const float* v_col = v + static_cast<long long>(g) * D + d;  // v[j, g·D + d] at j·Hkv·D
     const long long v_stride = static_cast<long long>(Hkv) * D;
     float acc = 0.0f;
+    if (GLMASR_BUG(output_reads_masked_rows)) {  // p = 0 not skipped: 0 · NaN is NaN
+        for (int j = 0; j < Tk; ++j) acc += p_row[j] * v_col[j * v_stride];
+        out[idx] = acc;
+        return;
+    }
     for (int j = 0; j < Tk; ++j) {
         const float p = p_row[j];
         if (p == 0.0f) continue;  // masked key: its cache row may be unwritten (see above)

@@ -41,15 +41,31 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
     const long long hi = idx / Tk;  // h · Tq + i
     const long long i = hi % Tq;
     const int h = static_cast<int>(hi / Tq);
+    if (GLMASR_BUG(scores_mask_ignored)) positions = nullptr;  // every key visible
+    if (GLMASR_BUG(scores_mask_strict)) {  // j ≥ positions[i]: the diagonal hidden too
+        if (positions && j >= positions[i]) {
+            scores[idx] = -INFINITY;
+            return;
+        }
+    }
+    if (GLMASR_BUG(scores_tile_skip)) {  // decided per 64 × 64 tile, by its first query and key
+        if (positions && j - j % 64 > positions[i - i % 64]) {
+            scores[idx] = -INFINITY;
+            return;
+        }
+    }
     if (positions && j > positions[i]) {
         scores[idx] = -INFINITY;
         return;
     }
-    const int g = h / (Hq / Hkv);  // the KV head this query head reads
+    int g = h / (Hq / Hkv);  // the KV head this query head reads
+    if (GLMASR_BUG(scores_gqa_modulo)) g = h % Hkv;  // round-robin, not consecutive groups
     const float* q_row = q + i * Hq * D + static_cast<long long>(h) * D;
     const float* k_row = k + j * Hkv * D + static_cast<long long>(g) * D;
     float dot = 0.0f;
     for (int d = 0; d < D; ++d) dot += q_row[d] * k_row[d];
+    if (GLMASR_BUG(scores_no_scale)) scale = 1.0f;
+    if (GLMASR_BUG(scores_own_scale)) scale = rsqrtf(static_cast<float>(D));  // not the argument
     scores[idx] = dot * scale;
 }
 

@@ -29,8 +29,14 @@ __global__ void gelu_kernel(float* out,      // (n), may equal x
                             const float* x,  // (n)
                             long long n) {
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (GLMASR_BUG(gelu_tail_overrun)) n += 1;  // the bounds check becomes i > n
     if (i >= n) return;
     const float v = x[i];
+    if (GLMASR_BUG(gelu_tanh)) {  // ½x(1 + tanh(√(2/π)(x + 0.044715x³))), PyTorch's "tanh"
+        constexpr float kSqrt2OverPi = 0.79788456080286535588f;  // √(2/π)
+        out[i] = 0.5f * v * (1.0f + tanhf(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+        return;
+    }
     out[i] = 0.5f * v * (1.0f + erff(v * kInvSqrt2));
 }
 
@@ -38,6 +44,7 @@ __global__ void gelu_kernel(float* out,      // (n), may equal x
 
 void gelu(float* out, const float* x, long long n, cudaStream_t stream) {
     if (n == 0) return;  // a launch of zero blocks is an error
+    GLMASR_BUG_ALTERNATIVE(gelu_float4_unaligned, out, x, n, stream);
     gelu_kernel<<<cuda::blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(out, x, n);
     CUDA_CHECK_LAUNCH();
 }

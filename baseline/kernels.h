@@ -22,6 +22,17 @@
 #pragma once
 
 #include <cuda_runtime.h>
+// GLMASR_BUG hooks: begin
+// The buggy track's hooks in these files (grader/buggy/hooks.h): compiled in only where
+// grader/buggy/ builds glmasr_buggy from them; the real baseline compiles every hook out.
+// tools/handout/bug_hooks.py strips this block and every hook from the handout.
+#ifdef GLMASR_BUGGY_BUILD
+#include "grader/buggy/hooks.h"
+#else
+#define GLMASR_BUG(name) false
+#define GLMASR_BUG_ALTERNATIVE(name, ...)
+#endif
+// GLMASR_BUG hooks: end
 
 namespace glmasr::baseline {
 

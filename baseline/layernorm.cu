@@ -47,7 +47,18 @@ __global__ void layernorm_kernel(float* out,      // (rows, dim), may equal x
         const float centred = x_row[c] - mean;
         sum_sq += centred * centred;
     }
-    const float inv_std = rsqrtf(sum_sq / static_cast<float>(dim) + eps);
+    float inv_std = rsqrtf(sum_sq / static_cast<float>(dim) + eps);
+    if (GLMASR_BUG(layernorm_unbiased_variance)) inv_std = rsqrtf(sum_sq / (dim - 1) + eps);
+    if (GLMASR_BUG(layernorm_one_pass_variance)) {  // E[x²] − mean², both sums in f32
+        float sum_x2 = 0.0f;
+        for (int c = 0; c < dim; ++c) sum_x2 += x_row[c] * x_row[c];
+        const float var = sum_x2 / dim - mean * mean;
+        inv_std = rsqrtf(var + eps);
+    }
+    if (GLMASR_BUG(layernorm_no_bias)) {
+        for (int c = 0; c < dim; ++c) out_row[c] = (x_row[c] - mean) * inv_std * w[c];
+        return;
+    }
 
     // Each element is read before it is written, by the same thread: safe in place.
     for (int c = 0; c < dim; ++c) out_row[c] = (x_row[c] - mean) * inv_std * w[c] + b[c];

@@ -39,8 +39,14 @@ __global__ void linear_kernel(float* out,         // (M, N)
     const long long n = idx % N;
     const float* x_row = x + m * K;
     const float* w_row = w + n * K;
+    if (GLMASR_BUG(linear_k_off_by_one)) K -= 1;  // the loop stops at k < K − 1
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) acc += x_row[k] * w_row[k];
+    if (GLMASR_BUG(linear_transposed_weight)) {  // w read as (K, N): w[k·N + n]
+        acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += x_row[k] * w[static_cast<long long>(k) * N + n];
+    }
+    if (GLMASR_BUG(linear_no_bias)) bias = nullptr;
     out[idx] = bias ? acc + bias[n] : acc;
 }
 

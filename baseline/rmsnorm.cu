@@ -35,7 +35,14 @@ __global__ void rmsnorm_kernel(float* out,      // (rows, dim), may equal x
 
     float sum_sq = 0.0f;
     for (int c = 0; c < dim; ++c) sum_sq += x_row[c] * x_row[c];
-    const float inv_rms = rsqrtf(sum_sq / static_cast<float>(dim) + eps);
+    float inv_rms = rsqrtf(sum_sq / static_cast<float>(dim) + eps);
+    if (GLMASR_BUG(rmsnorm_dim_minus_1)) inv_rms = rsqrtf(sum_sq / (dim - 1) + eps);
+    if (GLMASR_BUG(rmsnorm_eps_outside_sqrt)) inv_rms = 1.0f / (sqrtf(sum_sq / dim) + eps);
+    if (GLMASR_BUG(rmsnorm_no_eps)) inv_rms = rsqrtf(sum_sq / dim);
+    if (GLMASR_BUG(rmsnorm_no_weight)) {
+        for (int c = 0; c < dim; ++c) out_row[c] = x_row[c] * inv_rms;
+        return;
+    }
 
     // Each element is read before it is written, by the same thread: safe in place.
     for (int c = 0; c < dim; ++c) out_row[c] = x_row[c] * inv_rms * w[c];
@@ -46,6 +53,7 @@ __global__ void rmsnorm_kernel(float* out,      // (rows, dim), may equal x
 void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, float eps,
              cudaStream_t stream) {
     if (rows == 0 || dim == 0) return;  // a launch of zero blocks is an error
+    GLMASR_BUG_ALTERNATIVE(rmsnorm_block_race, out, x, w, rows, dim, eps, stream);
     rmsnorm_kernel<<<cuda::blocks_for(rows, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
         out, x, w, rows, dim, eps);
     CUDA_CHECK_LAUNCH();

@@ -40,7 +40,8 @@ __global__ void rope_freqs_kernel(float* cos_out,  // (n_positions, half)
     if (i >= static_cast<long long>(n_positions) * half) return;
     const int p = static_cast<int>(i / half);
     const int j = static_cast<int>(i % half);
-    const float rotary_dim = static_cast<float>(2 * half);
+    float rotary_dim = static_cast<float>(2 * half);
+    if (GLMASR_BUG(rope_freqs_exponent)) rotary_dim = static_cast<float>(half);  // θ^(−2j / half)
     const float inv_freq = 1.0f / powf(theta, static_cast<float>(2 * j) / rotary_dim);
     const float angle = static_cast<float>(p) * inv_freq;
     cos_out[i] = cosf(angle);
@@ -58,6 +59,7 @@ __global__ void rope_apply_kernel(float* x,               // (T, n_heads·head_d
     const long long th = i / half;  // t · n_heads + head: the head's row in x viewed (T·H, hd)
     const long long t = th / n_heads;
     float* x_head = x + th * head_dim;
+    if (GLMASR_BUG(rope_apply_head_stride)) x_head = x + th * (2 * half);  // not head_dim
     const int p = positions[t];
     // A negative position is a driver bug: poison the pair rather than read before the table.
     // (The launcher is not told P, so a position past the table's end cannot be caught here.)
@@ -66,7 +68,15 @@ __global__ void rope_apply_kernel(float* x,               // (T, n_heads·head_d
         return;
     }
     const float c = cos_tab[static_cast<long long>(p) * half + j];
-    const float s = sin_tab[static_cast<long long>(p) * half + j];
+    float s = sin_tab[static_cast<long long>(p) * half + j];
+    if (GLMASR_BUG(rope_apply_wrong_sign)) s = -s;  // a rotation by −angle
+    if (GLMASR_BUG(rope_apply_interleaved)) {  // GPT-J pairs (2j, 2j + 1), not (j, j + half)
+        const float a = x_head[2 * j];
+        const float b = x_head[2 * j + 1];
+        x_head[2 * j] = a * c - b * s;
+        x_head[2 * j + 1] = b * c + a * s;
+        return;
+    }
     // This thread alone owns the pair (j, j + half): read both, then write both.
     const float a = x_head[j];
     const float b = x_head[j + half];

@@ -27,6 +27,18 @@ __global__ void silu_mul_kernel(float* out,         // (n), may equal gate or up
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float g = gate[i];
+    if (GLMASR_BUG(silu_mul_sigmoid)) {  // sigmoid(g) · up: silu's factor g missing
+        out[i] = 1.0f / (1.0f + expf(-g)) * up[i];
+        return;
+    }
+    if (GLMASR_BUG(silu_mul_swapped)) {  // silu(up) · gate
+        out[i] = up[i] / (1.0f + expf(-up[i])) * gate[i];
+        return;
+    }
+    if (GLMASR_BUG(silu_mul_exp_ratio)) {  // g·e^g / (1 + e^g): inf / inf once e^g overflows
+        out[i] = g * expf(g) / (1.0f + expf(g)) * up[i];
+        return;
+    }
     out[i] = g / (1.0f + expf(-g)) * up[i];
 }
 

@@ -38,9 +38,22 @@ __global__ void softmax_kernel(float* out,      // (rows, cols), may equal x
     if (r >= rows) return;
     const float* x_row = x + r * cols;
     float* out_row = out + r * cols;
+    if (GLMASR_BUG(softmax_row_cap)) cols = min(cols, 8192);  // the model's longest context
+    if (GLMASR_BUG(softmax_no_max)) {  // exp(x) / Σ exp(x): expf overflows past x ≈ 88.7
+        float sum = 0.0f;
+        for (int c = 0; c < cols; ++c) sum += expf(x_row[c]);
+        for (int c = 0; c < cols; ++c) out_row[c] = expf(x_row[c]) / sum;
+        return;
+    }
 
     float row_max = -INFINITY;
     for (int c = 0; c < cols; ++c) row_max = fmaxf(row_max, x_row[c]);
+    if (GLMASR_BUG(softmax_masked_row_nan)) {  // as if the special case fell through to NaN
+        if (row_max == -INFINITY) {
+            for (int c = 0; c < cols; ++c) out_row[c] = NAN;
+            return;
+        }
+    }
     if (row_max == -INFINITY) {  // fully masked: −inf − (−inf) would be NaN
         for (int c = 0; c < cols; ++c) out_row[c] = 0.0f;
         return;
@@ -57,6 +70,7 @@ __global__ void softmax_kernel(float* out,      // (rows, cols), may equal x
 
 void softmax(float* out, const float* x, int rows, int cols, cudaStream_t stream) {
     if (rows == 0 || cols == 0) return;  // a launch of zero blocks is an error
+    GLMASR_BUG_ALTERNATIVE(softmax_max_scratch_unwritten, out, x, rows, cols, stream);
     softmax_kernel<<<cuda::blocks_for(rows, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
         out, x, rows, cols);
     CUDA_CHECK_LAUNCH();

@@ -2,7 +2,13 @@
 """check_caught.py — the CTest test grader.buggy_caught: every mistake of the buggy track must
 be caught by its kernel suite, the way bugs.def says.
 
-For each line BUG(name, suite, caught_by, "...") of bugs.def it runs
+First, with no mistake switched on, the buggy track must be the baseline bit for bit: every
+kernel suite (grader/tests/test_*.cpp) runs as
+
+    GLMASR_TRACK=baseline,buggy GLMASR_BUG=none GLMASR_TEST_BITWISE=1 <tests-dir>/test_<suite>
+
+(both tracks get the same inputs, and every output they download must be byte-equal) and must
+exit 0. Then, for each line BUG(name, suite, caught_by, "...") of bugs.def, it runs
 
     GLMASR_TRACK=buggy GLMASR_BUG=<name> <tests-dir>/test_<suite> --gtest_output=json:<file>
 
@@ -64,10 +70,10 @@ def read_bugs(path):
     return bugs
 
 
-def run_suite(exe, bug, timeout, wrapper=(), gtest_filter=None, track="buggy"):
+def run_suite(exe, bug, timeout, wrapper=(), gtest_filter=None, track="buggy", extra_env=None):
     """Runs one suite on the buggy track (or `track`), under `wrapper` (a sanitizer command) if
     given; returns (exit code or None on timeout, report, output)."""
-    env = dict(os.environ, GLMASR_TRACK=track, GLMASR_BUG=bug)
+    env = dict(os.environ, GLMASR_TRACK=track, GLMASR_BUG=bug, **(extra_env or {}))
     with tempfile.TemporaryDirectory() as tmp:
         report_path = os.path.join(tmp, "report.json")
         cmd = [*wrapper, exe, f"--gtest_output=json:{report_path}"]
@@ -138,6 +144,13 @@ def sanitizer_verdict(code, clean_control):
     return f"SURVIVED: the sanitizer exited {code}, not with errors ({score.SANITIZER_ERROR})"
 
 
+def all_suites():
+    """Every kernel suite: the names <suite> of grader/tests/test_<suite>.cpp."""
+    tests = os.path.join(os.path.dirname(HERE), "tests")
+    return sorted(f[len("test_"):-len(".cpp")] for f in os.listdir(tests)
+                  if f.startswith("test_") and f.endswith(".cpp"))
+
+
 def tail(text, lines=30):
     """The last lines of a child's output, with GoogleTest's skip summary defused for CTest."""
     kept = text.rstrip().splitlines()[-lines:]
@@ -184,6 +197,21 @@ def main():
     print(f"unknown GLMASR_BUG refused: {'yes' if refused else 'NO (' + first + ')'}")
     if not refused:
         print(tail(output))
+
+    # With GLMASR_BUG=none the buggy track must compute exactly what the baseline does: both are
+    # built from baseline/*.cu, the buggy one with its hooks compiled in (grader/buggy/hooks.h).
+    suites = sorted({b[1] for b in bugs}) if args.bug else all_suites()
+    unequal = []
+    for suite in suites:
+        code, report, output = run_suite(exe_of(suite), "none", args.timeout, track="baseline,buggy",
+                                         extra_env={"GLMASR_TEST_BITWISE": "1"})
+        if code != 0:
+            unequal.append(suite)
+            print(f"bitwise: test_{suite} exit {code}: the buggy track with GLMASR_BUG=none is not the "
+                  f"baseline bit for bit (or a case failed)\n  rerun: GLMASR_TRACK=baseline,buggy "
+                  f"GLMASR_BUG=none GLMASR_TEST_BITWISE=1 {exe_of(suite)}\n{tail(output)}")
+    print(f"bitwise, GLMASR_BUG=none against the baseline: {len(suites) - len(unequal)} of {len(suites)} "
+          f"suites byte-equal" + (f"; NOT: {', '.join(unequal)}" if unequal else ""))
 
     # The sanitizer runs, as grade.py's sanitizer pass makes them: the rubric's program and
     # filter. Each (suite, tool) is first run on the baseline, which must be clean.
@@ -235,8 +263,9 @@ def main():
               f"{os.path.join(args.tests_dir, 'test_' + suite)}\n{tail(output)}")
     caught = len(rows) - len(missed)
     print(f"\n{caught} of {len(rows)} mistakes caught"
-          + ("" if refused else "; an unknown GLMASR_BUG was not refused"))
-    return 0 if not missed and refused else 1
+          + ("" if refused else "; an unknown GLMASR_BUG was not refused")
+          + (f"; GLMASR_BUG=none differs from the baseline in {', '.join(unequal)}" if unequal else ""))
+    return 0 if not missed and refused and not unequal else 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-// track.cu — the buggy track (see bugs.h): GLMASR_BUG picks the one active mistake, and the
-// launchers of this directory, with the baseline's for the ops that have no mistakes here, form
-// its Fp32Kernels table.
+// track.cu — the buggy track (see hooks.h): GLMASR_BUG picks the one active mistake; the
+// baseline's launchers, compiled into namespace glmasr::buggy with their hooks, form its
+// Fp32Kernels table.
 #include <cstdlib>
 #include <string>
+#include <vector>
 
-#include "bugs.h"
+#include "baseline/kernels.h"  // the launchers, in namespace glmasr::buggy here; hooks.h
 #include "glmasr/error.h"
 #include "glmasr/fp32_kernels.h"
 #include "glmasr/track.h"
@@ -21,12 +22,24 @@ struct BugName {
     const char* name;
 };
 constexpr BugName kBugNames[] = {
+    {Bug::none, "none"},
 #define BUG(name, suite, caught_by, what) {Bug::name, #name},
 #include "bugs.def"
 #undef BUG
 };
 
+// The setters of every file's __constant__ copy of the bug (hooks.h).
+std::vector<void (*)(Bug)>& device_bug_setters() {
+    static std::vector<void (*)(Bug)> setters;
+    return setters;
+}
+
 }  // namespace
+
+int register_device_bug_setter(void (*set)(Bug)) {
+    device_bug_setters().push_back(set);
+    return static_cast<int>(device_bug_setters().size());
+}
 
 Bug active_bug() {
     const char* env = std::getenv("GLMASR_BUG");
@@ -45,7 +58,7 @@ Bug active_bug() {
 extern const cuda::Fp32Kernels kBuggyKernels;
 const cuda::Fp32Kernels kBuggyKernels = {
     .linear = &linear,
-    .conv1d = &baseline::conv1d,
+    .conv1d = &conv1d,
     .layernorm = &layernorm,
     .rmsnorm = &rmsnorm,
     .gelu = &gelu,
@@ -56,15 +69,18 @@ const cuda::Fp32Kernels kBuggyKernels = {
     .attention_scores = &attention_scores,
     .attention_output = &attention_output,
     .embedding = &embedding,
-    .add = &baseline::add,
-    .argmax = &baseline::argmax,
-    .cache_write = &baseline::cache_write,
+    .add = &add,
+    .argmax = &argmax,
+    .cache_write = &cache_write,
 };
 
 }  // namespace buggy
 
 const Track& buggy_track() {
-    buggy::active_bug();  // a run without a valid GLMASR_BUG fails here, before any op
+    // A run without a valid GLMASR_BUG fails here, before any op. The kernels' copies of the bug
+    // are set on every call: cheap, and right whatever the test did to the device before.
+    const buggy::Bug bug = buggy::active_bug();
+    for (void (*set)(buggy::Bug) : buggy::device_bug_setters()) set(bug);
     static const Track track{"buggy",
                              "the baseline with the one mistake GLMASR_BUG names (tests only)",
                              Device::Cuda, DType::F32, cuda::fp32_ops<buggy::kBuggyKernels>()};

@@ -4,7 +4,8 @@ the baseline track's kernels.
 
     python3 grader/cheats/baseline_submission.py OUT
 
-Writes OUT/student/: every baseline/<kernel>.cu (not track.cu) and baseline/kernels.h with the
+Writes OUT/student/: every baseline/<kernel>.cu (not track.cu) and baseline/kernels.h, without
+the buggy track's hooks (tools/handout/bug_hooks.py, as the handout ships them) and with the
 namespace glmasr::baseline renamed glmasr::student (the header keeps the student's kTodo, which
 the stubs test), plus student/track.cu as it is. The baseline
 has the student's launchers (same signatures, same files), so this is what a student who wrote
@@ -21,6 +22,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools", "handout"))
+import bug_hooks  # noqa: E402  (the buggy track's hooks out of baseline/)
 
 
 def files(root=ROOT):
@@ -30,7 +33,7 @@ def files(root=ROOT):
             return f.read()
 
     def renamed(path):
-        text = read(path).replace("glmasr::baseline", "glmasr::student")
+        text = bug_hooks.strip(read(path), path).replace("glmasr::baseline", "glmasr::student")
         return f"// Generated from {path} by grader/cheats/baseline_submission.py.\n{text}"
 
     kernels = sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "baseline/*.cu"))

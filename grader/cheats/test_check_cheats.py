@@ -89,6 +89,7 @@ class Controls(unittest.TestCase):
         self.assertEqual(stubs - set(files), set())
         for path, text in files.items():
             self.assertNotIn("glmasr::baseline", text, path)
+            self.assertNotIn("GLMASR_BUG", text, path)  # the buggy track's hooks stripped
         self.assertIn("namespace glmasr::student {", files["student/linear.cu"])
         self.assertNotIn("kTodo) throw", "".join(files.values()))
 

@@ -9,7 +9,11 @@
 //   GLMASR_TRACK=cpu ...                        the oracle against itself: checks the harness on
 //                                               a machine without a GPU (slow on big shapes)
 //   GLMASR_TRACK=buggy GLMASR_BUG=gelu_tanh ... the self-test: the baseline with one deliberate
-//                                               mistake, which must fail (grader/buggy/bugs.h)
+//                                               mistake, which must fail (grader/buggy/hooks.h)
+//   GLMASR_TRACK=baseline,buggy GLMASR_BUG=none GLMASR_TEST_BITWISE=1 ...
+//                                               every track gets the first track's inputs, and
+//                                               every output they download must be byte-equal:
+//                                               the buggy track with no mistake is the baseline
 //
 // Rules every test follows (docs/grading.md relies on them):
 //   * fresh inputs for every call: each track is called twice per case, and every call draws
@@ -102,6 +106,12 @@ inline bool verbose() {
     return env && *env && std::strcmp(env, "0") != 0;
 }
 
+// GLMASR_TEST_BITWISE=1: the tracks under test must agree bit for bit (Bitwise below).
+inline bool bitwise() {
+    const char* env = std::getenv("GLMASR_TEST_BITWISE");
+    return env && *env && std::strcmp(env, "0") != 0;
+}
+
 // The tracks under test can run here: GPU tracks need a GPU. ("cpu", the oracle itself, runs
 // anywhere: GLMASR_TRACK=cpu checks the harness on a machine without a GPU.)
 inline bool tracks_can_run() {
@@ -137,7 +147,8 @@ inline std::string current_test_name() {
 // ------------------------------------------------------------------ random inputs
 
 // Random values for one call: the stream depends on the seed, the test, the track and the call
-// number, so every call sees values no earlier call saw, and a failure replays exactly. Values
+// number, so every call sees values no earlier call saw, and a failure replays exactly (in
+// bitwise mode every track is given the first track's name, so all see the same values). Values
 // are counter-based (element i of a tensor is a hash of the tensor's key and i), so the 121 M
 // entries of a vocabulary-sized table fill in parallel in a fraction of a second and do not
 // depend on the number of threads.
@@ -275,6 +286,32 @@ inline const std::vector<unsigned char>& canary() {
     return bytes;
 }
 
+// Bitwise mode (GLMASR_TEST_BITWISE=1): two builds of the same kernels must agree exactly, the
+// check that the buggy track with GLMASR_BUG=none is the baseline (grader/buggy/check_caught.py
+// runs it first). Every track then gets the inputs of the first track listed (Inputs), every
+// download of a call is kept in order (bitwise_record), and for_each_track compares each later
+// track's downloads with the first track's once all have run (bitwise_compare).
+struct Download {
+    std::string tensor;  // "f32[19, 111] cuda"
+    std::vector<int64_t> shape;
+    bool is_f32 = true;
+    std::vector<unsigned char> bytes;
+};
+using Downloads = std::vector<Download>;  // one call's downloads, in order
+// Where downloads go now (set by for_each_track per track and call; null: not kept).
+inline Downloads*& bitwise_sink() {
+    static Downloads* sink = nullptr;
+    return sink;
+}
+template <class T>
+void bitwise_record(const std::vector<T>& values, const Tensor& t) {
+    if (!bitwise_sink()) return;
+    Download d{t.str(), std::vector<int64_t>(t.shape, t.shape + t.ndim), std::is_same_v<T, float>, {}};
+    const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+    d.bytes.assign(bytes, bytes + values.size() * sizeof(T));
+    bitwise_sink()->push_back(std::move(d));
+}
+
 // A copy of a host tensor in the track's memory, in `dtype` (f32 or bf16 for floats; i32
 // tensors stay i32), between two guard bands, placed as current_placement() says; freed with
 // the object. Tensors are numbered #1, #2, ... in the order a test makes them (the numbering
@@ -349,6 +386,7 @@ private:
         std::vector<T> out(view_.numel());
         backend_->download(out.data(), view_.data, view_.bytes(), backend_->stream());
         backend_->synchronize(backend_->stream());
+        bitwise_record(out, view_);
         return out;
     }
 
@@ -698,6 +736,45 @@ template <class T>
 
 // ------------------------------------------------------------------ running a case on each track
 
+// Bitwise mode: each later track's downloads, call by call, byte-equal to the first track's
+// (log[track][call]); a difference fails the case with its first differing element.
+inline void bitwise_compare(const std::vector<std::string>& names, const std::vector<std::vector<Downloads>>& log) {
+    for (size_t t = 1; t < names.size(); ++t) {
+        for (size_t call = 0; call < std::min(log[0].size(), log[t].size()); ++call) {
+            const Downloads &want = log[0][call], &got = log[t][call];
+            const std::string where = "bitwise: [" + names[t] + "] against [" + names[0] + "], call " +
+                                      std::to_string(call + 1);
+            if (got.size() != want.size()) {
+                ADD_FAILURE() << where << ": " << got.size() << " downloads, " << want.size() << " expected";
+                continue;
+            }
+            for (size_t d = 0; d < want.size(); ++d) {
+                if (got[d].bytes == want[d].bytes) continue;
+                const size_t n = std::min(got[d].bytes.size(), want[d].bytes.size()) / 4;
+                size_t differ = 0, first = n;
+                for (size_t i = 0; i < n; ++i)
+                    if (std::memcmp(&got[d].bytes[4 * i], &want[d].bytes[4 * i], 4) != 0 && differ++ == 0) first = i;
+                std::ostringstream what;
+                what << where << ", download " << d + 1 << " (" << want[d].tensor << "): " << differ << " of " << n
+                     << " elements differ";
+                if (first < n) {
+                    uint32_t g, w;
+                    std::memcpy(&g, &got[d].bytes[4 * first], 4);
+                    std::memcpy(&w, &want[d].bytes[4 * first], 4);
+                    float gf, wf;
+                    std::memcpy(&gf, &g, 4);
+                    std::memcpy(&wf, &w, 4);
+                    what << ", first " << index_str(first, want[d].shape) << ": ";
+                    if (want[d].is_f32) what << gf << " against " << wf << std::hex << " (bits 0x" << g << ", 0x" << w << ")";
+                    else what << int32_t(g) << " against " << int32_t(w);
+                }
+                if (got[d].bytes.size() != want[d].bytes.size()) what << "; sizes differ";
+                ADD_FAILURE() << what.str();
+            }
+        }
+    }
+}
+
 // The entry `name` of a track's table; a null primitive is a failure of that track, not a crash.
 template <class F>
 F entry(F fn, const Track& track, const char* name) {
@@ -711,8 +788,11 @@ F entry(F fn, const Track& track, const char* name) {
 // name, and the other tracks still run.
 template <class Body>
 void for_each_track(Body body, int calls = kCallsPerTrack) {
-    for (const std::string& name : tracks_under_test()) {
+    const std::vector<std::string> names = tracks_under_test();
+    std::vector<std::vector<Downloads>> log;  // bitwise mode: [track][call]
+    for (const std::string& name : names) {
         current_track() = name;
+        log.emplace_back();
         for (int call = 0; call < calls; ++call) {
             const bool aligned = call % 2 == 0;
             current_placement() = aligned ? Placement::Aligned : Placement::Misaligned;
@@ -724,17 +804,23 @@ void for_each_track(Body body, int calls = kCallsPerTrack) {
                 const Track& track = track_under_test(name);
                 track_device() = track.device;
                 if (track.setup) track.setup(track_stream());
-                Inputs inputs(name, call);
+                Inputs inputs(bitwise() ? names.front() : name, call);
+                log.back().emplace_back();
+                if (bitwise()) bitwise_sink() = &log.back().back();
                 body(track, inputs);
+                bitwise_sink() = nullptr;
             } catch (const Error& e) {
+                bitwise_sink() = nullptr;
                 ADD_FAILURE() << "[" << name << "] " << e.what();
                 break;  // the same error would repeat on the next call
             } catch (const std::exception& e) {
+                bitwise_sink() = nullptr;
                 ADD_FAILURE() << "[" << name << "] unexpected exception: " << e.what();
                 break;
             }
         }
     }
+    if (bitwise()) bitwise_compare(names, log);
     current_track().clear();
     current_placement() = Placement::Aligned;
 }

@@ -18,6 +18,8 @@ tarball into a fresh temporary directory and checks, printing one line per check
            no other intermediate form; no relocatable device code (it would need a device link
            the imported target does not do); no host .debug_* section (objdump -h); no
            fingerprint among its strings (embedded source);
+  (a) hooks: no hook of the buggy track (grader/buggy/hooks.h) is left: no file of baseline/
+           names GLMASR_BUG, and no code file carries a hook form or GLMASR_BUGGY_BUILD;
   (b) stubs: every student/*.cu that is a TODO still throws NotImplemented on its first line of
            work (`if (kTodo) throw NotImplemented(...)` under each "delete this line" marker),
            and student/kernels.h keeps kTodo = true;
@@ -191,6 +193,25 @@ def check_prebuilt(report, handout, prints):
                 (f", e.g. {embedded[0]!r}" if embedded else ""))
 
 
+def check_hooks(report, handout):
+    """No buggy-track hook shipped: make_handout strips baseline/ with bug_hooks.py."""
+    left = []
+    for directory, _, files in os.walk(handout):
+        for name in files:
+            path = os.path.join(directory, name)
+            rel = os.path.relpath(path, handout)
+            if not (rel.startswith("baseline/") or name.endswith(CODE_SUFFIXES)):
+                continue
+            with open(path, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+            marks = ("GLMASR_BUG",) if rel.startswith("baseline/") else \
+                ("GLMASR_BUG(", "GLMASR_BUG_ALTERNATIVE", "GLMASR_BUGGY_BUILD")
+            left += [f"{rel}:{i + 1}" for i, line in enumerate(text.splitlines())
+                     if any(m in line for m in marks)]
+    report.line(not left, "(a) hooks", "no buggy-track hook in baseline/ or any code file" +
+                (f"; left at {', '.join(left[:5])}" if left else ""))
+
+
 def check_stubs(report, handout):
     problems, stubs = [], 0
     for path in sorted(glob.glob(os.path.join(handout, "student", "*.cu"))):
@@ -349,6 +370,7 @@ def main():
     references, prints = fingerprints()
     check_sources(report, handout, references, prints)
     check_prebuilt(report, handout, prints)
+    check_hooks(report, handout)
     check_stubs(report, handout)
     log = os.path.join(work, "build.log")
     check_build(report, handout, args.jobs, args.quick, log)

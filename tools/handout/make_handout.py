@@ -7,6 +7,7 @@
 Writes OUT/glmasr-lab-handout/ and OUT/glmasr-lab-handout.tar.gz:
   - the files git tracks (`git ls-files`, as they are in the working tree), minus the rules of
     exclude.txt beside this script (reference sources, buggy track, cheat suite, this tool, CI);
+    the files of baseline/ without the buggy track's hooks (bug_hooks.py, STRIPPED below);
   - reference/prebuilt/libglmasr_reference.a: the CMake target glmasr_reference compiled in its
     own build directory for --cuda-archs, which must all be "-real" (machine code only: no PTX
     of the solution ships), host debug info stripped. The reference is compiled without
@@ -37,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "grader"))
 import intake  # noqa: E402  (grader/intake.py: how the rubric's [submission] table is read)
+import bug_hooks  # noqa: E402  (beside this script: the buggy track's hooks out of baseline/)
 
 NAME = "glmasr-lab-handout"
 PREBUILT = "reference/prebuilt/libglmasr_reference.a"
@@ -50,6 +52,8 @@ GENERATED = {
     PREBUILT: None,
     "grader/rubric.toml": None,
 }
+# The shipped files that carry the buggy track's hooks (grader/buggy/hooks.h): copied stripped.
+STRIPPED = ("baseline/",)
 # Rubric values only the instructor's copy has: (table, key) → the handout's value. Tables
 # named here whole are dropped ([instructor] and its sub-tables).
 INSTRUCTOR_ONLY = {("accuracy", "private_clips"): ""}
@@ -81,6 +85,24 @@ def shipped_files(rules):
     paths = [p for p in out.stdout.decode().split("\0") if p]
     return sorted(p for p in paths if not excluded(p, rules) and p not in GENERATED
                   and os.path.isfile(os.path.join(ROOT, p)))
+
+
+def copy_shipped(path, dest_root):
+    """Copies one shipped file into dest_root, without its hooks if it is under STRIPPED."""
+    src, dest = os.path.join(ROOT, path), os.path.join(dest_root, path)
+    os.makedirs(os.path.dirname(dest) or dest_root, exist_ok=True)
+    if not path.startswith(STRIPPED):
+        shutil.copy2(src, dest)
+        return
+    with open(src, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        text = bug_hooks.strip(text, path)
+    except ValueError as e:
+        fail(str(e))
+    with open(dest, "w", encoding="utf-8") as f:
+        f.write(text)
+    shutil.copystat(src, dest)
 
 
 def owned_globs(rubric):
@@ -231,8 +253,7 @@ def main():
     handout = os.path.join(out_dir, NAME)
     shutil.rmtree(handout, ignore_errors=True)
     for path in files:
-        os.makedirs(os.path.dirname(os.path.join(handout, path)), exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, path), os.path.join(handout, path))
+        copy_shipped(path, handout)
 
     numbers = [a.split("-")[0] for a in archs]
     values = {"ARCHS": ";".join(numbers), "CUDA_VERSION": cuda_version,

@@ -6,7 +6,7 @@
 Builds small handout-like trees from this tree's own files and plants one fault in each: a
 reference source copied into docs/ (each one as is; the smallest also re-indented with its
 comments stripped), a stub whose `throw NotImplemented(` was deleted, a file of grader/buggy/,
-a rubric with an [instructor] table. Each must fail its check, and the untouched tree must
+a buggy-track hook left in baseline/, a rubric with an [instructor] table. Each must fail its check, and the untouched tree must
 pass. It also checks make_handout.py's rubric rewriting (private_clips blanked, [instructor]
 dropped). With --library, a reference library compiled with PTX (the instructor build's,
 whose default CMAKE_CUDA_ARCHITECTURES "80 90" embed it), the prebuilt check must find the PTX.
@@ -20,6 +20,7 @@ import sys
 import tempfile
 import tomllib
 
+import bug_hooks
 import check_handout as ch
 import make_handout as mh
 
@@ -40,8 +41,7 @@ class Recorder:
 def copy_tree(dest):
     """A handout-like tree: the shippable files of this tree plus a generated rubric."""
     for path in mh.shipped_files(mh.read_rules()):
-        os.makedirs(os.path.dirname(os.path.join(dest, path)) or dest, exist_ok=True)
-        shutil.copyfile(os.path.join(mh.ROOT, path), os.path.join(dest, path))
+        mh.copy_shipped(path, dest)
     with open(os.path.join(mh.ROOT, "grader/rubric.toml"), encoding="utf-8") as f:
         rubric = mh.handout_rubric(f.read())
     with open(os.path.join(dest, "grader/rubric.toml"), "w", encoding="utf-8") as f:
@@ -76,8 +76,27 @@ def main():
         ch.check_names(clean, tree, members(tree))
         ch.check_sources(clean, tree, references, prints)
         ch.check_stubs(clean, tree)
+        ch.check_hooks(clean, tree)
         expect(results, all(ok for ok, _, _ in clean.lines),
-               "the shippable files alone pass the names, source and stub checks")
+               "the shippable files alone pass the names, source, stub and hook checks")
+
+        try:
+            bug_hooks.selftest()
+            stripped = True
+        except AssertionError as e:
+            stripped = False
+            print(f"     bug_hooks.selftest: {e}")
+        expect(results, stripped, "bug_hooks.strip removes each hook form and refuses any other")
+        planted = os.path.join(tree, "baseline", "softmax.cu")
+        with open(planted, encoding="utf-8") as f:
+            original = f.read()
+        with open(planted, "a", encoding="utf-8") as f:
+            f.write("    if (GLMASR_BUG(softmax_no_max)) row_max = 0.0f;\n")
+        report = Recorder()
+        ch.check_hooks(report, tree)
+        expect(results, report.failed("(a) hooks"), "a hook left in baseline/ fails (a) hooks")
+        with open(planted, "w", encoding="utf-8") as f:
+            f.write(original)
 
         # Every reference source planted alone into a tree, as is; the smallest one also
         # re-indented with its comments stripped.
