@@ -1,6 +1,6 @@
 // test_contract.cpp — bad calls through every track's table: each must be refused with an Error
 // naming the entry and the argument, before any kernel runs. The checks themselves are
-// driver/tests/test_contract.cpp's; this suite shows that every track installs them (contract.h),
+// driver/tests/test_contract_checks.cpp's; this suite shows that every track installs them (contract.h),
 // the cpu track (GLMASR_TRACK=cpu, in CI), the fp32 adapter's (baseline, student, buggy) and the
 // reference's, fused entries included where a track has them. Not graded: a student cannot
 // change it (the adapter checks before their launchers are reached).

@@ -8,21 +8,29 @@
 // Conventions (the same for every entry):
 //   * arguments are: outputs, inputs, parameters, stream — in that order;
 //   * tensors are contiguous row-major views; shapes are written (rows, cols) below and checked
-//     once for every track, before its implementation runs (contract.h: check_<entry>);
+//     once for every track, before its implementation runs (contract.h: check_<entry>), with
+//     the parameters: head counts positive and dividing the widths, conv stride ≥ 1, padding
+//     ≥ 0, a kernel no longer than the padded input, rope theta > 0, argmax rows not empty;
 //   * a tensor may start at any address aligned to its element (4 bytes for f32 and i32, 2 for
 //     bf16), never more is promised: views at row offsets are not 16-byte aligned, and the
 //     tests pass every tensor off 16-byte alignment in their second call. A path that loads
 //     float4 (or any vector wider than an element) checks the addresses and row lengths it
 //     relies on at run time and falls back to scalar accesses otherwise;
-//   * any size the shape checks allow, with no cap of the entry's own: the longest rows the driver
-//     passes are the decoder's (linear's M, embedding's T, attention's Tq and Tk, softmax's C)
-//     and reach the KV-cache capacity, at most text.max_positions (8192 for GLM-ASR-Nano; 630 s
-//     of audio fill 7875 of it); the tests go 45 rows past it;
+//   * any size the shape checks allow, with no cap of the entry's own (one exception: the
+//     reference's norms take rows up to 8192 wide, kNormMaxDim; the model's are 1280 and 2048):
+//     the longest rows the driver passes are the decoder's (linear's M, embedding's T,
+//     attention's Tq and Tk, softmax's C) and reach the KV-cache capacity, at most
+//     text.max_positions (8192 for GLM-ASR-Nano; 630 s of audio fill 7875 of it); the tests
+//     go 45 rows past it;
 //   * activations are always f32; "matrix" weights (linear, conv1d, embedding) are f32 or bf16,
 //     as the track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
-//   * an optional input (a bias) is an empty Tensor;
+//   * an optional input is an empty Tensor: the biases of linear, conv1d and linear_gelu (not
+//     layernorm's), attention's positions, and the scratch of a fused entry where the track
+//     needs none (the reference's GEMV paths up to 8 rows; a fused attention: the driver passes
+//     attention's scratch only when the entry is null). Other scratch (normed, k, v) is required;
 //   * `out` may be an input (the same tensor, never a shifted view of it) where the entry says
-//     "in place allowed", and shares no memory with any input elsewhere (checked);
+//     "in place allowed"; elsewhere the outputs and scratch of a call share no memory with each
+//     other or with any input (checked). Inputs may alias each other;
 //   * every entry is capture-safe: it enqueues work on `stream` and returns, with no host
 //     synchronisation and no allocation, so a whole decode step can be recorded as a CUDA graph.
 //     That is why positions live in device memory (`positions`), never in an int argument.
