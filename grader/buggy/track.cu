@@ -56,23 +56,7 @@ Bug active_bug() {
 
 // `extern` gives the table external linkage: fp32_ops takes it as a template argument.
 extern const cuda::Fp32Kernels kBuggyKernels;
-const cuda::Fp32Kernels kBuggyKernels = {
-    .linear = &linear,
-    .conv1d = &conv1d,
-    .layernorm = &layernorm,
-    .rmsnorm = &rmsnorm,
-    .gelu = &gelu,
-    .silu_mul = &silu_mul,
-    .softmax = &softmax,
-    .rope_freqs = &rope_freqs,
-    .rope_apply = &rope_apply,
-    .attention_scores = &attention_scores,
-    .attention_output = &attention_output,
-    .embedding = &embedding,
-    .add = &add,
-    .argmax = &argmax,
-    .cache_write = &cache_write,
-};
+const cuda::Fp32Kernels kBuggyKernels = GLMASR_FP32_KERNELS;
 
 }  // namespace buggy
 

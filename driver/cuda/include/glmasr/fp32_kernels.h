@@ -65,6 +65,17 @@ struct Fp32Kernels {
                         int cap, cudaStream_t stream);
 };
 
+// Every primitive has one launcher field, declared in the op list's order.
+static_assert(sizeof(Fp32Kernels) == kNumPrimitiveOps * sizeof(void (*)()),
+              "Fp32Kernels needs one launcher per primitive of GLMASR_PRIMITIVE_OPS");
+
+// The table of a namespace whose launchers are named after the ops (`linear`, `conv1d`, ...):
+//     const cuda::Fp32Kernels kBaselineKernels = GLMASR_FP32_KERNELS;
+// Designated initializers must follow declaration order, so a field out of the op list's order
+// (or a missing launcher) fails to compile.
+#define GLMASR_FP32_KERNEL_FIELD(name) .name = &name,
+#define GLMASR_FP32_KERNELS {GLMASR_PRIMITIVE_OPS(GLMASR_FP32_KERNEL_FIELD)}
+
 // Builds the Tensor-level Ops table around K (defined in fp32_adapter.cu via the template below).
 template <const Fp32Kernels& K>
 Ops fp32_ops();
