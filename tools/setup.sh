@@ -6,7 +6,10 @@
 #                             chromium (grader.leaderboard_browser renders the class page),
 #                             slurm-wlm and munge (grader.slurm grades a class on a one-node
 #                             Slurm cluster the test starts on 127.0.0.1), clang and
-#                             libclang-rt-dev (`make fuzz`: libFuzzer, docs/testing.md)
+#                             libclang-rt-dev (`make fuzz`: libFuzzer, docs/testing.md), and
+#                             what --triton installs
+#   tools/setup.sh --triton   also .venv-triton/: Triton (pinned) and numpy from PyPI, for the
+#                             Triton tracks (docs/tracks.md) and their CPU checks
 # The CUDA tracks are built when nvcc is on the PATH (CUDA toolkit, not installed here).
 set -euo pipefail
 
@@ -16,6 +19,19 @@ packages=(build-essential cmake ninja-build pkgconf python3
           libcpp-httplib-dev
           python3-matplotlib)  # tools/plot_kernel_bench.py, tools/roofline.py and their test
 [ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev)
+[ "${1:-}" = "--instructor" ] || [ "${1:-}" = "--triton" ] && packages+=(python3-venv)
+
+# The Triton tracks' Python (tools/triton/TritonTracks.cmake finds it here), after the packages.
+triton_venv() {
+  case "${1:-}" in --instructor|--triton) ;; *) return 0 ;; esac
+  local venv; venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-triton"
+  if "$venv/bin/python3" -c "import triton, numpy; assert triton.__version__ == '3.6.0' and tuple(map(int, numpy.__version__.split('.')[:2])) < (2, 4)" 2>/dev/null; then
+    echo "setup: $venv has triton 3.6.0"; return 0
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "triton==3.6.0" "numpy>=1.26,<2.4"
+  echo "setup: installed triton 3.6.0 and numpy in $venv"
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -24,6 +40,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all build dependencies are installed"
+  [ "${1:-}" = "--check" ] || triton_venv "${1:-}"
   exit 0
 fi
 echo "setup: missing packages: ${missing[*]}"
@@ -43,3 +60,4 @@ fi
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "setup: installed ${missing[*]}"
+triton_venv "${1:-}"

@@ -24,13 +24,20 @@ const Track& reference_track();  // reference/
 #ifdef GLMASR_LINK_STUDENT
 const Track& student_track();    // student/
 #endif
+#ifdef GLMASR_LINK_TRITON
+const Track& triton_track();           // student/triton/, compiled by tools/triton/aot.py
+#endif
+#ifdef GLMASR_LINK_TRITON_SOLUTION
+const Track& triton_solution_track();  // student/triton/ with reference/triton/ on top
+#endif
 #ifdef GLMASR_WITH_CUDA
 Backend& cuda_backend();         // driver/cuda/
 bool cuda_device_present();      // driver/cuda/
 #endif
 
 const std::vector<std::string>& known_track_names() {
-    static const std::vector<std::string> names = {"cpu", "baseline", "reference", "student"};
+    static const std::vector<std::string> names = {"cpu",     "baseline", "reference",
+                                                   "student", "triton",   "triton-solution"};
     return names;
 }
 
@@ -47,6 +54,12 @@ std::vector<const Track*> available_tracks() {
 #endif
 #ifdef GLMASR_LINK_STUDENT
     tracks.push_back(&student_track());
+#endif
+#ifdef GLMASR_LINK_TRITON
+    tracks.push_back(&triton_track());
+#endif
+#ifdef GLMASR_LINK_TRITON_SOLUTION
+    tracks.push_back(&triton_solution_track());
 #endif
     return tracks;
 }
@@ -81,6 +94,12 @@ const Track& get_track(const std::string& name) {
         throw InputError("track '" + name +
                          "' needs CUDA, and this build has none (nvcc was not found when it was "
                          "configured); use --track cpu");
+#endif
+#ifndef GLMASR_WITH_TRITON
+    if (name.rfind("triton", 0) == 0)
+        throw InputError("track '" + name +
+                         "' was not built: CMake found no Python with triton==3.6.0 (run "
+                         "tools/setup.sh --triton, then reconfigure)");
 #endif
     throw InputError("track '" + name + "' is not part of this program, which links only: " + linked);
 }

@@ -1,0 +1,38 @@
+// triton_kernel.h — a Triton kernel compiled ahead of time, and how the C++ driver launches it.
+//
+// tools/triton/aot.py compiles each kernel of a Triton track (student/triton/, reference/triton/)
+// into one cubin per GPU architecture of the build and writes the op's launcher in C++ around a
+// TritonKernel: no Python runs in the model's hot path. The cubin is loaded on first use on each
+// device (cudaLibraryLoadData), the kernel for the device's architecture is picked (same major
+// version, the highest minor not above the device's), and every launch is checked like a CUDA
+// kernel's (CUDA_CHECK_LAUNCH, so --sync-check applies).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace glmasr::cuda {
+
+// One architecture's machine code of a kernel.
+struct TritonCubin {
+    int arch;                    // compute capability × 10 + minor: 80, 90, ...
+    const unsigned char* data;   // the cubin (an ELF image)
+    std::size_t size;
+    int shared_bytes;            // dynamic shared memory the kernel needs per program
+};
+
+struct TritonKernel {
+    const char* op;              // the op whose launcher starts it (for messages)
+    const char* symbol;          // the kernel's name in the cubin
+    int threads;                 // num_warps × 32
+    const TritonCubin* cubins;   // one per architecture of the build
+    int n_cubins;
+
+    // Starts the kernel on `grid` programs. `params` points at each runtime argument in the
+    // kernel's order, then at Triton's two scratch pointers (null: aot.py refuses kernels
+    // that need scratch memory). A grid with a zero dimension launches nothing.
+    void launch(dim3 grid, cudaStream_t stream, void** params) const;
+};
+
+}  // namespace glmasr::cuda

@@ -1,0 +1,76 @@
+// triton_kernel.cpp — loading and launching the Triton tracks' ahead-of-time kernels (see
+// triton_kernel.h).
+#include "glmasr/triton_kernel.h"
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "glmasr/cuda_check.h"
+#include "glmasr/error.h"
+
+namespace glmasr::cuda {
+
+namespace {
+
+constexpr int kDefaultSharedLimit = 48 * 1024;  // above this a kernel must opt in
+
+// The cubin of `kernel` that runs on a device of compute capability `arch`: machine code runs on
+// the architecture it was built for and on later minor versions of the same major one.
+const TritonCubin& cubin_for(const TritonKernel& kernel, int arch) {
+    const TritonCubin* best = nullptr;
+    std::string built;
+    for (int i = 0; i < kernel.n_cubins; ++i) {
+        const TritonCubin& c = kernel.cubins[i];
+        built += (built.empty() ? "sm_" : ", sm_") + std::to_string(c.arch);
+        if (c.arch / 10 == arch / 10 && c.arch <= arch && (!best || c.arch > best->arch)) best = &c;
+    }
+    if (!best)
+        throw Error(std::string(kernel.op) + ": the Triton kernel " + kernel.symbol +
+                    " was compiled for " + built + ", not for this GPU (sm_" +
+                    std::to_string(arch) + "); rebuild with CUDAARCHS=" + std::to_string(arch));
+    return *best;
+}
+
+// The loaded kernel for the current device, loaded once per (kernel, device).
+cudaKernel_t loaded(const TritonKernel& kernel, int* shared_bytes) {
+    static std::mutex mutex;
+    static std::map<std::pair<const TritonKernel*, int>, std::pair<cudaKernel_t, int>> cache;
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = cache.find({&kernel, device});
+    if (found == cache.end()) {
+        int major = 0, minor = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+        const TritonCubin& cubin = cubin_for(kernel, major * 10 + minor);
+        cudaLibrary_t library = nullptr;
+        CUDA_CHECK(cudaLibraryLoadData(&library, cubin.data, nullptr, nullptr, 0, nullptr,
+                                       nullptr, 0));
+        cudaKernel_t handle = nullptr;
+        CUDA_CHECK(cudaLibraryGetKernel(&handle, library, kernel.symbol));
+        if (cubin.shared_bytes > kDefaultSharedLimit)
+            CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(handle),
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            cubin.shared_bytes));
+        found = cache.emplace(std::make_pair(&kernel, device),
+                              std::make_pair(handle, cubin.shared_bytes)).first;
+    }
+    *shared_bytes = found->second.second;
+    return found->second.first;
+}
+
+}  // namespace
+
+void TritonKernel::launch(dim3 grid, cudaStream_t stream, void** params) const {
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no programs: nothing to do
+    int shared_bytes = 0;
+    const cudaKernel_t handle = loaded(*this, &shared_bytes);
+    CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(handle), grid, dim3(threads), params,
+                                shared_bytes, stream));
+    CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace glmasr::cuda

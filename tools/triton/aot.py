@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""aot.py — compile a Triton track ahead of time into C++ the driver links.
+
+    aot.py --track triton --folders student/triton [reference/triton ...] --arch 80 --arch 90
+           --kernels-header driver/cuda/include/glmasr/fp32_kernels.h --out triton_track.cpp
+
+Reads one kernel file per primitive of the op list (`<op>.py`; a later folder's file replaces an
+earlier one's), compiles every kernel its LAUNCH names (tools/triton/glmasr_triton.py) with
+Triton's compiler for each architecture — no GPU is needed — and writes one C++ file: the cubins,
+each op's launcher with the signature fp32_kernels.h gives it, the launcher table, and the
+track's constructor `const Track& <track>_track()`. A kernel that does not compile stops the
+build with Triton's message, like a CUDA compile error; a LAUNCH with `todo` still compiles its
+kernel, and its launcher throws NotImplemented instead of starting it.
+"""
+import argparse
+import importlib.util
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from glmasr_triton import Launch, launches_of  # noqa: E402
+
+# C parameter types of fp32_kernels.h → Triton's signature types.
+C_TO_TRITON = {"float*": "*fp32", "const float*": "*fp32", "int*": "*i32", "const int*": "*i32",
+               "int": "i32", "long long": "i64", "float": "fp32"}
+TRITON_TO_C = {"i32": "int32_t", "i64": "int64_t", "fp32": "float"}
+
+
+class AotError(Exception):
+    pass
+
+
+def launcher_signatures(header_text):
+    """{op: [(c_type, name), ...]} of the Fp32Kernels struct, in declaration order; the stream
+    parameter is left out."""
+    body = re.search(r"struct Fp32Kernels \{(.*?)\n\};", header_text, re.S).group(1)
+    body = re.sub(r"//[^\n]*", "", body)
+    ops = {}
+    for op, params in re.findall(r"void \(\*(\w+)\)\((.*?)\);", body, re.S):
+        parsed = []
+        for p in " ".join(params.split()).split(","):
+            c_type, name = re.match(r"^\s*(.*?)\s*(\w+)\s*$", p).groups()
+            c_type = c_type.replace(" *", "*")
+            if c_type != "cudaStream_t":
+                if c_type not in C_TO_TRITON:
+                    raise AotError(f"fp32_kernels.h: {op}: parameter type '{c_type}' has no Triton type")
+                parsed.append((c_type, name))
+        ops[op] = parsed
+    if not ops:
+        raise AotError("fp32_kernels.h: no launcher found in struct Fp32Kernels")
+    return ops
+
+
+def kernel_files(folders, ops):
+    """{op: path} from the folder overlay; every op needs a file."""
+    files = {}
+    for folder in folders:
+        for op in ops:
+            path = os.path.join(folder, op + ".py")
+            if os.path.isfile(path):
+                files[op] = path
+    missing = [op for op in ops if op not in files]
+    if missing:
+        raise AotError(f"{', '.join(folders)}: no kernel file for {', '.join(missing)} "
+                       f"(a Triton track writes every primitive: {', '.join(ops)})")
+    return files
+
+
+def load_module(path):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    name = "glmasr_triton_" + re.sub(r"\W", "_", os.path.relpath(path))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise AotError(f"{path}: {type(e).__name__}: {e}") from e
+    finally:
+        sys.path.pop(0)
+    return module
+
+
+def kernel_signature(launch, params, where):
+    """(signature, runtime argument C declarations) of one Launch: Triton's {name: type} and,
+    per runtime parameter, (c_type, expression)."""
+    kernel = launch.kernel
+    names = list(kernel.arg_names)
+    constexpr = {p.name for p in kernel.params if p.is_constexpr}
+    runtime = [n for n in names if n not in constexpr]
+    if set(launch.constexprs) != constexpr:
+        raise AotError(f"{where}: constexprs {sorted(launch.constexprs)} must give exactly the "
+                       f"kernel's tl.constexpr parameters {sorted(constexpr)}")
+    if len(launch.args) != len(runtime):
+        raise AotError(f"{where}: args has {len(launch.args)} entries for the kernel's "
+                       f"{len(runtime)} runtime parameters ({', '.join(runtime)})")
+    by_name = {name: c_type for c_type, name in params}
+    signature, declarations = {}, []
+    for name, arg in zip(runtime, launch.args):
+        if isinstance(arg, tuple):
+            triton_type, expression = arg
+            c_type = TRITON_TO_C[triton_type]
+        elif arg in by_name:
+            c_type, expression = by_name[arg], arg
+            triton_type = C_TO_TRITON[c_type]
+        else:
+            raise AotError(f"{where}: argument '{arg}' for {name} is not a parameter of the "
+                           f"launcher ({', '.join(by_name)}); give other expressions a type: "
+                           f"(\"i32\", \"{arg}\")")
+        signature[name] = triton_type
+        declarations.append((c_type, expression))
+    for name in constexpr:
+        signature[name] = "constexpr"
+    return signature, declarations
+
+
+def compile_launch(launch, signature, arch):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    target = GPUTarget("cuda", arch, 32)
+    backend = triton.compiler.make_backend(target)
+    options = backend.parse_options({"num_warps": launch.num_warps, "num_stages": launch.num_stages})
+    source = triton.compiler.ASTSource(fn=launch.kernel, signature=signature,
+                                       constexprs=dict(launch.constexprs))
+    compiled = triton.compile(source, target=target, options=options.__dict__)
+    meta = compiled.metadata
+    if getattr(meta, "global_scratch_size", 0) or getattr(meta, "profile_scratch_size", 0):
+        raise AotError(f"{launch.name}: needs Triton scratch memory (sm_{arch}), which an "
+                       "ahead-of-time kernel cannot have; simplify the kernel")
+    return meta.name, compiled.asm["cubin"], meta.shared
+
+
+def c_bytes(data):
+    lines = []
+    for i in range(0, len(data), 24):
+        lines.append("    " + ", ".join(str(b) for b in data[i:i + 24]) + ",")
+    return "\n".join(lines)
+
+
+def generate(track, folders, archs, ops):
+    ident = re.sub(r"\W", "_", track)
+    files = kernel_files(folders, ops)
+    cubins, launchers = [], []
+    for op, params in ops.items():
+        module = load_module(files[op])
+        launches = launches_of(module)
+        launch_lines, referenced = [], set()
+        todo = next((x.todo for x in launches if x.todo), "")
+        for k, launch in enumerate(launches):
+            where = f"{files[op]}: {launch.name}"
+            signature, declarations = kernel_signature(launch, params, where)
+            var = f"k_{op}_{k}"
+            entries = []
+            symbol = None
+            for arch in archs:
+                try:
+                    symbol, binary, shared = compile_launch(launch, signature, arch)
+                except AotError:
+                    raise
+                except Exception as e:
+                    raise AotError(f"{where} (sm_{arch}): {type(e).__name__}: {e}") from e
+                cubins.append(f"const unsigned char {var}_sm{arch}[] = {{\n{c_bytes(binary)}\n}};")
+                entries.append(f"{{{arch}, {var}_sm{arch}, sizeof {var}_sm{arch}, {shared}}}")
+            cubins.append(f"const cuda::TritonCubin {var}_cubins[] = {{{', '.join(entries)}}};\n"
+                          f"const cuda::TritonKernel {var} = {{\"{op}\", \"{symbol}\", "
+                          f"{launch.num_warps * 32}, {var}_cubins, {len(entries)}}};")
+            grid = list(launch.grid) + ["1"] * (3 - len(launch.grid))
+            locals_ = [f"        {c_type} a{i} = {e};" for i, (c_type, e) in enumerate(declarations)]
+            referenced.update(re.findall(r"[A-Za-z_]\w*", " ".join(grid + [e for _, e in declarations])))
+            pointers = ", ".join([f"&a{i}" for i in range(len(declarations))] + ["&scratch", "&scratch"])
+            launch_lines.append(
+                "    {\n" + "\n".join(locals_) + "\n"
+                f"        void* params[] = {{{pointers}}};\n"
+                f"        {var}.launch(dim3(to_grid({grid[0]}), to_grid({grid[1]}), to_grid({grid[2]})), stream, params);\n"
+                "    }")
+        signature = ", ".join(f"{c} {n}" for c, n in params) + ", cudaStream_t stream"
+        body = ("    if (kTodo) throw NotImplemented(\"" + op + "\", \"" + todo + "\");\n" if todo
+                else "") + "    unsigned long long scratch = 0;  // Triton's scratch pointers: none\n" + \
+            "\n".join(launch_lines)
+        unused = "".join(f"    (void){n};\n" for _, n in params if n not in referenced)
+        launchers.append(f"void {op}({signature}) {{\n{unused}{body}\n}}")
+    return TEMPLATE.format(track=track, ident=ident, folders=" ".join(folders),
+                           archs=", ".join(f"sm_{a}" for a in archs),
+                           cubins="\n".join(cubins), launchers="\n\n".join(launchers))
+
+
+TEMPLATE = """\
+// Generated by tools/triton/aot.py from {folders} for {archs} — do not edit; edit the kernel
+// files and rebuild. The Triton track `{track}`: each op's launcher starts the kernels its
+// LAUNCH names (tools/triton/glmasr_triton.py), compiled ahead of time.
+#include <algorithm>
+#include <cstdint>
+
+#include "glmasr/error.h"
+#include "glmasr/fp32_kernels.h"
+#include "glmasr/track.h"
+#include "glmasr/triton_kernel.h"
+
+namespace glmasr {{
+
+namespace {ident} {{
+
+namespace {{
+
+constexpr bool kTodo = true;  // a launcher whose LAUNCH says todo= throws before it launches
+
+// The launch language's functions (glmasr_triton.py), in C++.
+inline long long cdiv(long long a, long long b) {{ return (a + b - 1) / b; }}
+inline long long i64(long long a) {{ return a; }}
+inline unsigned int to_grid(long long n) {{ return static_cast<unsigned int>(n < 0 ? 0 : n); }}
+using std::max;
+using std::min;
+
+{cubins}
+
+}}  // namespace
+
+{launchers}
+
+extern const cuda::Fp32Kernels kKernels;
+const cuda::Fp32Kernels kKernels = GLMASR_FP32_KERNELS;
+
+}}  // namespace {ident}
+
+const Track& {ident}_track() {{
+    static const Track track{{"{track}", "Triton kernels compiled ahead of time ({folders})",
+                             Device::Cuda, DType::F32, cuda::fp32_ops<{ident}::kKernels>()}};
+    return track;
+}}
+
+}}  // namespace glmasr
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--track", required=True, help="the track's name (triton, triton-solution)")
+    parser.add_argument("--folders", nargs="+", required=True, help="kernel folders, later ones on top")
+    parser.add_argument("--arch", type=int, action="append", required=True, help="80, 90, ... (repeat)")
+    parser.add_argument("--kernels-header", required=True, help="driver/cuda/include/glmasr/fp32_kernels.h")
+    parser.add_argument("--out", required=True, help="the C++ file to write")
+    args = parser.parse_args()
+    try:
+        with open(args.kernels_header, encoding="utf-8") as f:
+            ops = launcher_signatures(f.read())
+        text = generate(args.track, args.folders, sorted(set(args.arch)), ops)
+    except AotError as e:
+        print(f"aot.py: {e}", file=sys.stderr)
+        return 2
+    tmp = args.out + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
