@@ -458,9 +458,11 @@ const Track& remote_track_for(const std::string& name, const std::vector<std::st
 }
 
 const Track& remote_track(const std::string& name) {
-    if (name != "student")
-        throw Error("no remote track named '" + name + "' (the kernel tests run only the student track remotely)");
-    return remote_track_for(name, runner_command(name), DType::F32);  // the student track is f32 (docs/tracks.md)
+    // The student's tracks, CUDA and Triton, are f32 (docs/tracks.md); each has its own runner.
+    if (name != "student" && name != "triton" && name != "triton-solution")
+        throw Error("no remote track named '" + name +
+                    "' (the kernel tests run only student, triton and triton-solution remotely)");
+    return remote_track_for(name, runner_command(name), DType::F32);
 }
 
 namespace {

@@ -121,7 +121,8 @@ inline bool tracks_can_run() {
 }
 
 // The track a test runs. This program is a checker: it links the trusted tracks (cpu, baseline,
-// reference) and no student code. "student" is a remote track (grader/runner/remote_track.h):
+// reference) and no student code. "student" is a remote track (grader/runner/remote_track.h), as
+// are the Triton tracks "triton" and "triton-solution" (kernel-runner-triton...):
 // the student's kernels run in build/graded/kernel-runner-student, a process of their own that
 // only computes the outputs of the calls it is handed, so nothing the student's code does can
 // touch the inputs, the oracle, the tolerances or this report. "buggy" is grader/buggy/, the
@@ -131,7 +132,8 @@ inline const Track& track_under_test(const std::string& name) {
 #ifdef GLMASR_BUGGY_TRACK
     if (name == "buggy") return buggy_track();
 #endif
-    if (name == "student") return runner::remote_track(name);
+    if (name == "student" || name == "triton" || name == "triton-solution")
+        return runner::remote_track(name);
     return get_track(name);
 }
 
