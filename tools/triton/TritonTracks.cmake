@@ -90,3 +90,9 @@ if(GLMASR_TRITON_PYTHON_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/reference/triton)
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(triton.interpret PROPERTIES LABELS "triton")
 endif()
+
+# The AOT tool's own rules (launch language, missing ops, what a kernel file may import): no
+# Triton needed.
+add_test(NAME triton.aot_rules COMMAND ${Python3_EXECUTABLE} tools/triton/test_aot.py
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(triton.aot_rules PROPERTIES LABELS "triton")

@@ -68,7 +68,47 @@ def kernel_files(folders, ops):
     return files
 
 
+ALLOWED_MODULES = ("triton", "glmasr_triton", "math")
+FORBIDDEN_CALLS = {"__import__", "exec", "eval", "compile", "open", "breakpoint", "globals",
+                   "vars", "setattr", "delattr"}
+
+
+def check_source(path):
+    """The rule of a kernel file, checked before it is executed: it imports only Triton (any
+    part of it), math and glmasr_triton, calls none of Python's dynamic-execution or file
+    builtins and reaches for no dunder attribute. So no torch op, no cuBLAS, no ctypes or
+    subprocess can enter a Triton track through its Python (docs/tracks.md)."""
+    import ast
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as e:
+        raise AotError(f"{path}:{e.lineno}: {e.msg}") from e
+    for node in ast.walk(tree):
+        modules = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [("." * node.level) + (node.module or "")]
+        for module in modules:
+            if module.split(".")[0] not in ALLOWED_MODULES:
+                raise AotError(f"{path}:{node.lineno}: imports {module}; a Triton kernel file may "
+                               f"import only {', '.join(ALLOWED_MODULES)}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in FORBIDDEN_CALLS:
+            raise AotError(f"{path}:{node.lineno}: calls {node.func.id}(), which a Triton kernel "
+                           "file may not")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
+            raise AotError(f"{path}:{node.lineno}: reaches for {node.attr}, which a Triton "
+                           "kernel file may not")
+        if isinstance(node, ast.Name) and node.id.startswith("__") and node.id != "__name__":
+            raise AotError(f"{path}:{node.lineno}: uses {node.id}, which a Triton kernel file "
+                           "may not")
+
+
 def load_module(path):
+    check_source(path)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     name = "glmasr_triton_" + re.sub(r"\W", "_", os.path.relpath(path))
     spec = importlib.util.spec_from_file_location(name, path)
