@@ -16,23 +16,6 @@ namespace {
 
 constexpr int kDefaultSharedLimit = 48 * 1024;  // above this a kernel must opt in
 
-// The cubin of `kernel` that runs on a device of compute capability `arch`: machine code runs on
-// the architecture it was built for and on later minor versions of the same major one.
-const TritonCubin& cubin_for(const TritonKernel& kernel, int arch) {
-    const TritonCubin* best = nullptr;
-    std::string built;
-    for (int i = 0; i < kernel.n_cubins; ++i) {
-        const TritonCubin& c = kernel.cubins[i];
-        built += (built.empty() ? "sm_" : ", sm_") + std::to_string(c.arch);
-        if (c.arch / 10 == arch / 10 && c.arch <= arch && (!best || c.arch > best->arch)) best = &c;
-    }
-    if (!best)
-        throw Error(std::string(kernel.op) + ": the Triton kernel " + kernel.symbol +
-                    " was compiled for " + built + ", not for this GPU (sm_" +
-                    std::to_string(arch) + "); rebuild with CUDAARCHS=" + std::to_string(arch));
-    return *best;
-}
-
 // The loaded kernel for the current device, loaded once per (kernel, device).
 cudaKernel_t loaded(const TritonKernel& kernel, int* shared_bytes) {
     static std::mutex mutex;
@@ -45,7 +28,7 @@ cudaKernel_t loaded(const TritonKernel& kernel, int* shared_bytes) {
         int major = 0, minor = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
         CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-        const TritonCubin& cubin = cubin_for(kernel, major * 10 + minor);
+        const TritonCubin& cubin = kernel.cubin_for(major * 10 + minor);
         cudaLibrary_t library = nullptr;
         CUDA_CHECK(cudaLibraryLoadData(&library, cubin.data, nullptr, nullptr, 0, nullptr,
                                        nullptr, 0));
@@ -63,6 +46,21 @@ cudaKernel_t loaded(const TritonKernel& kernel, int* shared_bytes) {
 }
 
 }  // namespace
+
+const TritonCubin& TritonKernel::cubin_for(int arch) const {
+    const TritonCubin* best = nullptr;
+    std::string built;
+    for (int i = 0; i < n_cubins; ++i) {
+        const TritonCubin& c = cubins[i];
+        built += (built.empty() ? "sm_" : ", sm_") + std::to_string(c.arch);
+        if (c.arch / 10 == arch / 10 && c.arch <= arch && (!best || c.arch > best->arch)) best = &c;
+    }
+    if (!best)
+        throw Error(std::string(op) + ": the Triton kernel " + symbol + " was compiled for " +
+                    built + ", not for this GPU (sm_" + std::to_string(arch) +
+                    "); rebuild with CUDAARCHS=" + std::to_string(arch));
+    return *best;
+}
 
 void TritonKernel::launch(dim3 grid, cudaStream_t stream, void** params) const {
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no programs: nothing to do

@@ -29,6 +29,11 @@ struct TritonKernel {
     const TritonCubin* cubins;   // one per architecture of the build
     int n_cubins;
 
+    // The cubin that runs on a GPU of compute capability `arch` (90 for sm_90): machine code
+    // runs on its own architecture and later minor versions of the same major one, so the
+    // highest such; an Error naming the build's architectures when there is none.
+    const TritonCubin& cubin_for(int arch) const;
+
     // Starts the kernel on `grid` programs. `params` points at each runtime argument in the
     // kernel's order, then at Triton's two scratch pointers (null: aot.py refuses kernels
     // that need scratch memory). A grid with a zero dimension launches nothing.
