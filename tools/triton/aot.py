@@ -168,6 +168,14 @@ def compile_launch(launch, signature, arch):
     if getattr(meta, "global_scratch_size", 0) or getattr(meta, "profile_scratch_size", 0):
         raise AotError(f"{launch.name}: needs Triton scratch memory (sm_{arch}), which an "
                        "ahead-of-time kernel cannot have; simplify the kernel")
+    # The C++ launcher passes every runtime argument and Triton's two scratch pointers; the
+    # kernel's entry must take exactly those, or the launch would read its arguments wrong.
+    entry = re.search(r"\.entry\s+" + re.escape(meta.name) + r"\s*\((.*?)\)", compiled.asm["ptx"], re.S)
+    expected = sum(1 for kind in signature.values() if kind != "constexpr") + 2
+    taken = len(re.findall(r"\.param\b", entry.group(1))) if entry else -1
+    if taken != expected:
+        raise AotError(f"{launch.name} (sm_{arch}): the compiled kernel takes {taken} parameters, "
+                       f"the launcher would pass {expected} (its arguments and two scratch pointers)")
     return meta.name, compiled.asm["cubin"], meta.shared
 
 
