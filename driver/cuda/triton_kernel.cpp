@@ -16,8 +16,11 @@ namespace {
 
 constexpr int kDefaultSharedLimit = 48 * 1024;  // above this a kernel must opt in
 
-// The loaded kernel for the current device, loaded once per (kernel, device).
-cudaKernel_t loaded(const TritonKernel& kernel, int* shared_bytes) {
+// The loaded kernel for the current device, loaded once per (kernel, device) — and never while
+// `stream` is capturing a CUDA graph: loading is not a stream operation, so a kernel whose first
+// launch falls inside a capture is an error that says so (the model's prefill launches every
+// kernel its captured decode step uses).
+cudaKernel_t loaded(const TritonKernel& kernel, cudaStream_t stream, int* shared_bytes) {
     static std::mutex mutex;
     static std::map<std::pair<const TritonKernel*, int>, std::pair<cudaKernel_t, int>> cache;
     int device = 0;
@@ -25,6 +28,11 @@ cudaKernel_t loaded(const TritonKernel& kernel, int* shared_bytes) {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find({&kernel, device});
     if (found == cache.end()) {
+        cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+        CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+        if (capturing != cudaStreamCaptureStatusNone)
+            throw Error(std::string(kernel.op) + ": the Triton kernel " + kernel.symbol +
+                        " is first launched inside a CUDA graph capture; launch it once before");
         int major = 0, minor = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
         CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
@@ -34,6 +42,8 @@ cudaKernel_t loaded(const TritonKernel& kernel, int* shared_bytes) {
                                        nullptr, 0));
         cudaKernel_t handle = nullptr;
         CUDA_CHECK(cudaLibraryGetKernel(&handle, library, kernel.symbol));
+        cudaFuncAttributes attributes{};  // loads it into this device's context now, not lazily
+        CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(handle)));
         if (cubin.shared_bytes > kDefaultSharedLimit)
             CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(handle),
                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -53,7 +63,10 @@ const TritonCubin& TritonKernel::cubin_for(int arch) const {
     for (int i = 0; i < n_cubins; ++i) {
         const TritonCubin& c = cubins[i];
         built += (built.empty() ? "sm_" : ", sm_") + std::to_string(c.arch);
-        if (c.arch / 10 == arch / 10 && c.arch <= arch && (!best || c.arch > best->arch)) best = &c;
+        // Triton compiles sm_90 and later for their "a" variants (sm_90a), which run only on
+        // exactly that architecture; before them, a later minor version runs the code too.
+        const bool runs = c.arch >= 90 ? c.arch == arch : c.arch / 10 == arch / 10 && c.arch <= arch;
+        if (runs && (!best || c.arch > best->arch)) best = &c;
     }
     if (!best)
         throw Error(std::string(op) + ": the Triton kernel " + symbol + " was compiled for " +
@@ -65,7 +78,7 @@ const TritonCubin& TritonKernel::cubin_for(int arch) const {
 void TritonKernel::launch(dim3 grid, cudaStream_t stream, void** params) const {
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no programs: nothing to do
     int shared_bytes = 0;
-    const cudaKernel_t handle = loaded(*this, &shared_bytes);
+    const cudaKernel_t handle = loaded(*this, stream, &shared_bytes);
     CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(handle), grid, dim3(threads), params,
                                 shared_bytes, stream));
     CUDA_CHECK_LAUNCH();

@@ -34,6 +34,11 @@ function(glmasr_triton_track track)
   set(archs "")
   foreach(arch ${CMAKE_CUDA_ARCHITECTURES})
     string(REGEX REPLACE "[^0-9].*$" "" number ${arch})
+    if(number STREQUAL "")
+      message(WARNING "The Triton track ${track} is left out: it compiles for numbered "
+                      "architectures, and CMAKE_CUDA_ARCHITECTURES has '${arch}' (give e.g. 80;90)")
+      return()
+    endif()
     list(APPEND archs --arch ${number})
   endforeach()
   set(folders "")
@@ -45,13 +50,18 @@ function(glmasr_triton_track track)
   endforeach()
   string(MAKE_C_IDENTIFIER ${track} ident)
   set(out ${PROJECT_BINARY_DIR}/triton/${ident}_track.cpp)
+  # What the output depends on besides files: rewritten only when it changes, so a new Triton or
+  # new architectures recompile the track under every generator.
+  set(settings ${PROJECT_BINARY_DIR}/triton/${ident}.settings)
+  file(CONFIGURE OUTPUT ${settings}
+       CONTENT "${GLMASR_TRITON_PYTHON_FOUND} triton ${GLMASR_TRITON_VERSION} ${archs} ${ARGN}\n")
   set(header ${PROJECT_SOURCE_DIR}/driver/cuda/include/glmasr/fp32_kernels.h)
   add_custom_command(OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/triton
     COMMAND ${CMAKE_COMMAND} -E env TRITON_CACHE_DIR=${PROJECT_BINARY_DIR}/triton/cache
             ${GLMASR_TRITON_PYTHON_FOUND} ${PROJECT_SOURCE_DIR}/tools/triton/aot.py
             --track ${track} --folders ${folders} ${archs} --kernels-header ${header} --out ${out}
-    DEPENDS ${kernel_files} ${header} ${PROJECT_SOURCE_DIR}/tools/triton/aot.py
+    DEPENDS ${kernel_files} ${header} ${settings} ${PROJECT_SOURCE_DIR}/tools/triton/aot.py
             ${PROJECT_SOURCE_DIR}/tools/triton/glmasr_triton.py
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     COMMENT "Compiling the Triton track ${track} ahead of time (${ARGN})" VERBATIM)

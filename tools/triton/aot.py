@@ -26,6 +26,7 @@ from glmasr_triton import Launch, launches_of  # noqa: E402
 C_TO_TRITON = {"float*": "*fp32", "const float*": "*fp32", "int*": "*i32", "const int*": "*i32",
                "int": "i32", "long long": "i64", "float": "fp32"}
 TRITON_TO_C = {"i32": "int32_t", "i64": "int64_t", "fp32": "float"}
+PTX_TYPE = {"*": "u64", "i64": "u64", "i32": "u32", "fp32": "f32"}  # how a kernel entry takes each
 
 
 class AotError(Exception):
@@ -171,12 +172,28 @@ def compile_launch(launch, signature, arch):
     # The C++ launcher passes every runtime argument and Triton's two scratch pointers; the
     # kernel's entry must take exactly those, or the launch would read its arguments wrong.
     entry = re.search(r"\.entry\s+" + re.escape(meta.name) + r"\s*\((.*?)\)", compiled.asm["ptx"], re.S)
-    expected = sum(1 for kind in signature.values() if kind != "constexpr") + 2
-    taken = len(re.findall(r"\.param\b", entry.group(1))) if entry else -1
-    if taken != expected:
-        raise AotError(f"{launch.name} (sm_{arch}): the compiled kernel takes {taken} parameters, "
-                       f"the launcher would pass {expected} (its arguments and two scratch pointers)")
+    taken = re.findall(r"\.param\s+\.(\w+)", entry.group(1)) if entry else []
+    passed = [PTX_TYPE[kind[0] if kind.startswith("*") else kind]
+              for kind in signature.values() if kind != "constexpr"] + ["u64", "u64"]
+    if taken != passed:
+        raise AotError(f"{launch.name} (sm_{arch}): the compiled kernel takes ({', '.join(taken)}), "
+                       f"the launcher would pass ({', '.join(passed)}): its arguments and Triton's "
+                       "two scratch pointers")
+    if meta.num_warps != launch.num_warps:
+        raise AotError(f"{launch.name} (sm_{arch}): compiled for {meta.num_warps} warps, "
+                       f"LAUNCH says {launch.num_warps}")
     return meta.name, compiled.asm["cubin"], meta.shared
+
+
+# How a launcher's parameters are seen by the launch expressions: integers as 64-bit.
+WIDENED = {"int": "long long"}
+
+
+def narrowed(c_type, expression, op):
+    """The C++ value of one kernel argument from its (64-bit) expression: an i32 checked to fit."""
+    if c_type == "int32_t" or c_type == "int":
+        return f"to_i32({expression}, \"{op}\")"
+    return expression
 
 
 def c_bytes(data):
@@ -214,20 +231,29 @@ def generate(track, folders, archs, ops):
                           f"const cuda::TritonKernel {var} = {{\"{op}\", \"{symbol}\", "
                           f"{launch.num_warps * 32}, {var}_cubins, {len(entries)}}};")
             grid = list(launch.grid) + ["1"] * (3 - len(launch.grid))
-            locals_ = [f"        {c_type} a{i} = {e};" for i, (c_type, e) in enumerate(declarations)]
             referenced.update(re.findall(r"[A-Za-z_]\w*", " ".join(grid + [e for _, e in declarations])))
+            locals_ = [f"        {c_type} a{i} = {narrowed(c_type, e, op)};"
+                       for i, (c_type, e) in enumerate(declarations)]
             pointers = ", ".join([f"&a{i}" for i in range(len(declarations))] + ["&scratch", "&scratch"])
+            dims = ", ".join(f"to_grid({g}, {limit}, \"{op}\")"
+                             for g, limit in zip(grid, ("kMaxGridX", "kMaxGridYZ", "kMaxGridYZ")))
             launch_lines.append(
                 "    {\n" + "\n".join(locals_) + "\n"
                 f"        void* params[] = {{{pointers}}};\n"
-                f"        {var}.launch(dim3(to_grid({grid[0]}), to_grid({grid[1]}), to_grid({grid[2]})), stream, params);\n"
+                f"        {var}.launch(dim3({dims}), stream, params);\n"
                 "    }")
-        signature = ", ".join(f"{c} {n}" for c, n in params) + ", cudaStream_t stream"
+        # The launcher's parameters come in under their names + "_in"; the launch expressions see
+        # them under their own names, every integer widened to 64 bits (no int overflow in C++
+        # that Python's evaluation of the same expression would not have).
+        used = [(c, n) for c, n in params if n in referenced]
+        signature = ", ".join(f"{c} {n}_in" if n in referenced else f"{c} /*{n}*/"
+                              for c, n in params) + ", cudaStream_t stream"
+        widened = "".join(f"    {WIDENED.get(c, c)} {n} = {n}_in;\n" for c, n in used)
         body = ("    if (kTodo) throw NotImplemented(\"" + op + "\", \"" + todo + "\");\n" if todo
-                else "") + "    unsigned long long scratch = 0;  // Triton's scratch pointers: none\n" + \
+                else "") + widened + \
+            "    unsigned long long scratch = 0;  // Triton's scratch pointers: none\n" + \
             "\n".join(launch_lines)
-        unused = "".join(f"    (void){n};\n" for _, n in params if n not in referenced)
-        launchers.append(f"void {op}({signature}) {{\n{unused}{body}\n}}")
+        launchers.append(f"void {op}({signature}) {{\n{body}\n}}")
     return TEMPLATE.format(track=track, ident=ident, folders=" ".join(folders),
                            archs=", ".join(f"sm_{a}" for a in archs),
                            cubins="\n".join(cubins), launchers="\n\n".join(launchers))
@@ -237,8 +263,8 @@ TEMPLATE = """\
 // Generated by tools/triton/aot.py from {folders} for {archs} — do not edit; edit the kernel
 // files and rebuild. The Triton track `{track}`: each op's launcher starts the kernels its
 // LAUNCH names (tools/triton/glmasr_triton.py), compiled ahead of time.
-#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "glmasr/error.h"
 #include "glmasr/fp32_kernels.h"
@@ -253,12 +279,28 @@ namespace {{
 
 constexpr bool kTodo = true;  // a launcher whose LAUNCH says todo= throws before it launches
 
-// The launch language's functions (glmasr_triton.py), in C++.
+// The launch language's functions (glmasr_triton.py), in C++, over 64-bit integers.
 inline long long cdiv(long long a, long long b) {{ return (a + b - 1) / b; }}
 inline long long i64(long long a) {{ return a; }}
-inline unsigned int to_grid(long long n) {{ return static_cast<unsigned int>(n < 0 ? 0 : n); }}
-using std::max;
-using std::min;
+inline long long min(long long a, long long b) {{ return a < b ? a : b; }}
+inline long long max(long long a, long long b) {{ return a > b ? a : b; }}
+
+// A grid dimension (0 when negative: nothing to launch), refused past CUDA's limits.
+constexpr long long kMaxGridX = 2147483647, kMaxGridYZ = 65535;
+inline unsigned int to_grid(long long n, long long limit, const char* op) {{
+    if (n > limit)
+        throw Error(std::string(op) + ": a grid dimension of " + std::to_string(n) +
+                    " programs is past CUDA's limit of " + std::to_string(limit));
+    return static_cast<unsigned int>(n < 0 ? 0 : n);
+}}
+
+// An i32 kernel argument, refused when its value does not fit.
+inline int32_t to_i32(long long v, const char* op) {{
+    if (v < INT32_MIN || v > INT32_MAX)
+        throw Error(std::string(op) + ": the i32 kernel argument " + std::to_string(v) +
+                    " does not fit 32 bits");
+    return static_cast<int32_t>(v);
+}}
 
 {cubins}
 

@@ -3,9 +3,9 @@
 // tools/triton/aot.py compiles each kernel of a Triton track (student/triton/, reference/triton/)
 // into one cubin per GPU architecture of the build and writes the op's launcher in C++ around a
 // TritonKernel: no Python runs in the model's hot path. The cubin is loaded on first use on each
-// device (cudaLibraryLoadData), the kernel for the device's architecture is picked (same major
-// version, the highest minor not above the device's), and every launch is checked like a CUDA
-// kernel's (CUDA_CHECK_LAUNCH, so --sync-check applies).
+// device (cudaLibraryLoadData; never inside a CUDA graph capture), the cubin for the device's
+// architecture is picked (cubin_for), and every launch is checked like a CUDA kernel's
+// (CUDA_CHECK_LAUNCH, so --sync-check applies).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -29,9 +29,10 @@ struct TritonKernel {
     const TritonCubin* cubins;   // one per architecture of the build
     int n_cubins;
 
-    // The cubin that runs on a GPU of compute capability `arch` (90 for sm_90): machine code
-    // runs on its own architecture and later minor versions of the same major one, so the
-    // highest such; an Error naming the build's architectures when there is none.
+    // The cubin that runs on a GPU of compute capability `arch` (90 for sm_90): from sm_90 on
+    // Triton compiles for the architecture-specific variant (sm_90a), which runs there only;
+    // before, machine code also runs on later minor versions of its major one (sm_80 on sm_86),
+    // so the highest such. An Error naming the build's architectures when there is none.
     const TritonCubin& cubin_for(int arch) const;
 
     // Starts the kernel on `grid` programs. `params` points at each runtime argument in the
