@@ -25,7 +25,6 @@ import inspect
 import math
 import os
 import pathlib
-import re
 import sys
 import time
 import warnings
@@ -41,6 +40,8 @@ sys.path.insert(0, str(HERE))
 import triton.language as tl  # noqa: E402
 from triton.runtime.interpreter import TensorHandle  # noqa: E402
 
+import aot  # noqa: E402
+from aot import C_TO_TRITON  # noqa: E402
 from glmasr_triton import evaluate, launches_of  # noqa: E402
 
 EPS = 2.0 ** -23  # f32 machine epsilon, as kEpsF32 in the kernel tests
@@ -49,23 +50,11 @@ RNG = np.random.default_rng(1234)
 
 # ---------------------------------------------------------------- the launchers' signatures
 
-C_TYPES = {"float*": "*fp32", "int*": "*i32", "int": "i32", "long long": "i64", "float": "fp32"}
-
-
 def launcher_signatures():
-    """{op: [(name, triton type), ...]} in the op list's order, read from fp32_kernels.h."""
+    """{op: [(name, triton type), ...]} in the op list's order: fp32_kernels.h as aot.py reads it."""
     header = (ROOT / "driver/cuda/include/glmasr/fp32_kernels.h").read_text()
-    signatures = {}
-    for op, params in re.findall(r"void\s*\(\*(\w+)\)\(([^)]*)\)", header):
-        parameters = []
-        for param in params.split(","):
-            words = param.replace("*", " * ").split()
-            if words[-2:-1] == ["cudaStream_t"] or not words:
-                continue
-            name, c_type = words[-1], " ".join(w for w in words[:-1] if w != "const")
-            parameters.append((name, C_TYPES[c_type.replace(" *", "*")]))
-        signatures[op] = parameters
-    return signatures
+    return {op: [(name, C_TO_TRITON[c_type]) for c_type, name in params]
+            for op, params in aot.launcher_signatures(header).items()}
 
 
 # ---------------------------------------------------------------- a tensor for the interpreter
