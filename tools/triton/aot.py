@@ -14,8 +14,11 @@ kernel, and its launcher throws NotImplemented instead of starting it.
 """
 import argparse
 import importlib.util
+import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,6 +30,14 @@ C_TO_TRITON = {"float*": "*fp32", "const float*": "*fp32", "int*": "*i32", "cons
                "int": "i32", "long long": "i64", "float": "fp32"}
 TRITON_TO_C = {"i32": "int32_t", "i64": "int64_t", "fp32": "float"}
 PTX_TYPE = {"*": "u64", "i64": "u64", "i32": "u32", "fp32": "f32"}  # how a kernel entry takes each
+
+
+# Set by grader/grade.py when it builds a submission's Triton track: the kernel files are then the
+# student's code, and compiling them executes them (an import), so that happens in the grader's
+# sandbox (grader/sandbox.py) — {"prefix": its command prefix, "env": the prefix's own
+# environment, "box": a folder the sandbox user may write} — and this process, outside it, only
+# copies the C++ it wrote. check_source() is a rule for honest students; this is the boundary.
+SANDBOX_ENV = "GLMASR_AOT_SANDBOX"
 
 
 class AotError(Exception):
@@ -331,6 +342,8 @@ def main():
     parser.add_argument("--kernels-header", required=True, help="driver/cuda/include/glmasr/fp32_kernels.h")
     parser.add_argument("--out", required=True, help="the C++ file to write")
     args = parser.parse_args()
+    if os.environ.get(SANDBOX_ENV):
+        return run_sandboxed(args, json.loads(os.environ[SANDBOX_ENV]))
     try:
         with open(args.kernels_header, encoding="utf-8") as f:
             ops = launcher_signatures(f.read())
@@ -342,6 +355,29 @@ def main():
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, args.out)
+    return 0
+
+
+def run_sandboxed(args, sandbox):
+    """This same command inside the sandbox, writing into its box; the result copied to --out."""
+    box = sandbox["box"]
+    inner_out = os.path.join(box, os.path.basename(args.out))
+    if os.path.exists(inner_out):
+        os.remove(inner_out)
+    argv = [a for arch in sorted(set(args.arch)) for a in ("--arch", str(arch))]
+    argv = sandbox["prefix"] + [f"TRITON_CACHE_DIR={os.path.join(box, 'cache')}",
+                                sys.executable, os.path.abspath(__file__), "--track", args.track,
+                                "--folders", *map(os.path.abspath, args.folders), *argv,
+                                "--kernels-header", os.path.abspath(args.kernels_header),
+                                "--out", inner_out]
+    code = subprocess.run(argv, env=sandbox["env"], cwd=os.getcwd()).returncode
+    if code != 0:
+        return code if 0 < code < 128 else 2
+    if not os.path.isfile(inner_out) or os.path.islink(inner_out):
+        print(f"aot.py: the sandboxed compile wrote no {inner_out}", file=sys.stderr)
+        return 2
+    shutil.copyfile(inner_out, args.out + ".tmp")
+    os.replace(args.out + ".tmp", args.out)
     return 0
 
 
