@@ -4,7 +4,8 @@
 #   make test                      set up, build, run the project's tests (ctest)
 #   make test_rmsnorm [TRACK=...]  one kernel's tests on one track (default: student)
 #   make grade [TRACK=student]     the autograder: kernel tests, accuracy, speed, report
-#   make submission                submission.tar.gz: the student-owned files, to hand in
+#                                  (TRACK=triton grades the Triton track, student/triton/)
+#   make submission [TRACK=...]    submission.tar.gz: the student-owned files, to hand in
 #   make handout [OUT=dir]         the student distribution, without the solution (instructor)
 #   make handout-check [OUT=dir]   make the handout, build it from its tarball, check it
 #   make cheats [CHEAT_FLAGS=--gpu] grade the cheat suite: every cheat must be caught
@@ -83,7 +84,7 @@ fuzz:
 # make test_rmsnorm TRACK=student|baseline|reference  (the student's kernels run in their own
 # process, build/graded/kernel-runner-student, which the test drives: grader/runner/)
 test_%: $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target test_$* $(if $(filter student,$(TRACK)),kernel-runner-student)
+	cmake --build $(BUILD) -j $(JOBS) --target test_$* $(if $(filter student triton triton-solution,$(TRACK)),kernel-runner-$(TRACK))
 	GLMASR_TRACK=$(TRACK) $(BUILD)/tests/test_$*
 
 # The autograder (grader/grade.py): writes grade-out/report.md and grade-out/results.json.
@@ -96,9 +97,9 @@ grade: $(BUILD)/CMakeCache.txt
 grade-all:
 	python3 grader/batch.py $(SUBMISSIONS) $(BATCH_FLAGS)
 
-# The hand-in: the files [submission] owned in grader/rubric.toml names, nothing else.
+# The hand-in: the files [submission.owned] in grader/rubric.toml gives TRACK, nothing else.
 submission:
-	python3 tools/make_submission.py --out submission.tar.gz
+	python3 tools/make_submission.py --out submission.tar.gz --track $(TRACK)
 
 # Every cheat of grader/cheats/ graded with grade.py --submission must be caught (instructor
 # tree only). CHEAT_FLAGS: --gpu on a GPU machine, --only NAME.

@@ -46,6 +46,15 @@ import score  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRUSTED_TRACKS = ("baseline", "reference")
+# The tracks a student writes (docs/tracks.md): the CUDA C++ one and the same assignment in
+# Triton. Each has its library in the build (the symbol scan reads it), the targets that link it
+# (built after the grader's own), and its programs build/graded/glmasr-<track> and
+# kernel-runner-<track>. The rubric's [submission.owned] says which files of a hand-in are its.
+STUDENT_TRACKS = {
+    "student": {"library": "student/libglmasr_student.a",
+                "targets": ["glmasr", "glmasr_student"]},
+    "triton": {"library": "libglmasr_triton.a", "targets": ["glmasr_triton"]},
+}
 SANITIZER_ERROR = score.SANITIZER_ERROR  # compute-sanitizer --error-exitcode
 
 
@@ -192,13 +201,31 @@ def cuda_build(build_dir):
         return False
 
 
-def build(tree, build_dir, kernels, graded_track):
+def triton_python(instructor_build):
+    """The Python with Triton that the instructor's build found (its CMake cache), else this
+    checkout's .venv-triton/: handed to a submission's tree, which has no .venv-triton/ of its
+    own; None if there is neither."""
+    try:
+        with open(os.path.join(instructor_build, "CMakeCache.txt")) as f:
+            found = [l.split("=", 1)[1].strip() for l in f
+                     if l.startswith("GLMASR_TRITON_PYTHON_FOUND:")]
+    except OSError:
+        found = []
+    venv = os.path.join(ROOT, ".venv-triton", "bin", "python3")
+    return next((p for p in found + [venv] if p and os.path.exists(p)), None)
+
+
+def build(tree, build_dir, kernels, graded_track, python=None, aot_sandbox=None):
     """Builds the trusted programs (a failure is the grader's: exit 2) and then the student's
-    (a failure is the submission's: returned as one message, every student item scores 0)."""
+    (a failure is the submission's: returned as one message, every student item scores 0).
+    python: the Python with Triton for a new build's configure; aot_sandbox: the sandbox in
+    which the Triton compile executes the student's kernel files (tools/aot/trackgen.py,
+    GLMASR_AOT_SANDBOX), with its writable box; None: they run as they are."""
     if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
-        code, out, _ = run(["cmake", "-S", tree, "-B", build_dir, "-G", "Ninja"]
-                           if shutil.which("ninja") else ["cmake", "-S", tree, "-B", build_dir],
-                           timeout=900, cwd=tree)
+        configure = ["cmake", "-S", tree, "-B", build_dir] + \
+            (["-G", "Ninja"] if shutil.which("ninja") else []) + \
+            ([f"-DGLMASR_TRITON_PYTHON={python}"] if python else [])
+        code, out, _ = run(configure, timeout=900, cwd=tree)
         if code != 0:
             sys.exit("grade: cmake configure failed:\n" + out[-3000:])
     jobs = str(os.cpu_count() or 2)
@@ -211,23 +238,40 @@ def build(tree, build_dir, kernels, graded_track):
         sys.exit("grade: building the grader's own programs failed:\n" + out[-5000:])
     if not cuda_build(build_dir):
         return None
-    # Everything that links the student track (glmasr has every track): its failure is the
-    # submission's, and the report says so.
-    student = ["glmasr", "glmasr_student", "glmasr-student", "kernel-runner-student"]
+    if graded_track in TRUSTED_TRACKS:
+        return None
+    if not target_exists(build_dir, f"kernel-runner-{graded_track}"):
+        print(f"grade: this build has no {graded_track} track" + (
+            ": CMake found no Python with Triton 3.6.0 (tools/setup.sh --triton)"
+            if graded_track == "triton" else ""), file=sys.stderr)
+        sys.exit(2)
+    # Everything that links the graded track: its failure is the submission's, and the report
+    # says so.
+    student = STUDENT_TRACKS[graded_track]["targets"] + \
+        [f"glmasr-{graded_track}", f"kernel-runner-{graded_track}"]
+    env = {"GLMASR_AOT_SANDBOX": json.dumps(aot_sandbox)} if aot_sandbox else None
     code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", *student],
-                       timeout=3600, cwd=tree)
-    if code == 0 or graded_track in TRUSTED_TRACKS:
+                       timeout=3600, env=env, cwd=tree)
+    if code == 0:
         return None
     errors = [l for l in out.splitlines() if "error" in l.lower()]
     return "the student code does not build: " + (errors[0].strip() if errors else out.strip()[-300:])
 
 
-def check_integrity(build_dir, tree):
+def target_exists(build_dir, target):
+    """Whether the build knows the target (a Triton track only exists where CMake found
+    Triton)."""
+    p = subprocess.run(["cmake", "--build", build_dir, "--target", "help"], capture_output=True,
+                       text=True, errors="replace", timeout=120)
+    return any(line.split(":")[0].strip(". ") == target for line in p.stdout.splitlines())
+
+
+def check_integrity(build_dir, tree, track):
     """Static checks of the student's build: symbols and linked libraries."""
-    library = os.path.join(build_dir, "student", "libglmasr_student.a")
+    library = os.path.join(build_dir, STUDENT_TRACKS[track]["library"])
     violations, error = integrity.check_symbols(library, tree)
     violations += integrity.check_linkage(
-        [os.path.join(build_dir, "graded", p) for p in ("glmasr-student", "kernel-runner-student")])
+        [os.path.join(build_dir, "graded", f"{p}-{track}") for p in ("glmasr", "kernel-runner")])
     return {"checked": error is None, "library": library, "violations": violations,
             "error": error}
 
@@ -251,7 +295,7 @@ def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box, deadline)
             results[kernel] = score.kernel_result_missing(f"{exe} was not built")
             continue
         env = {"GLMASR_TRACK": track,
-               "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", "kernel-runner-student"),
+               "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
                "GLMASR_RUNNER_PREFIX": box.prefix_json() if box and box.active else ""}
         if seed is not None:
             env["GLMASR_TEST_SEED"] = str(seed)
@@ -278,7 +322,8 @@ def find_sanitizer(program):
     return found
 
 
-def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_results, deadline):
+def run_sanitizer_pass(build_dir, tree, track, rubric, seed, private_dir, box, kernel_results,
+                       deadline):
     """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
     verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
     compute-sanitizer is the runner's parent, so the student's code can neither print its way
@@ -330,8 +375,8 @@ def run_sanitizer_pass(build_dir, tree, rubric, seed, private_dir, box, kernel_r
                 os.remove(exits)
             wrapped = prefix + [program, "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR),
                                 "--print-limit", "10"]
-            env = {"GLMASR_TRACK": "student",
-                   "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", "kernel-runner-student"),
+            env = {"GLMASR_TRACK": track,
+                   "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
                    "GLMASR_RUNNER_PREFIX": json.dumps(wrapped),
                    "GLMASR_RUNNER_EXIT_REPORT": exits,
                    "GLMASR_RUNNER_TIMEOUT": str(sc["call_timeout_seconds"])}
@@ -433,7 +478,9 @@ def timed_rounds(run_round, repeats, cooldown_seconds, environment=timing_enviro
 
 def main():
     parser = argparse.ArgumentParser(description="GLM-ASR Kernel Lab autograder")
-    parser.add_argument("--track", default="student")
+    parser.add_argument("--track", default="student",
+                        help="the track graded: a student's (student, triton) or a trusted one "
+                             "(baseline, reference: the yardsticks, for comparison)")
     parser.add_argument("--submission", default=None,
                         help="a student's hand-in (directory, .zip, .tar[.gz]): grade only its "
                              "student-owned files, in a pristine copy of this tree")
@@ -462,6 +509,11 @@ def main():
     deadline = Deadline(rubric["batch"]["timeout_minutes"])
     kernels = list(rubric["kernels"]["points"])
     graded = args.track
+    if graded not in STUDENT_TRACKS and graded not in TRUSTED_TRACKS:
+        print(f"grade: --track {graded}: the tracks graded are "
+              f"{', '.join(list(STUDENT_TRACKS) + list(TRUSTED_TRACKS))}", file=sys.stderr)
+        sys.exit(2)
+    student_track = graded in STUDENT_TRACKS
     results = {"track": graded, "seed_hidden": args.seed is not None}
     # Reports only this process writes (0700, and /tmp is private inside the sandbox), and the
     # work directory: the pristine tree and its build, readable (never writable) by the
@@ -472,15 +524,17 @@ def main():
     scratch = None
     try:
         if args.submission:
-            if graded != "student":
-                sys.exit("grade: --submission grades the student track")
+            if not student_track:
+                print(f"grade: --submission grades a student's track "
+                      f"({', '.join(STUDENT_TRACKS)}), not {graded}", file=sys.stderr)
+                sys.exit(2)
             tree = os.path.join(work, "tree")
             build_dir = os.path.join(tree, "build")
             fresh = tempfile.mkdtemp(prefix="grade-tree-")
             try:
                 intake.make_pristine_tree(ROOT, fresh)
-                results["intake"] = intake.intake(args.submission, fresh,
-                                                  intake.policy_from(rubric.get("submission", {})))
+                results["intake"] = intake.intake(
+                    args.submission, fresh, intake.policy_from(rubric.get("submission", {}), graded))
             except intake.IntakeError as e:
                 print(f"grade: {e}", file=sys.stderr)
                 sys.exit(2)
@@ -490,17 +544,7 @@ def main():
             tree, build_dir = ROOT, args.build
             results["intake"] = None  # this checkout, as it is: local feedback, not a hand-in
 
-        student_build_error = None
-        if not args.skip_build:
-            progress(f"building the {graded} track and the grader's programs in {build_dir}")
-            student_build_error = build(tree, build_dir, kernels, graded)
-        scratch = os.path.join(build_dir, "grade-clips")  # private clips' audio, inside the tree
-        shutil.rmtree(scratch, ignore_errors=True)
-        os.makedirs(scratch, mode=0o755)
-        results["build_error"] = student_build_error
-        results["stubs"] = integrity.stubs(tree) if graded == "student" else {}
-
-        if graded == "student":
+        if student_track:
             settings = sandbox.settings_from(rubric.get("sandbox", {}))
             if args.sandbox:
                 settings["enabled"] = args.sandbox
@@ -508,13 +552,40 @@ def main():
             if args.private_clips or rubric["accuracy"].get("private_clips"):
                 hidden.append(os.path.abspath(args.private_clips or os.path.join(
                     ROOT, rubric["accuracy"]["private_clips"])))
+            hidden = [h for h in hidden if os.path.exists(h)]
             try:
-                box = sandbox.Sandbox(tree, hidden=[h for h in hidden if os.path.exists(h)],
-                                      writable=[], **settings)
+                box = sandbox.Sandbox(tree, hidden=hidden, writable=[], **settings)
             except sandbox.SandboxError as e:
                 sys.exit(f"grade: {e}")
+
+        student_build_error = None
+        python = triton_python(args.build)
+        if not args.skip_build:
+            progress(f"building the {graded} track and the grader's programs in {build_dir}")
+            if graded == "triton" and box and box.active:
+                # Compiling Triton executes the kernel files: in a sandbox of its own whose one
+                # writable folder, emptied first, is where the compile leaves its C++.
+                aot_box = os.path.join(build_dir, "triton-aot-box")
+                shutil.rmtree(aot_box, ignore_errors=True)
+                os.makedirs(aot_box, mode=0o755)
+                try:
+                    with sandbox.Sandbox(tree, hidden=hidden, writable=[aot_box],
+                                         **settings) as compile_box:
+                        student_build_error = build(tree, build_dir, kernels, graded, python,
+                                                    dict(compile_box.handoff(), box=aot_box))
+                except sandbox.SandboxError as e:
+                    sys.exit(f"grade: {e}")
+            else:
+                student_build_error = build(tree, build_dir, kernels, graded, python)
+        scratch = os.path.join(build_dir, "grade-clips")  # private clips' audio, inside the tree
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(scratch, mode=0o755)
+        results["build_error"] = student_build_error
+        results["stubs"] = integrity.stubs(tree, graded) if student_track else {}
+
+        if student_track:
             results["sandbox"] = box.description
-            results["integrity"] = check_integrity(build_dir, tree)
+            results["integrity"] = check_integrity(build_dir, tree, graded)
         else:
             results["sandbox"] = "not needed: the graded track is trusted code"
             results["integrity"] = {"checked": False, "violations": []}
@@ -531,8 +602,8 @@ def main():
             results["kernels"] = {k: score.kernel_result_missing(student_build_error)
                                   for k in kernels} if student_build_error else \
                 run_kernel_tests(build_dir, graded, rubric, args.seed, private, box, deadline)
-            if graded == "student" and not student_build_error and has_gpu_programs:
-                results["sanitizer"] = run_sanitizer_pass(build_dir, tree, rubric, args.seed,
+            if student_track and not student_build_error and has_gpu_programs:
+                results["sanitizer"] = run_sanitizer_pass(build_dir, tree, graded, rubric, args.seed,
                                                           private, box, results["kernels"],
                                                           deadline)
         if "accuracy" not in args.skip:

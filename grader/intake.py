@@ -17,6 +17,8 @@ So a submission's own harness, rubric, scripts or CMake edits never take part in
 A submission is a directory, a .zip or a .tar (.tar.gz/.tgz/.tar.bz2/.tar.xz), in one of three
 shapes: a whole handout tree (its student/ folder found at any depth, e.g. inside one wrapping
 folder), a bare student/ folder, or flat files (linear.cu at the top means student/linear.cu).
+The folder is the graded track's: student/triton/ for the Triton track (rmsnorm.py at the top
+means student/triton/rmsnorm.py).
 Archives are read in memory, member by member, with bounded reads: nothing is extracted, members
 that are not student-owned are never decompressed (zip) or only streamed through (tar), and the
 policy's size and count limits stop archive bombs. Links, devices, paths that escape, oversized
@@ -44,8 +46,9 @@ from fnmatch import fnmatchcase
 from typing import Callable
 
 # Every key of the rubric's [submission] table, with its type; all are required (the rubric is
-# the one place their values live).
-POLICY_KEYS = {"owned": list, "max_file_bytes": int, "max_total_bytes": int, "max_files": int,
+# the one place their values live). `owned` maps each student track (grade.py --track) to its
+# globs; a policy (what intake() takes) holds the graded track's list.
+POLICY_KEYS = {"owned": dict, "max_file_bytes": int, "max_total_bytes": int, "max_files": int,
                "max_entries": int, "max_archive_bytes": int}
 
 
@@ -59,8 +62,9 @@ class IntakeError(Exception):
     """A submission (or tree) that cannot be graded at all; the message is one line."""
 
 
-def policy_from(table):
-    """The rubric's [submission] table, checked: every key present with the right type."""
+def policy_from(table, track="student"):
+    """The rubric's [submission] table, checked (every key present with the right type), as the
+    policy of one student track: its `owned` globs."""
     for key, kind in POLICY_KEYS.items():
         if key not in table:
             raise IntakeError(f"rubric [submission] lacks '{key}'")
@@ -69,12 +73,21 @@ def policy_from(table):
     unknown = sorted(set(table) - set(POLICY_KEYS))
     if unknown:
         raise IntakeError(f"rubric [submission] has unknown keys: {', '.join(unknown)}")
-    owned = table["owned"]
-    if not owned or not all(isinstance(g, str) and "/" in g for g in owned):
-        raise IntakeError("rubric [submission] 'owned' must list globs like 'student/*.cu'")
-    if len({g.split("/")[0] for g in owned}) != 1:
-        raise IntakeError("rubric [submission] 'owned' globs must share one folder (student/)")
-    return dict(table)
+    if track not in table["owned"]:
+        raise IntakeError(f"rubric [submission.owned] has no globs for the track '{track}'")
+    return checked(dict(table, owned=table["owned"][track]))
+
+
+def checked(policy):
+    """A policy whose `owned` globs are usable: a list of 'folder/pattern' globs of one folder."""
+    owned = policy["owned"]
+    if not isinstance(owned, list) or not owned or \
+            not all(isinstance(g, str) and "/" in g for g in owned):
+        raise IntakeError("rubric [submission.owned] must list globs like 'student/*.cu'")
+    if len({os.path.dirname(g) for g in owned}) != 1:
+        raise IntakeError("rubric [submission.owned] globs of a track must share one folder "
+                          "(student/, student/triton/)")
+    return policy
 
 
 # ----------------------------------------------------------------------------- pristine tree
@@ -375,23 +388,24 @@ def _owned(parts, globs):
 def _layout(files, folder):
     """How the submission's files map into the tree: returns (strip, flat, description).
 
-    A file's tree path is its parts after the first `strip` ones, with `folder` put in front
-    when flat. The shallowest folder named `folder` (student/) is the tree's; without one,
-    the files are flat, inside any folders that wrap all of them."""
-    bases = sorted({p[:i] for p in files for i in range(len(p) - 1) if p[i] == folder},
-                   key=len)
+    A file's tree path is its parts after the first `strip` ones, with `folder` (a tuple of
+    parts: student/, or student/triton/) put in front when flat. The shallowest `folder` is the
+    tree's; without one, the files are flat, inside any folders that wrap all of them."""
+    name = "/".join(folder)
+    bases = sorted({p[:i] for p in files for i in range(len(p) - len(folder))
+                    if p[i:i + len(folder)] == folder}, key=len)
     if bases:
-        shallowest = ["/".join(b + (folder,)) for b in bases if len(b) == len(bases[0])]
+        shallowest = ["/".join(b + folder) for b in bases if len(b) == len(bases[0])]
         if len(shallowest) > 1:
-            raise IntakeError(f"the submission has several {folder}/ folders: "
+            raise IntakeError(f"the submission has several {name}/ folders: "
                               f"{', '.join(shallowest[:3])} (submit one)")
-        return bases[0], False, f"{folder}/ folder at '{shallowest[0]}/'"
+        return bases[0], False, f"{name}/ folder at '{shallowest[0]}/'"
     depth = 0
     while files and all(len(p) > depth + 1 and p[depth] == files[0][depth] for p in files):
         depth += 1
     wrapper = "/".join(files[0][:depth]) + "/" if depth else ""
     return files[0][:depth] if files else (), True, \
-        f"flat files{' in ' + repr(wrapper) if wrapper else ''}, taken as {folder}/"
+        f"flat files{' in ' + repr(wrapper) if wrapper else ''}, taken as {name}/"
 
 
 # ----------------------------------------------------------------------------- intake
@@ -402,8 +416,8 @@ def intake(submission, tree, policy):
       {"submission", "layout", "accepted": [{path, source, bytes, sha256}],
        "ignored": [{path, reason}], "refused": [{path, reason}]}
     Raises IntakeError (one line) for a missing path or an unreadable, corrupt or bomb archive."""
-    policy = policy_from(policy)
-    folder = policy["owned"][0].split("/")[0]
+    policy = checked(policy)
+    folder = tuple(os.path.dirname(policy["owned"][0]).split("/"))
     with _opened(os.fspath(submission), policy) as members:
         return _take(members, tree, policy, folder, os.fspath(submission))
 
@@ -436,7 +450,7 @@ def _take(members, tree, policy, folder, submission):
         parts = _parts(m.name)
         path = parts[len(strip):] if parts[:len(strip)] == strip else None
         if path is not None and flat:
-            path = (folder,) + path
+            path = folder + path
         if path is None or not _owned(path, policy["owned"]):
             record["ignored"].append({"path": m.name, "reason": "not student-owned"})
             continue
@@ -518,11 +532,12 @@ def main():
                                                  "(a dry run: nothing is written)")
     parser.add_argument("submission", help="a directory, .zip or .tar[.gz]")
     parser.add_argument("--rubric", default=os.path.join(here, "rubric.toml"))
+    parser.add_argument("--track", default="student", help="the student track graded (student, triton)")
     parser.add_argument("--json", action="store_true", help="print the full record as JSON")
     args = parser.parse_args()
     try:
         with open(args.rubric, "rb") as f:
-            policy = policy_from(tomllib.load(f).get("submission", {}))
+            policy = policy_from(tomllib.load(f).get("submission", {}), args.track)
         record = intake(args.submission, None, policy)
     except (IntakeError, OSError, tomllib.TOMLDecodeError) as e:
         print(f"intake: {e}", file=sys.stderr)

@@ -328,6 +328,12 @@ class Sandbox:
         """prefix() for a program in another language (see PREFIX_ENV)."""
         return json.dumps(self.prefix())
 
+    def handoff(self):
+        """What a trusted program that starts student code itself needs to start it here:
+        {"prefix": prefix(), "env": the environment to run the prefix with} (JSON-ready;
+        tools/triton/aot.py takes it from GLMASR_AOT_SANDBOX)."""
+        return {"prefix": self.prefix(), "env": self._outer_env()}
+
     def wrap(self, argv, env=None):
         """(argv, env) to start argv sandboxed with the extra variables env. Not active: argv as
         it is, with the grader's environment plus self.env and env (a local grade, as before)."""

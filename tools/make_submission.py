@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """make_submission.py — pack the files you hand in (`make submission`).
 
-    python3 tools/make_submission.py [--out submission.tar.gz]
+    python3 tools/make_submission.py [--out submission.tar.gz] [--track student|triton]
 
-Packs the student-owned files, those the [submission] owned globs of grader/rubric.toml name
-(student/*.cu, ...), into one .tar.gz with paths relative to the lab's root, then reads it back
+Packs the student-owned files of a track, those the [submission.owned] globs of
+grader/rubric.toml name (student/*.cu, ...; student/triton/*.py for the Triton track), into one .tar.gz with paths relative to the lab's root, then reads it back
 with the grader's own intake (grader/intake.py, as a dry run) and prints what grading would
 take from it. The grader takes exactly those files and nothing else (docs/grading.md), so this
-also lists the files of student/ that take no part. A file the grader would refuse (a symlink,
+also lists the other files of the track's folder, which take no part. A file the grader would refuse (a symlink,
 a binary or oversized file) is an error here: one line, exit 2.
 Standard-library Python >= 3.11.
 """
@@ -31,10 +31,12 @@ def fail(message):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="submission.tar.gz")
+    parser.add_argument("--track", default="student",
+                        help="whose files: student (CUDA C++, student/*.cu) or triton (student/triton/*.py)")
     args = parser.parse_args()
     try:
         with open(os.path.join(ROOT, "grader/rubric.toml"), "rb") as f:
-            policy = intake.policy_from(tomllib.load(f).get("submission", {}))
+            policy = intake.policy_from(tomllib.load(f).get("submission", {}), args.track)
     except (intake.IntakeError, OSError, tomllib.TOMLDecodeError) as e:
         fail(f"grader/rubric.toml: {e}")
 
@@ -55,9 +57,9 @@ def main():
     accepted = [entry["path"] for entry in record["accepted"]]
     print(f"make_submission: {args.out} ({os.path.getsize(args.out) / 1024:.0f} KiB): "
           f"{' '.join(accepted)}")
-    left_out = sorted(os.path.relpath(os.path.join(d, n), ROOT)
-                      for d, _, names in os.walk(os.path.join(ROOT, "student")) for n in names)
-    left_out = [p for p in left_out if p not in accepted]
+    folder = os.path.dirname(policy["owned"][0])
+    left_out = [f"{folder}/{n}" for n in sorted(os.listdir(os.path.join(ROOT, folder)))
+                if os.path.isfile(os.path.join(ROOT, folder, n)) and f"{folder}/{n}" not in accepted]
     if left_out:
         print(f"make_submission: not handed in (the rubric does not make them yours): "
               f"{' '.join(left_out)}")

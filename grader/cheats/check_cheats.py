@@ -112,7 +112,7 @@ def load_specs(path=os.path.join(HERE, "cheats.toml")):
 
 def owned_globs():
     with open(os.path.join(ROOT, "grader/rubric.toml"), "rb") as f:
-        return tomllib.load(f).get("submission", {}).get("owned", DEFAULT_OWNED)
+        return tomllib.load(f).get("submission", {}).get("owned", {}).get("student", DEFAULT_OWNED)
 
 
 def is_owned(path, globs):

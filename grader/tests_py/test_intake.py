@@ -28,6 +28,8 @@ import intake  # noqa: E402  (grader/intake.py)
 POLICY = {"owned": ["student/*.cu", "student/*.cuh", "student/*.h"], "max_file_bytes": 4096,
           "max_total_bytes": 16384, "max_files": 5, "max_entries": 100,
           "max_archive_bytes": 1 << 20}
+# The rubric's form: each student track's globs.
+TABLE = dict(POLICY, owned={"student": POLICY["owned"], "triton": ["student/triton/*.py"]})
 
 # A miniature instructor tree: the student's files and the files a cheat would like to change.
 MINI_TREE = {
@@ -342,15 +344,42 @@ class Errors(IntakeCase):
 
     def test_policy_is_checked(self):
         with self.assertRaisesRegex(intake.IntakeError, "lacks 'max_files'"):
-            intake.policy_from({k: v for k, v in POLICY.items() if k != "max_files"})
+            intake.policy_from({k: v for k, v in TABLE.items() if k != "max_files"})
         with self.assertRaisesRegex(intake.IntakeError, "unknown keys: typo"):
-            intake.policy_from(dict(POLICY, typo=1))
+            intake.policy_from(dict(TABLE, typo=1))
+        with self.assertRaisesRegex(intake.IntakeError, "'owned' must be a dict"):
+            intake.policy_from(POLICY)   # the flat list of before: one list for every track
+        with self.assertRaisesRegex(intake.IntakeError, "no globs for the track 'cutile'"):
+            intake.policy_from(TABLE, "cutile")
+        with self.assertRaisesRegex(intake.IntakeError, "share one folder"):
+            intake.policy_from(dict(TABLE, owned={"student": ["student/*.cu", "other/*.cu"]}))
+        self.assertEqual(intake.policy_from(TABLE, "triton")["owned"], ["student/triton/*.py"])
+
+    def test_triton_track_takes_its_folder_only(self):
+        """The Triton track's files are student/triton/*.py, in any of the three shapes; the
+        CUDA track's files in the same hand-in are not its own, nor Python elsewhere."""
+        policy = intake.policy_from(TABLE, "triton")
+        whole = make_zip(self.path("whole.zip"), {
+            "lab/student/triton/rmsnorm.py": b"# mine\n", "lab/student/rmsnorm.cu": b"//\n",
+            "lab/tools/triton/aot.py": b"# not yours\n", "lab/student/triton/sub/x.py": b"#\n"})
+        record = self.take(whole, policy)
+        self.assertEqual([a["path"] for a in record["accepted"]], ["student/triton/rmsnorm.py"])
+        self.assertIn("student/triton/ folder at 'lab/student/triton/'", record["layout"])
+        self.assertEqual(len(record["ignored"]), 3)
+        flat = make_zip(self.path("flat.zip"), {"triton/gelu.py": b"#\n", "triton/rope_apply.py": b"#\n"})
+        record = self.take(flat, policy)
+        self.assertEqual(sorted(a["path"] for a in record["accepted"]),
+                         ["student/triton/gelu.py", "student/triton/rope_apply.py"])
+        with open(os.path.join(self.tree, "student/triton/gelu.py"), "rb") as f:
+            self.assertEqual(f.read(), b"#\n")
 
     def test_command_line(self):
         rubric = self.path("rubric.toml")
         with open(rubric, "w") as f:
             f.write("[submission]\n" + "".join(f"{k} = {json.dumps(v)}\n"
-                                               for k, v in POLICY.items()))
+                                               for k, v in POLICY.items() if k != "owned") +
+                    "[submission.owned]\n" + "".join(f"{k} = {json.dumps(v)}\n"
+                                                     for k, v in TABLE["owned"].items()))
         sub = make_zip(self.path("s.zip"), {"student/linear.cu": b"//\n", "rubric.toml": b""})
         cli = [sys.executable, os.path.join(ROOT, "grader/intake.py"), "--rubric", rubric]
         done = subprocess.run(cli + [sub], capture_output=True, text=True)

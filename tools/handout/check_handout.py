@@ -342,7 +342,7 @@ def check_submission(report, handout):
         report.line(False, "(c) submission", "no submission.tar.gz")
         return
     with open(os.path.join(handout, "grader/rubric.toml"), "rb") as f:
-        owned = tomllib.load(f)["submission"]["owned"]
+        owned = tomllib.load(f)["submission"]["owned"]["student"]
     expected = {p for g in owned for p in glob.glob(g, root_dir=handout)}
     with tarfile.open(tarball) as tar:
         packed = set(tar.getnames())
