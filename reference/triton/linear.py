@@ -14,6 +14,13 @@ memory and software-pipelines the K loop (num_stages). The bias is added in the 
 out is written once. Programs are numbered in groups of GROUP_M tile rows ("L2 swizzle"): the
 programs running together share the same few x tiles and w tiles, which then stay in L2.
 
+Decode (M of 1 to 4) is another problem: one row of x against all of w is a matrix-vector
+product that reads every weight once and does two flops per 4-byte weight, so it is bound by
+memory bandwidth, and the tile kernel would start only cdiv(N, 128) programs (16 for N = 2048,
+on a GPU of 132 SMs). So LAUNCH holds two launches, one of which has an empty grid: for M <= 4,
+gemv_kernel, a program per BLOCK_N outputs of one row, its lanes walking K (many programs, every
+weight read by exactly one, plain f32 multiply-adds and one reduction per output).
+
 Triton idioms: tl.dot with input_precision="tf32", pointer tiles advanced by BLOCK_K per step,
 masks for ragged edges (M, N, K of 1, 19, 111 ...), the grouped program ordering of the Triton
 matmul tutorial, a null-pointer test (bias.to(tl.int64) != 0) for the optional bias.
@@ -61,8 +68,43 @@ def linear_kernel(out,   # *fp32 (M, N)
     tl.store(out_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-LAUNCH = Launch(linear_kernel,
-                grid=("cdiv(M, 64) * cdiv(N, 128)",),
-                args=("out", "x", "w", "bias", "M", "N", "K"),
-                constexprs={"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8},
-                num_warps=4, num_stages=3)
+
+@triton.jit
+def gemv_kernel(out,   # *fp32 (M, N)
+                x,     # *fp32 (M, K)
+                w,     # *fp32 (N, K)
+                bias,  # *fp32 (N) or null
+                M, N, K,  # i32
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # Program (n, m): outputs out[m, n·BLOCK_N : (n+1)·BLOCK_N]. Each lane keeps its own partial
+    # sums across the K loop; one reduction over K at the end.
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m = tl.program_id(1)
+    rk = tl.arange(0, BLOCK_K)
+    x_ptrs = x + m.to(tl.int64) * K + rk                        # (BLOCK_K)
+    w_ptrs = w + rn.to(tl.int64)[:, None] * K + rk[None, :]     # (BLOCK_N, BLOCK_K)
+    acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_ok = rk < K - k0
+        a = tl.load(x_ptrs, mask=k_ok, other=0.0)
+        b = tl.load(w_ptrs, mask=(rn[:, None] < N) & k_ok[None, :], other=0.0)
+        acc += b * a[None, :]
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    result = tl.sum(acc, axis=1)                                # (BLOCK_N)
+    if bias.to(tl.int64) != 0:
+        result += tl.load(bias + rn, mask=rn < N, other=0.0)
+    tl.store(out + m.to(tl.int64) * N + rn, result, mask=rn < N)
+
+
+# min(1, max(0, 5 - M)) is 1 for M <= 4 and 0 above: exactly one of the two grids is empty.
+LAUNCH = [Launch(linear_kernel,
+                 grid=("cdiv(M, 64) * cdiv(N, 128) * min(1, max(0, M - 4))",),
+                 args=("out", "x", "w", "bias", "M", "N", "K"),
+                 constexprs={"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8},
+                 num_warps=4, num_stages=3),
+          Launch(gemv_kernel,
+                 grid=("cdiv(N, 8)", "M * min(1, max(0, 5 - M))"),
+                 args=("out", "x", "w", "bias", "M", "N", "K"),
+                 constexprs={"BLOCK_N": 8, "BLOCK_K": 512},
+                 num_warps=4, num_stages=3)]

@@ -190,7 +190,7 @@ def poisoned(shape, dtype=np.float32):
 def check_linear(run):
     worst = 0.0
     for M, N, K, has_bias in [(1, 19, 111, True), (37, 70, 50, False), (5, 130, 33, True),
-                              (70, 3, 1, True)]:
+                              (70, 3, 1, True), (4, 9, 1100, False)]:
         x, w = f32((M, K)), f32((N, K))
         bias = f32(N) if has_bias else None
         out = poisoned((M, N))
