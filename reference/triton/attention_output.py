@@ -16,6 +16,11 @@ loaded only if some query of the tile gives its key a nonzero probability; the o
 0, so an unwritten (NaN) row never enters the product. (A row that is loaded was written:
 some query of the tile sees it.)
 
+In decode a head has one query (Tq = 1): a tile of 64 queries would be 63 empty rows, and the
+grid only 2 · Hq programs. So LAUNCH holds two launches, one with an empty grid: for Tq <= 4,
+decode_output_kernel, one program per (BLOCK_D dims, query, head) that multiplies each v tile
+by its column of probabilities and sums over the keys at the end (plain f32 multiply-adds).
+
 Triton idioms: a 3-D grid, tl.dot(input_precision="ieee"), a reduction over the probs tile
 (tl.max of p != 0) to build the v-row mask, i64 offsets (Hq · Tq · Tk passes 2^31).
 """
@@ -54,8 +59,39 @@ def attention_output_kernel(out,    # *fp32 (Tq, Hq·D)
     tl.store(out_ptrs, acc, mask=(i[:, None] < Tq) & (d[None, :] < D))
 
 
-LAUNCH = Launch(attention_output_kernel,
-                grid=("cdiv(Tq, 64)", "cdiv(D, 64)", "Hq"),
-                args=("out", "probs", "v", "Tq", "Tk", "Hq", "Hkv", "D"),
-                constexprs={"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_D": 64},
-                num_warps=4, num_stages=2)
+
+@triton.jit
+def decode_output_kernel(out,    # *fp32 (Tq, Hq·D)
+                         probs,  # *fp32 (Hq, Tq, Tk)
+                         v,      # *fp32 (Tk, Hkv·D)
+                         Tq, Tk, Hq, Hkv, D,  # i32
+                         BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+    d = tl.program_id(0) * BLOCK_D + tl.arange(0, BLOCK_D)   # dims of the head
+    i = tl.program_id(1)                                      # the query
+    h = tl.program_id(2)
+    g = h // (Hq // Hkv)
+    jj = tl.arange(0, BLOCK_N)
+    p_row = probs + (h * Tq + i).to(tl.int64) * Tk
+    v_cols = v + g * D + d[None, :]                           # (1, BLOCK_D)
+    acc = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    for j0 in range(0, Tk, BLOCK_N):
+        j = j0 + jj
+        p = tl.load(p_row + j, mask=j < Tk, other=0.0)                       # (BLOCK_N)
+        v_tile = tl.load(v_cols + j.to(tl.int64)[:, None] * Hkv * D,
+                         mask=(p != 0.0)[:, None] & (d[None, :] < D), other=0.0)
+        acc += v_tile * p[:, None]
+    out_ptrs = out + i.to(tl.int64) * Hq * D + h * D + d
+    tl.store(out_ptrs, tl.sum(acc, axis=0), mask=d < D)
+
+
+# min(1, max(0, 5 - Tq)) is 1 for Tq <= 4 and 0 above: exactly one of the two grids is empty.
+LAUNCH = [Launch(attention_output_kernel,
+                 grid=("cdiv(Tq, 64) * min(1, max(0, Tq - 4))", "cdiv(D, 64)", "Hq"),
+                 args=("out", "probs", "v", "Tq", "Tk", "Hq", "Hkv", "D"),
+                 constexprs={"BLOCK_M": 64, "BLOCK_N": 32, "BLOCK_D": 64},
+                 num_warps=4, num_stages=2),
+          Launch(decode_output_kernel,
+                 grid=("cdiv(D, 32)", "Tq * min(1, max(0, 5 - Tq))", "Hq"),
+                 args=("out", "probs", "v", "Tq", "Tk", "Hq", "Hkv", "D"),
+                 constexprs={"BLOCK_N": 64, "BLOCK_D": 32},
+                 num_warps=4, num_stages=2)]
