@@ -84,7 +84,7 @@ fuzz:
 # make test_rmsnorm TRACK=student|baseline|reference  (the student's kernels run in their own
 # process, build/graded/kernel-runner-student, which the test drives: grader/runner/)
 test_%: $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target test_$* $(if $(filter student triton triton-solution,$(TRACK)),kernel-runner-$(TRACK))
+	cmake --build $(BUILD) -j $(JOBS) --target test_$* $(if $(filter student triton triton-solution cutile cutile-solution,$(TRACK)),kernel-runner-$(TRACK))
 	GLMASR_TRACK=$(TRACK) $(BUILD)/tests/test_$*
 
 # The autograder (grader/grade.py): writes grade-out/report.md and grade-out/results.json.

@@ -10,6 +10,8 @@
 #                             what --triton installs
 #   tools/setup.sh --triton   also .venv-triton/: Triton (pinned) and numpy from PyPI, for the
 #                             Triton tracks (docs/tracks.md) and their CPU checks
+#   tools/setup.sh --cutile   also .venv-cutile/: cuTile (cuda-tile, pinned) with NVIDIA's tileiras
+#                             and the CUDA 13.4 wheels it needs, for the cuTile tracks
 # The CUDA tracks are built when nvcc is on the PATH (CUDA toolkit, not installed here).
 set -euo pipefail
 
@@ -19,7 +21,7 @@ packages=(build-essential cmake ninja-build pkgconf python3
           libcpp-httplib-dev
           python3-matplotlib)  # tools/plot_kernel_bench.py, tools/roofline.py and their test
 [ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev)
-[ "${1:-}" = "--instructor" ] || [ "${1:-}" = "--triton" ] && packages+=(python3-venv)
+case "${1:-}" in --instructor|--triton|--cutile) packages+=(python3-venv) ;; esac
 
 # The Triton tracks' Python (tools/triton/TritonTracks.cmake finds it here), after the packages.
 triton_venv() {
@@ -33,6 +35,22 @@ triton_venv() {
   echo "setup: installed triton 3.6.0 and numpy in $venv"
 }
 
+# The cuTile tracks' Python (tools/cutile/CuTileTracks.cmake finds it here). cuda-tile's
+# [tileiras] extra asks for a CUDA 13.2-13.4 toolkit from PyPI; pinning one release keeps tileiras,
+# nvcc and nvvm at one version, which cuda.tile needs to use them (else it falls back to the
+# PATH's tileiras).
+cutile_venv() {
+  [ "${1:-}" = "--cutile" ] || return 0
+  local venv; venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-cutile"
+  if "$venv/bin/python3" -W ignore -c "import cuda.tile; from cuda.tile._compile import _find_pip_tileiras; assert cuda.tile.__version__ == '1.7.0' and _find_pip_tileiras()" 2>/dev/null; then
+    echo "setup: $venv has cuda-tile 1.7.0 and tileiras"; return 0
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "cuda-tile[tileiras]==1.7.0" \
+    "cuda-toolkit[nvcc,nvvm,tileiras]==13.4.3"
+  echo "setup: installed cuda-tile 1.7.0 and tileiras 13.4 in $venv"
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,7 +58,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all build dependencies are installed"
-  [ "${1:-}" = "--check" ] || triton_venv "${1:-}"
+  [ "${1:-}" = "--check" ] || { triton_venv "${1:-}"; cutile_venv "${1:-}"; }
   exit 0
 fi
 echo "setup: missing packages: ${missing[*]}"
@@ -61,3 +79,4 @@ $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 echo "setup: installed ${missing[*]}"
 triton_venv "${1:-}"
+cutile_venv "${1:-}"

@@ -1,5 +1,5 @@
-// triton_kernel.cpp — loading and launching the Triton tracks' ahead-of-time kernels (see
-// triton_kernel.h).
+// triton_kernel.cpp — loading and launching the Triton and cuTile tracks' ahead-of-time kernels
+// (see triton_kernel.h).
 #include "glmasr/triton_kernel.h"
 
 #include <map>
@@ -31,7 +31,7 @@ cudaKernel_t loaded(const TritonKernel& kernel, cudaStream_t stream, int* shared
         cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
         CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
         if (capturing != cudaStreamCaptureStatusNone)
-            throw Error(std::string(kernel.op) + ": the Triton kernel " + kernel.symbol +
+            throw Error(std::string(kernel.op) + ": the kernel " + kernel.symbol +
                         " is first launched inside a CUDA graph capture; launch it once before");
         int major = 0, minor = 0;
         CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -44,12 +44,18 @@ cudaKernel_t loaded(const TritonKernel& kernel, cudaStream_t stream, int* shared
         CUDA_CHECK(cudaLibraryGetKernel(&handle, library, kernel.symbol));
         cudaFuncAttributes attributes{};  // loads it into this device's context now, not lazily
         CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(handle)));
-        if (cubin.shared_bytes > kDefaultSharedLimit)
+        int shared = cubin.shared_bytes;
+        if (shared == kAllSharedMemory) {  // cuTile: what the device allows, less the static part
+            int optin = 0;
+            CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                              device));
+            shared = optin - static_cast<int>(attributes.sharedSizeBytes);
+        }
+        if (shared > kDefaultSharedLimit)
             CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(handle),
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            cubin.shared_bytes));
-        found = cache.emplace(std::make_pair(&kernel, device),
-                              std::make_pair(handle, cubin.shared_bytes)).first;
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+        found = cache.emplace(std::make_pair(&kernel, device), std::make_pair(handle, shared))
+                    .first;
     }
     *shared_bytes = found->second.second;
     return found->second.first;
@@ -69,7 +75,7 @@ const TritonCubin& TritonKernel::cubin_for(int arch) const {
         if (runs && (!best || c.arch > best->arch)) best = &c;
     }
     if (!best)
-        throw Error(std::string(op) + ": the Triton kernel " + symbol + " was compiled for " +
+        throw Error(std::string(op) + ": the kernel " + symbol + " was compiled for " +
                     built + ", not for this GPU (sm_" + std::to_string(arch) +
                     "); rebuild with CUDAARCHS=" + std::to_string(arch));
     return *best;

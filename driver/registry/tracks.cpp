@@ -30,14 +30,21 @@ const Track& triton_track();           // student/triton/, compiled by tools/tri
 #ifdef GLMASR_LINK_TRITON_SOLUTION
 const Track& triton_solution_track();  // student/triton/ with reference/triton/ on top
 #endif
+#ifdef GLMASR_LINK_CUTILE
+const Track& cutile_track();           // student/cutile/, compiled by tools/cutile/aot.py
+#endif
+#ifdef GLMASR_LINK_CUTILE_SOLUTION
+const Track& cutile_solution_track();  // student/cutile/ with reference/cutile/ on top
+#endif
 #ifdef GLMASR_WITH_CUDA
 Backend& cuda_backend();         // driver/cuda/
 bool cuda_device_present();      // driver/cuda/
 #endif
 
 const std::vector<std::string>& known_track_names() {
-    static const std::vector<std::string> names = {"cpu",     "baseline", "reference",
-                                                   "student", "triton",   "triton-solution"};
+    static const std::vector<std::string> names = {
+        "cpu", "baseline", "reference", "student", "triton", "triton-solution", "cutile",
+        "cutile-solution"};
     return names;
 }
 
@@ -60,6 +67,12 @@ std::vector<const Track*> available_tracks() {
 #endif
 #ifdef GLMASR_LINK_TRITON_SOLUTION
     tracks.push_back(&triton_solution_track());
+#endif
+#ifdef GLMASR_LINK_CUTILE
+    tracks.push_back(&cutile_track());
+#endif
+#ifdef GLMASR_LINK_CUTILE_SOLUTION
+    tracks.push_back(&cutile_solution_track());
 #endif
     return tracks;
 }
@@ -100,6 +113,12 @@ const Track& get_track(const std::string& name) {
         throw InputError("track '" + name +
                          "' was not built: CMake found no Python with triton==3.6.0 (run "
                          "tools/setup.sh --triton, then reconfigure)");
+#endif
+#ifndef GLMASR_WITH_CUTILE
+    if (name.rfind("cutile", 0) == 0)
+        throw InputError("track '" + name +
+                         "' was not built: CMake found no Python with cuda-tile==1.7.0 and its "
+                         "tileiras (run tools/setup.sh --cutile, then reconfigure)");
 #endif
     throw InputError("track '" + name + "' is not part of this program, which links only: " + linked);
 }

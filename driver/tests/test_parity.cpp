@@ -73,13 +73,14 @@ std::vector<float> read_tensor(const SafeTensorsFile& file, const std::string& n
 
 // Tolerances per track: the cpu and baseline tracks compute in fp32 like the fixture; the
 // reference uses bf16 weights and tensor cores, so its logits may move by ~1e-2 relative; the
-// Triton solution's products run in TF32 (10 mantissa bits per operand, as the student's may).
+// Triton and cuTile solutions' products run in TF32 (10 mantissa bits per operand, as the
+// student's may).
 struct Tolerance {
     double encoder_rel, logits_rel;
 };
 Tolerance tolerance_for(const std::string& track) {
     if (track == "reference") return {3e-2, 3e-2};
-    if (track == "triton-solution") return {1e-2, 1e-2};
+    if (track == "triton-solution" || track == "cutile-solution") return {1e-2, 1e-2};
     return {1e-3, 1e-3};
 }
 
@@ -208,10 +209,10 @@ TEST_P(Parity, ReproducesTransformers) {
 
 std::vector<std::tuple<std::string, std::string>> parity_params() {
     std::vector<std::tuple<std::string, std::string>> params;
-    // Every linked track that computes the model (the student's two are stubs until written).
+    // Every linked track that computes the model (the student's three are stubs until written).
     for (const Track* track : available_tracks()) {
         const std::string name = track->name;
-        if (name == "student" || name == "triton") continue;
+        if (name == "student" || name == "triton" || name == "cutile") continue;
         for (const std::string& c : parity_cases()) params.emplace_back(name, c);
     }
     return params;

@@ -458,10 +458,12 @@ const Track& remote_track_for(const std::string& name, const std::vector<std::st
 }
 
 const Track& remote_track(const std::string& name) {
-    // The student's tracks, CUDA and Triton, are f32 (docs/tracks.md); each has its own runner.
-    if (name != "student" && name != "triton" && name != "triton-solution")
+    // The student's tracks, CUDA, Triton and cuTile, are f32 (docs/tracks.md); each has its own
+    // runner.
+    if (!is_remote_track_name(name))
         throw Error("no remote track named '" + name +
-                    "' (the kernel tests run only student, triton and triton-solution remotely)");
+                    "' (the kernel tests run only student, triton, triton-solution, cutile and "
+                    "cutile-solution remotely)");
     return remote_track_for(name, runner_command(name), DType::F32);
 }
 

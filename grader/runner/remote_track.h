@@ -35,6 +35,14 @@
 
 namespace glmasr::runner {
 
+// Whether `name` is a track the kernel tests run remotely, in kernel-runner-<name>: the
+// student's CUDA track and the Triton and cuTile tracks.
+inline bool is_remote_track_name(const std::string& name) {
+    for (const char* remote : {"student", "triton", "triton-solution", "cutile", "cutile-solution"})
+        if (name == remote) return true;
+    return false;
+}
+
 // The remote track `name`, its runner started on first use (throws glmasr::Error when it cannot
 // start). The checker's side of the tensors is host memory: Track::device is Host.
 const Track& remote_track(const std::string& name);

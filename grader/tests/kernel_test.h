@@ -122,7 +122,7 @@ inline bool tracks_can_run() {
 
 // The track a test runs. This program is a checker: it links the trusted tracks (cpu, baseline,
 // reference) and no student code. "student" is a remote track (grader/runner/remote_track.h), as
-// are the Triton tracks "triton" and "triton-solution" (kernel-runner-triton...):
+// are the Triton and cuTile tracks (kernel-runner-triton, kernel-runner-cutile-solution...):
 // the student's kernels run in build/graded/kernel-runner-student, a process of their own that
 // only computes the outputs of the calls it is handed, so nothing the student's code does can
 // touch the inputs, the oracle, the tolerances or this report. "buggy" is grader/buggy/, the
@@ -132,8 +132,7 @@ inline const Track& track_under_test(const std::string& name) {
 #ifdef GLMASR_BUGGY_TRACK
     if (name == "buggy") return buggy_track();
 #endif
-    if (name == "student" || name == "triton" || name == "triton-solution")
-        return runner::remote_track(name);
+    if (runner::is_remote_track_name(name)) return runner::remote_track(name);
     return get_track(name);
 }
 

@@ -14,10 +14,10 @@ model's hot path runs no Python (docs/tracks.md, "The Triton tracks").
                     num_warps=4)
 
 `grid` (one to three entries) and every `args` entry are expressions over the launcher's
-parameters, written in the small language both C++ and Python read: names, integer literals,
-+ - * and parentheses, `cdiv(a, b)` (a / b rounded up), `i64(a)` (widen before multiplying) and
-`min(a, b)` / `max(a, b)`. An entry of `args` that is a bare launcher parameter takes that
-parameter's type; any other expression names its Triton type: `("i64", "i64(rows) * dim")`.
+parameters, in the launch language of tools/aot/launch_language.py: names, integer literals,
++ - * and parentheses, `cdiv(a, b)`, `i64(a)`, `min`/`max`, `nonnull(p)`. An entry of `args`
+that is a bare launcher parameter takes that parameter's type; any other expression names its
+Triton type: `("i64", "i64(rows) * dim")`.
 A grid with a zero dimension launches nothing. LAUNCH may be a list: the launches run in order.
 
 `todo="docs/kernels/rmsnorm.md"` marks a kernel not written yet (the student's stubs): it must
@@ -26,11 +26,14 @@ still compile, and its launcher throws "not implemented: <op> — see <guide>" i
 A track is an overlay of folders: the Triton solution is student/triton/ (the given kernels:
 conv1d, add, argmax, cache_write) with reference/triton/ (the eleven written ones) on top.
 """
-import ast
+import os
+import sys
 from dataclasses import dataclass, field
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "aot"))
+from launch_language import check_expression, evaluate  # noqa: E402,F401  (evaluate: for tests)
+
 TRITON_TYPES = ("i32", "i64", "fp32")
-_FUNCTIONS = {"cdiv", "i64", "min", "max"}
 
 
 @dataclass
@@ -59,32 +62,6 @@ class Launch:
         return getattr(self.kernel, "__name__", None) or self.kernel.fn.__name__
 
 
-def check_expression(expression, where):
-    """An expression is the shared subset of C++ and Python described above, or an error: its
-    Python parse may hold only names, integer literals, + - * (and unary -) and calls of
-    cdiv/i64/min/max."""
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.USub,
-               ast.Name, ast.Load, ast.Constant, ast.Call)
-    try:
-        tree = ast.parse(expression, mode="eval") if isinstance(expression, str) else None
-    except SyntaxError:
-        tree = None
-    for node in ast.walk(tree) if tree else ():
-        ok = isinstance(node, allowed)
-        if isinstance(node, ast.Constant):
-            ok = type(node.value) is int
-        if isinstance(node, ast.Call):
-            ok = isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and not node.keywords
-        if isinstance(node, ast.Name) and node.id.startswith("__"):
-            ok = False
-        if not ok:
-            tree = None
-            break
-    if tree is None:
-        raise ValueError(f"{where}: {expression!r} is not a launch expression (names, integers, "
-                         f"+ - *, parentheses, {'/'.join(sorted(_FUNCTIONS))})")
-
-
 def launches_of(module):
     """The module's LAUNCH as a list of Launch."""
     launch = getattr(module, "LAUNCH", None)
@@ -92,10 +69,3 @@ def launches_of(module):
     if not launches or not all(isinstance(x, Launch) for x in launches):
         raise ValueError(f"{module.__file__}: LAUNCH must be a Launch or a list of Launch")
     return launches
-
-
-def evaluate(expression, values):
-    """An expression's value in Python (for the interpreter check), given the launcher's
-    parameters by name."""
-    scope = {"cdiv": lambda a, b: -(-a // b), "i64": int, "min": min, "max": max}
-    return eval(expression, {"__builtins__": {}}, {**scope, **values})  # checked by check_expression

@@ -30,7 +30,7 @@ TEST(TritonKernel, AnotherMajorVersionIsAnErrorThatSaysWhatToRebuild) {
             FAIL() << "sm_" << arch << " got a cubin";
         } catch (const Error& e) {
             EXPECT_STREQ(e.what(),
-                         ("linear: the Triton kernel linear_kernel was compiled for sm_80, sm_90, "
+                         ("linear: the kernel linear_kernel was compiled for sm_80, sm_90, "
                           "not for this GPU (sm_" + std::to_string(arch) +
                           "); rebuild with CUDAARCHS=" + std::to_string(arch)).c_str());
         }
