@@ -82,9 +82,12 @@ const TritonCubin& TritonKernel::cubin_for(int arch) const {
 }
 
 void TritonKernel::launch(dim3 grid, cudaStream_t stream, void** params) const {
-    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no programs: nothing to do
+    // Loaded even when there is nothing to launch: a launcher with a kernel per regime (a decode
+    // kernel beside a tile kernel, one of them with an empty grid) loads both in the eager
+    // prefill, so neither is first loaded inside the decode step's graph capture.
     int shared_bytes = 0;
     const cudaKernel_t handle = loaded(*this, stream, &shared_bytes);
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;  // no programs: nothing to do
     CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(handle), grid, dim3(threads), params,
                                 shared_bytes, stream));
     CUDA_CHECK_LAUNCH();

@@ -35,7 +35,10 @@ def attention_output_kernel(out,    # (Tq, Hq·D)
         p = ct.load(probs, index=(h, ct.bid(1), kt), shape=(1, TQ, TK),
                     padding_mode=ct.PaddingMode.ZERO).reshape((TQ, TK))
         keys = (ct.arange(TK, dtype=ct.int32) + kt * TK).reshape((TK, 1))
-        v_tile = ct.gather(v, (keys, (g * D + d).reshape((1, TD))), mask=in_head)  # (TK, TD)
+        # A key no query of the tile gives weight is not read: its v row may be unwritten
+        # cache (NaN), and 0 · NaN would be NaN.
+        used = (ct.max(ct.where(p != 0.0, 1.0, 0.0), axis=0) > 0.0).reshape((TK, 1))
+        v_tile = ct.gather(v, (keys, (g * D + d).reshape((1, TD))), mask=in_head & used)  # (TK, TD)
         acc = ct.mma(p, v_tile, acc)
     rows = (ct.arange(TQ, dtype=ct.int32) + ct.bid(1) * TQ).reshape((TQ, 1))
     ct.scatter(out, (rows, (h * D + d).reshape((1, TD))), acc, mask=in_head)

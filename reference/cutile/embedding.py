@@ -27,7 +27,7 @@ def embedding_kernel(out,    # (T, D)
     j = ct.bid(1)
     row = ct.load(ids, index=(t,), shape=(1,)).item()
     ct.store(out, index=(t, j),
-             tile=ct.load(table, index=(row, j), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO))
+             tile=ct.load(table, index=(row, j), shape=(1, TILE), padding_mode=ct.PaddingMode.NAN))
 
 
 LAUNCH = Launch(embedding_kernel,
