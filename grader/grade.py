@@ -47,14 +47,24 @@ import score  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRUSTED_TRACKS = ("baseline", "reference")
 # The tracks a student writes (docs/tracks.md): the CUDA C++ one and the same assignment in
-# Triton. Each has its library in the build (the symbol scan reads it), the targets that link it
-# (built after the grader's own), and its programs build/graded/glmasr-<track> and
-# kernel-runner-<track>. The rubric's [submission.owned] says which files of a hand-in are its.
+# Triton and in cuTile. Each has its library in the build (the symbol scan reads it), the targets
+# that link it (built after the grader's own), its programs build/graded/glmasr-<track> and
+# kernel-runner-<track>, and for the Python ones the tools/setup.sh option that provides their
+# compiler. The rubric's [submission.owned] says which files of a hand-in are its.
 STUDENT_TRACKS = {
     "student": {"library": "student/libglmasr_student.a",
                 "targets": ["glmasr", "glmasr_student"]},
-    "triton": {"library": "libglmasr_triton.a", "targets": ["glmasr_triton"]},
+    "triton": {"library": "libglmasr_triton.a", "targets": ["glmasr_triton"],
+               "setup": "tools/setup.sh --triton"},
+    "cutile": {"library": "libglmasr_cutile.a", "targets": ["glmasr_cutile"],
+               "setup": "tools/setup.sh --cutile"},
 }
+# The compilers of the Python tracks, as the instructor's build found them (its CMake cache):
+# handed to a submission's new build, whose tree has no .venv-triton/ or .venv-cutile/.
+COMPILER_SETTINGS = {"GLMASR_TRITON_PYTHON": "GLMASR_TRITON_PYTHON_FOUND",
+                     "GLMASR_CUTILE_PYTHON": "GLMASR_CUTILE_PYTHON_FOUND",
+                     "GLMASR_CUTILE_PYTHONPATH": "GLMASR_CUTILE_PYTHONPATH",
+                     "GLMASR_TILEIRAS_DIR": "GLMASR_TILEIRAS_DIR"}
 SANITIZER_ERROR = score.SANITIZER_ERROR  # compute-sanitizer --error-exitcode
 
 
@@ -201,30 +211,36 @@ def cuda_build(build_dir):
         return False
 
 
-def triton_python(instructor_build):
-    """The Python with Triton that the instructor's build found (its CMake cache), else this
-    checkout's .venv-triton/: handed to a submission's tree, which has no .venv-triton/ of its
-    own; None if there is neither."""
+def compiler_settings(instructor_build):
+    """-D options for a submission's new build: COMPILER_SETTINGS's values in the instructor's
+    build (its CMake cache), else this checkout's .venv-triton/ and .venv-cutile/."""
+    cache = {}
     try:
         with open(os.path.join(instructor_build, "CMakeCache.txt")) as f:
-            found = [l.split("=", 1)[1].strip() for l in f
-                     if l.startswith("GLMASR_TRITON_PYTHON_FOUND:")]
+            for line in f:
+                name, _, value = line.partition("=")
+                cache[name.split(":")[0]] = value.strip()
     except OSError:
-        found = []
-    venv = os.path.join(ROOT, ".venv-triton", "bin", "python3")
-    return next((p for p in found + [venv] if p and os.path.exists(p)), None)
+        pass
+    for setting, venv in (("GLMASR_TRITON_PYTHON", ".venv-triton"),
+                          ("GLMASR_CUTILE_PYTHON", ".venv-cutile")):
+        python = os.path.join(ROOT, venv, "bin", "python3")
+        if not cache.get(COMPILER_SETTINGS[setting]) and os.path.exists(python):
+            cache[COMPILER_SETTINGS[setting]] = python
+    return [f"-D{setting}={cache[found]}" for setting, found in COMPILER_SETTINGS.items()
+            if cache.get(found)]
 
 
-def build(tree, build_dir, kernels, graded_track, python=None, aot_sandbox=None):
+def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None):
     """Builds the trusted programs (a failure is the grader's: exit 2) and then the student's
     (a failure is the submission's: returned as one message, every student item scores 0).
-    python: the Python with Triton for a new build's configure; aot_sandbox: the sandbox in
-    which the Triton compile executes the student's kernel files (tools/aot/trackgen.py,
-    GLMASR_AOT_SANDBOX), with its writable box; None: they run as they are."""
+    compilers: -D options for a new build's configure (compiler_settings); aot_sandbox: the
+    sandbox in which a Python track's compile executes the student's kernel files
+    (tools/aot/trackgen.py, GLMASR_AOT_SANDBOX), with its writable box; None: they run as
+    they are."""
     if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
         configure = ["cmake", "-S", tree, "-B", build_dir] + \
-            (["-G", "Ninja"] if shutil.which("ninja") else []) + \
-            ([f"-DGLMASR_TRITON_PYTHON={python}"] if python else [])
+            (["-G", "Ninja"] if shutil.which("ninja") else []) + list(compilers)
         code, out, _ = run(configure, timeout=900, cwd=tree)
         if code != 0:
             sys.exit("grade: cmake configure failed:\n" + out[-3000:])
@@ -241,9 +257,9 @@ def build(tree, build_dir, kernels, graded_track, python=None, aot_sandbox=None)
     if graded_track in TRUSTED_TRACKS:
         return None
     if not target_exists(build_dir, f"kernel-runner-{graded_track}"):
-        print(f"grade: this build has no {graded_track} track" + (
-            ": CMake found no Python with Triton 3.6.0 (tools/setup.sh --triton)"
-            if graded_track == "triton" else ""), file=sys.stderr)
+        setup = STUDENT_TRACKS[graded_track].get("setup")
+        print(f"grade: this build has no {graded_track} track" +
+              (f": CMake found no compiler for it ({setup})" if setup else ""), file=sys.stderr)
         sys.exit(2)
     # Everything that links the graded track: its failure is the submission's, and the report
     # says so.
@@ -479,7 +495,7 @@ def timed_rounds(run_round, repeats, cooldown_seconds, environment=timing_enviro
 def main():
     parser = argparse.ArgumentParser(description="GLM-ASR Kernel Lab autograder")
     parser.add_argument("--track", default="student",
-                        help="the track graded: a student's (student, triton) or a trusted one "
+                        help="the track graded: a student's (student, triton, cutile) or a trusted one "
                              "(baseline, reference: the yardsticks, for comparison)")
     parser.add_argument("--submission", default=None,
                         help="a student's hand-in (directory, .zip, .tar[.gz]): grade only its "
@@ -559,24 +575,24 @@ def main():
                 sys.exit(f"grade: {e}")
 
         student_build_error = None
-        python = triton_python(args.build)
+        compilers = compiler_settings(args.build)
         if not args.skip_build:
             progress(f"building the {graded} track and the grader's programs in {build_dir}")
-            if graded == "triton" and box and box.active:
-                # Compiling Triton executes the kernel files: in a sandbox of its own whose one
-                # writable folder, emptied first, is where the compile leaves its C++.
-                aot_box = os.path.join(build_dir, "triton-aot-box")
+            if STUDENT_TRACKS[graded].get("setup") and box and box.active:
+                # Compiling a Python track executes its kernel files: in a sandbox of its own
+                # whose one writable folder, emptied first, is where the compile leaves its C++.
+                aot_box = os.path.join(build_dir, "aot-box")
                 shutil.rmtree(aot_box, ignore_errors=True)
                 os.makedirs(aot_box, mode=0o755)
                 try:
                     with sandbox.Sandbox(tree, hidden=hidden, writable=[aot_box],
                                          **settings) as compile_box:
-                        student_build_error = build(tree, build_dir, kernels, graded, python,
+                        student_build_error = build(tree, build_dir, kernels, graded, compilers,
                                                     dict(compile_box.handoff(), box=aot_box))
                 except sandbox.SandboxError as e:
                     sys.exit(f"grade: {e}")
             else:
-                student_build_error = build(tree, build_dir, kernels, graded, python)
+                student_build_error = build(tree, build_dir, kernels, graded, compilers)
         scratch = os.path.join(build_dir, "grade-clips")  # private clips' audio, inside the tree
         shutil.rmtree(scratch, ignore_errors=True)
         os.makedirs(scratch, mode=0o755)

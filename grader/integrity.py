@@ -17,8 +17,8 @@ import subprocess
 
 VENDOR_LIBRARY = re.compile(r"(cublas|cudnn|cutlass)", re.IGNORECASE)
 STUB = re.compile(r'if \(kTodo\) throw NotImplemented\("([a-z_0-9]+)"')
-# A Triton stub's LAUNCH keeps its `todo="docs/kernels/<guide>.md"` (tools/triton/glmasr_triton.py).
-TRITON_STUB = re.compile(r'^\s*todo\s*=', re.M)
+# A Triton or cuTile stub's LAUNCH keeps its `todo="docs/kernels/<guide>.md"` (tools/aot/).
+LAUNCH_STUB = re.compile(r'^\s*todo\s*=', re.M)
 
 
 def check_symbols(library, root, nm=None):
@@ -93,10 +93,10 @@ def vendor_mappings(pid):
 
 def stubs(tree, track="student"):
     """The TODO kernels of a student track that still throw NotImplemented, by file: the CUDA
-    track's launchers (student/*.cu), the Triton track's kernel files whose LAUNCH keeps its
-    `todo` (student/triton/<op>.py)."""
-    triton = track == "triton"
-    folder, suffixes = ("student/triton", (".py",)) if triton else ("student", (".cu", ".cuh", ".h"))
+    track's launchers (student/*.cu), a Python track's kernel files whose LAUNCH keeps its
+    `todo` (student/triton/<op>.py, student/cutile/<op>.py)."""
+    python = track != "student"
+    folder, suffixes = (f"student/{track}", (".py",)) if python else ("student", (".cu", ".cuh", ".h"))
     directory = os.path.join(tree, folder)
     found = {}
     for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
@@ -104,7 +104,7 @@ def stubs(tree, track="student"):
             continue
         with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
             text = f.read()
-        kernels = ([os.path.splitext(name)[0]] if TRITON_STUB.search(text) else []) if triton \
+        kernels = ([os.path.splitext(name)[0]] if LAUNCH_STUB.search(text) else []) if python \
             else STUB.findall(text)
         found.update({kernel: f"{folder}/{name}" for kernel in kernels})
     return found

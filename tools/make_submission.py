@@ -32,7 +32,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="submission.tar.gz")
     parser.add_argument("--track", default="student",
-                        help="whose files: student (CUDA C++, student/*.cu) or triton (student/triton/*.py)")
+                        help="whose files: student (CUDA C++, student/*.cu), triton or cutile (student/<track>/*.py)")
     args = parser.parse_args()
     try:
         with open(os.path.join(ROOT, "grader/rubric.toml"), "rb") as f:

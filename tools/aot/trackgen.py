@@ -314,18 +314,24 @@ def main(backend, script, description, cache_env):
     return 0
 
 
+# Passed into the sandbox as the build set them: where the compiler's Python packages and tools
+# are (CuTileTracks.cmake sets both for a pip --target install and a separate tileiras).
+COMPILER_ENV = ("PATH", "PYTHONPATH")
+
+
 def run_sandboxed(args, sandbox, script, cache_env):
     """This same command inside the sandbox, writing into its box; the result copied to --out."""
     box = sandbox["box"]
     inner_out = os.path.join(box, os.path.basename(args.out))
     if os.path.exists(inner_out):
         os.remove(inner_out)
-    argv = [a for arch in sorted(set(args.arch)) for a in ("--arch", str(arch))]
-    argv = sandbox["prefix"] + [f"{cache_env}={os.path.join(box, 'cache')}",
-                                sys.executable, os.path.abspath(script), "--track", args.track,
-                                "--folders", *map(os.path.abspath, args.folders), *argv,
-                                "--kernels-header", os.path.abspath(args.kernels_header),
-                                "--out", inner_out]
+    archs = [a for arch in sorted(set(args.arch)) for a in ("--arch", str(arch))]
+    variables = [f"{k}={os.environ[k]}" for k in COMPILER_ENV if k in os.environ] + \
+        [f"{cache_env}={os.path.join(box, 'cache')}"]
+    argv = sandbox["prefix"] + variables + [
+        sys.executable, os.path.abspath(script), "--track", args.track,
+        "--folders", *map(os.path.abspath, args.folders), *archs,
+        "--kernels-header", os.path.abspath(args.kernels_header), "--out", inner_out]
     code = subprocess.run(argv, env=sandbox["env"], cwd=os.getcwd()).returncode
     if code != 0:
         return code if 0 < code < 128 else 2

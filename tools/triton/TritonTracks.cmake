@@ -63,6 +63,8 @@ function(glmasr_triton_track track)
             --track ${track} --folders ${folders} ${archs} --kernels-header ${header} --out ${out}
     DEPENDS ${kernel_files} ${header} ${settings} ${PROJECT_SOURCE_DIR}/tools/triton/aot.py
             ${PROJECT_SOURCE_DIR}/tools/triton/glmasr_triton.py
+            ${PROJECT_SOURCE_DIR}/tools/aot/trackgen.py
+            ${PROJECT_SOURCE_DIR}/tools/aot/launch_language.py
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
     COMMENT "Compiling the Triton track ${track} ahead of time (${ARGN})" VERBATIM)
   add_library(glmasr_${track} STATIC ${out})
