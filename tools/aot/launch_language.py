@@ -11,6 +11,8 @@ parameter is 64-bit; tests evaluate it in Python with evaluate().
 import ast
 
 FUNCTIONS = {"cdiv", "i64", "min", "max", "nonnull"}
+# The types a scalar argument given as an expression names: ("i64", "i64(rows) * dim").
+SCALAR_TYPES = ("i32", "i64", "fp32")
 
 
 def check_expression(expression, where):
@@ -37,6 +39,34 @@ def check_expression(expression, where):
     if tree is None:
         raise ValueError(f"{where}: {expression!r} is not a launch expression (names, integers, "
                          f"+ - *, parentheses, {'/'.join(sorted(FUNCTIONS))})")
+
+
+def check_grid(grid, where):
+    """A LAUNCH's grid: one to three launch expressions."""
+    if not 1 <= len(grid) <= 3:
+        raise ValueError(f"{where}: grid needs one to three dimensions, got {grid}")
+    for expression in grid:
+        check_expression(expression, where)
+
+
+def scalar_expression(arg, where):
+    """The expression of a scalar argument: a launcher parameter's name, or (type, expression)
+    with a type of SCALAR_TYPES."""
+    if isinstance(arg, tuple):
+        if len(arg) != 2 or arg[0] not in SCALAR_TYPES:
+            raise ValueError(f"{where}: argument {arg!r} must be (type, expression) "
+                             f"with a type of {', '.join(SCALAR_TYPES)}")
+        return arg[1]
+    return arg
+
+
+def launches_of(module, launch_class):
+    """The module's LAUNCH (one launch_class or a list of them) as a list."""
+    launch = getattr(module, "LAUNCH", None)
+    launches = list(launch) if isinstance(launch, (list, tuple)) else [launch]
+    if not launches or not all(isinstance(x, launch_class) for x in launches):
+        raise ValueError(f"{module.__file__}: LAUNCH must be a Launch or a list of Launch")
+    return launches
 
 
 def evaluate(expression, values):

@@ -33,9 +33,8 @@ import sys
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "aot"))
-from launch_language import check_expression, evaluate  # noqa: E402,F401  (evaluate: for tests)
-
-SCALAR_TYPES = ("i32", "i64", "fp32")
+from launch_language import (check_expression, check_grid, evaluate,  # noqa: E402,F401
+                             launches_of as launches_in, scalar_expression)  # (evaluate: tests)
 
 
 class Array:
@@ -65,21 +64,11 @@ class Launch:
 
     def __post_init__(self):
         self.grid, self.args = tuple(self.grid), tuple(self.args)
-        if not 1 <= len(self.grid) <= 3:
-            raise ValueError(f"{self.name}: grid needs one to three dimensions, got {self.grid}")
-        expressions = list(self.grid)
+        check_grid(self.grid, self.name)
         for a in self.args:
-            if isinstance(a, Array):
-                expressions += [a.pointer, *a.shape]
-            elif isinstance(a, tuple):
-                if len(a) != 2 or a[0] not in SCALAR_TYPES:
-                    raise ValueError(f"{self.name}: argument {a!r} must be (type, expression) "
-                                     f"with a type of {', '.join(SCALAR_TYPES)}")
-                expressions.append(a[1])
-            else:
-                expressions.append(a)
-        for expression in expressions:
-            check_expression(expression, self.name)
+            for expression in [a.pointer, *a.shape] if isinstance(a, Array) else \
+                    [scalar_expression(a, self.name)]:
+                check_expression(expression, self.name)
 
     @property
     def name(self):
@@ -89,8 +78,4 @@ class Launch:
 
 def launches_of(module):
     """The module's LAUNCH as a list of Launch."""
-    launch = getattr(module, "LAUNCH", None)
-    launches = list(launch) if isinstance(launch, (list, tuple)) else [launch]
-    if not launches or not all(isinstance(x, Launch) for x in launches):
-        raise ValueError(f"{module.__file__}: LAUNCH must be a Launch or a list of Launch")
-    return launches
+    return launches_in(module, Launch)
