@@ -373,6 +373,20 @@ class Errors(IntakeCase):
         with open(os.path.join(self.tree, "student/triton/gelu.py"), "rb") as f:
             self.assertEqual(f.read(), b"#\n")
 
+    def test_grade_refuses_tracks_it_does_not_grade(self):
+        """grade.py: an unknown track, or a hand-in for a trusted one, is one line and exit 2,
+        before anything is built."""
+        grade = [sys.executable, os.path.join(ROOT, "grader/grade.py"), "--out", self.path("out")]
+        for args, says in [(["--track", "cutile-solution"], "the tracks graded are student, "
+                            "triton, cutile, baseline, reference"),
+                           (["--track", "baseline", "--submission", self.path("x")],
+                            "--submission grades a student's track (student, triton, cutile), "
+                            "not baseline")]:
+            done = subprocess.run(grade + args, capture_output=True, text=True, timeout=60)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn(says, done.stderr)
+            self.assertEqual(len(done.stderr.strip().splitlines()), 1)
+
     def test_command_line(self):
         rubric = self.path("rubric.toml")
         with open(rubric, "w") as f:
