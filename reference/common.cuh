@@ -67,6 +67,11 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     return warp_sum(total);
 }
 
+// A GEMM rung's store: out = v, or out += v when the product accumulates into a residual.
+__device__ __forceinline__ void store_out(float& out, float v, bool accumulate) {
+    out = accumulate ? out + v : v;
+}
+
 // Exact GELU (erf form, PyTorch's default), SiLU: shared by the elementwise and fused kernels so
 // every path computes the same function.
 __device__ __forceinline__ float gelu_erf(float x) {

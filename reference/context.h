@@ -72,6 +72,8 @@ constexpr int kMaxDecodeHeads = 64;
 constexpr int kMaxDecodePartials = 256;                 // key splits of one decode step
 constexpr int kMaxDecodeHeadDim = 128;
 constexpr int64_t kBiasStagingElems = 64 * 1024;
+constexpr int kArgmaxSplits = 128;                      // blocks per row of a split argmax
+constexpr int kArgmaxSplitRows = 8;                     // rows the split argmax's partials hold
 
 class Context {
 public:
@@ -86,6 +88,7 @@ public:
     bf16* attn_kv = nullptr;                // 4 x kAttnKvElems: K hi, K lo, V hi, V lo
     float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
     float* bias_staging = nullptr;          // (kBiasStagingElems) f32, 256-byte aligned
+    float* argmax_partials = nullptr;       // kArgmaxSplitRows·kArgmaxSplits (value, index) pairs
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
 

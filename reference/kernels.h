@@ -27,10 +27,9 @@ struct GemvNorm {
 // out(M, N) = epilogue(x(M, K) · w(N, K)ᵀ + bias(N)); bias may be null
 void linear(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int M,
             int N, int K, Epilogue epilogue, cudaStream_t stream);
-// residual(M, N) += x(M, K) · w(N, K)ᵀ; scratch(M, N) holds the product when M is above the
-// GEMV range
-void linear_residual(Context& ctx, float* residual, float* scratch, const float* x, const bf16* w,
-                     int M, int N, int K, cudaStream_t stream);
+// residual(M, N) += x(M, K) · w(N, K)ᵀ (the GEMV's or the GEMM's epilogue adds; no scratch)
+void linear_residual(Context& ctx, float* residual, const float* x, const bf16* w, int M, int N,
+                     int K, cudaStream_t stream);
 // out(M, F) = silu(x̂ · w_gateᵀ) · (x̂ · w_upᵀ), x̂ = x or rmsnorm(x) (norm.weight (K) set);
 // scratch(M, F) holds the up projection when M is above the GEMV range, normed(M, K) the
 // normalised x where the norm cannot be fused (both may be null when they are not needed)
@@ -75,10 +74,17 @@ struct QkvRopeCacheArgs {
 bool qkv_rope_cache_fits(const QkvRopeCacheArgs& args);
 // The one-kernel path; throws if !qkv_rope_cache_fits(args).
 void qkv_rope_cache_gemv(const QkvRopeCacheArgs& args, cudaStream_t stream);
-// Any shape (linear.cu): the kernel above when it fits, else [rmsnorm →] linear ×3 →
-// rope_apply ×2 → cache_write ×2 through normed(M, K), k(M, Hkv·D) and v(M, Hkv·D) scratch.
+// Any shape (linear.cu): the kernel above when it fits, else the three products (staged once,
+// the norm writing the staging, for M > kGemvMaxRows; [rmsnorm →] three GEMVs otherwise)
+// into q and the k(M, Hkv·D) and v(M, Hkv·D) scratch, then rope_cache; normed(M, K) is scratch
+// for the norm of a few unaligned rows.
 void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, float* k, float* v,
                     cudaStream_t stream);
+// q(T, Hq·D) rotated in place, k_cache[positions[t]] = rope(k(T, Hkv·D))[t], v_cache likewise
+// from v (unrotated); RoPE as rope_apply                                         (rope_cache.cu)
+void rope_cache(float* q, float* k_cache, float* v_cache, const float* k, const float* v,
+                const float* cos, const float* sin, const int* positions, int T, int n_heads,
+                int n_kv_heads, int head_dim, int half, int n_positions, int cap, cudaStream_t stream);
 
 // ---- operand staging for the GEMM rungs
 
@@ -89,20 +95,21 @@ void convert_to_bf16(bf16* out, const float* x, long long n, cudaStream_t stream
 void im2col_bf16(bf16* cols, const float* x, int T_in, int C_in, int ksize, int stride,
                  int padding, int t_begin, int t_count, cudaStream_t stream);
 
-// ---- GEMM rungs (gemm_ladder/): out(M, N) = a(M, K) · w(N, K)ᵀ + bias(N), bf16 in, f32 out
+// ---- GEMM rungs (gemm_ladder/): out(M, N) = a(M, K) · w(N, K)ᵀ + bias(N), bf16 in, f32 out;
+// with `accumulate` the product is added to out instead (a residual connection, no add pass)
 
 using GemmFn = void (*)(Context& ctx, float* out, const bf16* a, const bf16* w, const float* bias,
-                        int M, int N, int K, cudaStream_t stream);
+                        int M, int N, int K, bool accumulate, cudaStream_t stream);
 void gemm_naive(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                int N, int K, cudaStream_t stream);
+                int N, int K, bool accumulate, cudaStream_t stream);
 void gemm_smem(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, cudaStream_t stream);
+               int N, int K, bool accumulate, cudaStream_t stream);
 void gemm_regtile(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                  int N, int K, cudaStream_t stream);
+                  int N, int K, bool accumulate, cudaStream_t stream);
 void gemm_wmma(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, cudaStream_t stream);
+               int N, int K, bool accumulate, cudaStream_t stream);
 void gemm_cublas(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                 int N, int K, cudaStream_t stream);
+                 int N, int K, bool accumulate, cudaStream_t stream);
 GemmFn gemm_for(GemmRung rung);
 
 // ---- norms (norm.cu). `out` may equal `x`; residual is read and written in place.
@@ -110,6 +117,9 @@ GemmFn gemm_for(GemmRung rung);
 // out(rows, dim) = x · rsqrt(mean(x²) + eps) · w(dim)
 void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, float eps,
              cudaStream_t stream);
+// the same, rounded to bf16 (to nearest even): a GEMM operand staged by the norm
+void rmsnorm_bf16(bf16* out, const float* x, const float* w, int rows, int dim, float eps,
+                  cudaStream_t stream);
 // out(rows, dim) = (x − mean) / sqrt(var + eps) · w(dim) + b(dim)
 void layernorm(float* out, const float* x, const float* w, const float* b, int rows, int dim,
                float eps, cudaStream_t stream);
@@ -141,7 +151,7 @@ void embedding_bf16(float* out, const bf16* table, const int* ids, int T, int D,
                     cudaStream_t stream);
 // out(rows) = first index of the maximum of each row of x(rows, cols); NaN counts as the
 // maximum (as torch.argmax)                                                        (argmax.cu)
-void argmax(int* out, const float* x, int rows, int cols, cudaStream_t stream);
+void argmax(Context& ctx, int* out, const float* x, int rows, int cols, cudaStream_t stream);
 // cache(cap, W)[positions[i]] = rows(T, W)[i]                                  (cache_write.cu)
 void cache_write(float* cache, const float* rows, const int* positions, int T, int W, int cap,
                  cudaStream_t stream);

@@ -5,11 +5,13 @@
 //   M ≤ 8 rows (decode, lm_head): the bandwidth-bound GEMV (gemv.cu) with the epilogue (and the
 //     RMSNorm of x, where asked) fused.
 //   M > 8 rows (encoder, projector, prefill): stage the activations as bf16 (convert_bf16.cu,
-//     or im2col.cu for a convolution) in the context's staging buffer and run the selected GEMM
-//     rung (cuBLASLt by default) with the bias fused; GELU / SiLU·up / the residual add follow
-//     as elementwise kernels, an RMSNorm of x precedes as a norm kernel. Inputs longer than the
-//     staging buffer are processed in row chunks: rows of a linear layer are independent, so
-//     chunking changes nothing but the number of launches.
+//     im2col.cu for a convolution, or the RMSNorm writing its rows as bf16 where the entry
+//     normalises x first) in the context's staging buffer, once for all products of the same x
+//     (q/k/v, gate/up), and run the selected GEMM rung (cuBLASLt by default) with the bias fused
+//     and, for linear_residual, the residual add (the GEMM accumulates into the residual); GELU
+//     and SiLU·up follow as elementwise kernels. Inputs longer than the staging buffer are
+//     processed in row chunks: rows of a linear layer are independent, so chunking changes
+//     nothing but the number of launches.
 #include <algorithm>
 #include <string>
 
@@ -41,15 +43,30 @@ int rows_per_chunk(const char* op, long long row_elems) {
     return static_cast<int>(std::min<long long>(rows, 1 << 30));
 }
 
-// out(M, N) = x(M, K) · w(N, K)ᵀ + bias through the staging buffer and the GEMM rung.
-void staged_gemm(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int M,
-                 int N, int K, cudaStream_t stream) {
+// One product of a staged_gemms call: out(M, N) (+)= x · w(N, K)ᵀ + bias(N).
+struct Product {
+    float* out;
+    const bf16* w;
+    const float* bias;  // (N) or null
+    int N;
+};
+
+// Every product of `products` over the same x(M, K), through the staging buffer and the GEMM
+// rung: x is staged as bf16 once per row chunk (with a norm, rmsnorm(x) is written as bf16
+// directly) and every product reads that staging. With `accumulate` the products are added to
+// their outputs (the residual connection, in the GEMM's epilogue).
+void staged_gemms(Context& ctx, std::initializer_list<Product> products, const float* x,
+                  GemvNorm norm, int M, int K, bool accumulate, cudaStream_t stream) {
     const GemmFn gemm = gemm_for(ctx.gemm);
     const int chunk = rows_per_chunk("linear", K);
     for (int r0 = 0; r0 < M; r0 += chunk) {
         const int rows = std::min(chunk, M - r0);
-        convert_to_bf16(ctx.staging, x + static_cast<size_t>(r0) * K, static_cast<long long>(rows) * K, stream);
-        gemm(ctx, out + static_cast<size_t>(r0) * N, ctx.staging, w, bias, rows, N, K, stream);
+        const float* xr = x + static_cast<size_t>(r0) * K;
+        if (norm.weight) rmsnorm_bf16(ctx.staging, xr, norm.weight, rows, K, norm.eps, stream);
+        else convert_to_bf16(ctx.staging, xr, static_cast<long long>(rows) * K, stream);
+        for (const Product& p : products)
+            gemm(ctx, p.out + static_cast<size_t>(r0) * p.N, ctx.staging, p.w, p.bias, rows, p.N, K,
+                 accumulate, stream);
     }
 }
 
@@ -63,36 +80,34 @@ void linear(Context& ctx, float* out, const float* x, const bf16* w, const float
                   epilogue == Epilogue::kGelu ? GemvEpilogue::kBiasGelu : GemvEpilogue::kBias, stream);
         return;
     }
-    staged_gemm(ctx, out, x, w, bias, M, N, K, stream);
+    staged_gemms(ctx, {{out, w, bias, N}}, x, GemvNorm{}, M, K, false, stream);
     if (epilogue == Epilogue::kGelu) gelu(out, out, static_cast<long long>(M) * N, stream);
 }
 
-void linear_residual(Context& ctx, float* residual, float* scratch, const float* x, const bf16* w,
-                     int M, int N, int K, cudaStream_t stream) {
+void linear_residual(Context& ctx, float* residual, const float* x, const bf16* w, int M, int N,
+                     int K, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     if (M <= kGemvMaxRows) {
         gemv_bf16(residual, x, w, nullptr, nullptr, GemvNorm{}, M, N, K, GemvEpilogue::kAccumulate, stream);
         return;
     }
-    staged_gemm(ctx, scratch, x, w, nullptr, M, N, K, stream);
-    add(residual, residual, scratch, static_cast<long long>(M) * N, stream);
+    staged_gemms(ctx, {{residual, w, nullptr, N}}, x, GemvNorm{}, M, K, true, stream);
 }
 
 void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const float* x,
                   GemvNorm norm, const bf16* w_gate, const bf16* w_up, int M, int F, int K,
                   cudaStream_t stream) {
     if (M == 0 || F == 0) return;
-    if (norm.weight && !(M <= kGemvMaxRows && gemv_fast_fits(x, w_gate, w_up, norm, K))) {
-        rmsnorm(normed, x, norm.weight, M, K, norm.eps, stream);  // the norm as a kernel of its own
-        x = normed;
-        norm = GemvNorm{};
-    }
     if (M <= kGemvMaxRows) {
+        if (norm.weight && !gemv_fast_fits(x, w_gate, w_up, norm, K)) {
+            rmsnorm(normed, x, norm.weight, M, K, norm.eps, stream);  // the norm as a kernel of its own
+            x = normed;
+            norm = GemvNorm{};
+        }
         gemv_bf16(out, x, w_gate, w_up, nullptr, norm, M, F, K, GemvEpilogue::kSiluMul, stream);
         return;
     }
-    staged_gemm(ctx, out, x, w_gate, nullptr, M, F, K, stream);
-    staged_gemm(ctx, scratch, x, w_up, nullptr, M, F, K, stream);
+    staged_gemms(ctx, {{out, w_gate, nullptr, F}, {scratch, w_up, nullptr, F}}, x, norm, M, K, false, stream);
     silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
 }
 
@@ -103,20 +118,23 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, f
         qkv_rope_cache_gemv(args, stream);
         return;
     }
-    QkvRopeCacheArgs a = args;
-    if (a.norm.weight) {  // the norm as a kernel of its own
-        rmsnorm(normed, a.x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
-        a.x = normed;
-        a.norm = GemvNorm{};
-    }
+    const QkvRopeCacheArgs& a = args;
     const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
-    linear(ctx, a.q, a.x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);
-    linear(ctx, k, a.x, a.w_k, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
-    linear(ctx, v, a.x, a.w_v, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
-    rope_apply(a.q, a.cos, a.sin, a.positions, a.M, a.n_heads, a.head_dim, a.half, a.n_positions, stream);
-    rope_apply(k, a.cos, a.sin, a.positions, a.M, a.n_kv_heads, a.head_dim, a.half, a.n_positions, stream);
-    cache_write(a.k_cache, k, a.positions, a.M, width_kv, a.cap, stream);
-    cache_write(a.v_cache, v, a.positions, a.M, width_kv, a.cap, stream);
+    if (a.M > kGemvMaxRows) {
+        staged_gemms(ctx, {{a.q, a.w_q, nullptr, width_q}, {k, a.w_k, nullptr, width_kv}, {v, a.w_v, nullptr, width_kv}},
+                     a.x, a.norm, a.M, a.K, false, stream);
+    } else {
+        const float* x = a.x;
+        if (a.norm.weight) {  // the norm as a kernel of its own
+            rmsnorm(normed, x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
+            x = normed;
+        }
+        linear(ctx, a.q, x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);
+        linear(ctx, k, x, a.w_k, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
+        linear(ctx, v, x, a.w_v, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
+    }
+    rope_cache(a.q, a.k_cache, a.v_cache, k, v, a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads,
+               a.head_dim, a.half, a.n_positions, a.cap, stream);
 }
 
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,
@@ -131,7 +149,7 @@ void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float
     for (int t0 = 0; t0 < T_out; t0 += chunk) {
         const int rows = std::min(chunk, T_out - t0);
         im2col_bf16(ctx.staging, x, T_in, C_in, ksize, stride, padding, t0, rows, stream);
-        gemm(ctx, out + static_cast<size_t>(t0) * C_out, ctx.staging, w, bias, rows, C_out, K, stream);
+        gemm(ctx, out + static_cast<size_t>(t0) * C_out, ctx.staging, w, bias, rows, C_out, K, false, stream);
     }
 }
 

@@ -1,7 +1,9 @@
 // norm.cu — RMSNorm and LayerNorm over rows, and LayerNorm fused with the residual add that
 // precedes it in the pre-norm encoder (residual += x; normed = layernorm(residual)). The
 // decoder's residual adds and most of its RMSNorms live in its GEMVs instead (gemv_core.cuh);
-// the kernel here serves the rest (prefill rows, the final norm).
+// the kernel here serves the rest (prefill rows, the final norm). For a prefill product the
+// RMSNorm writes its rows straight as the GEMM's bf16 operand (rmsnorm_bf16), so the product
+// needs no staging pass of its own.
 //
 // One block per row. The row is read from memory exactly once into registers (up to
 // kNormItems values per thread), so the fused add, the reductions and the normalisation never
@@ -63,9 +65,19 @@ __device__ __forceinline__ float4 ln_v(float4 v, float mean, float rstd, float4 
                        (v.z - mean) * rstd * w.z + b.z, (v.w - mean) * rstd * w.w + b.w);
 }
 
+// Stores item j (of type V) of an output row of f32, or of bf16 (rounded to nearest even, as
+// convert_bf16.cu: the GEMM operand of a prefill product, staged by the norm itself).
+__device__ __forceinline__ void store_v(float* row, int j, float v) { row[j] = v; }
+__device__ __forceinline__ void store_v(float* row, int j, float4 v) { reinterpret_cast<float4*>(row)[j] = v; }
+__device__ __forceinline__ void store_v(bf16* row, int j, float v) { row[j] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void store_v(bf16* row, int j, float4 v) {
+    const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
+    reinterpret_cast<uint2*>(row)[j] = *reinterpret_cast<const uint2*>(pair);
+}
+
 // Grid: one block per row. kAdd: residual += x first, and the sum is what gets normalised.
-template <NormKind kKind, bool kAdd, typename V>
-__global__ void norm_kernel(float* out,                    // (rows, dim) normed; may alias x
+template <NormKind kKind, bool kAdd, typename V, typename Out>
+__global__ void norm_kernel(Out* out,                      // (rows, dim) normed; may alias x
                             float* residual,               // (rows, dim) in/out, kAdd only
                             const float* x,                // (rows, dim)
                             const float* __restrict__ w,   // (dim)
@@ -94,14 +106,14 @@ __global__ void norm_kernel(float* out,                    // (rows, dim) normed
     }
     sum = block_sum(sum, scratch);
 
-    V* outr = reinterpret_cast<V*>(out + offset);
+    Out* outr = out + offset;
     const V* wv = reinterpret_cast<const V*>(w);
     if constexpr (kKind == NormKind::kRms) {
         const float scale = 1.0f / sqrtf(sum / dim + eps);
 #pragma unroll
         for (int i = 0; i < kNormItems; ++i) {
             const int j = i * blockDim.x + threadIdx.x;
-            if (j < n) outr[j] = rms_v(v[i], scale, wv[j]);
+            if (j < n) store_v(outr, j, rms_v(v[i], scale, wv[j]));
         }
     } else {
         const float mean = sum / dim;
@@ -117,13 +129,13 @@ __global__ void norm_kernel(float* out,                    // (rows, dim) normed
 #pragma unroll
         for (int i = 0; i < kNormItems; ++i) {
             const int j = i * blockDim.x + threadIdx.x;
-            if (j < n) outr[j] = ln_v(v[i], mean, rstd, wv[j], bv[j]);
+            if (j < n) store_v(outr, j, ln_v(v[i], mean, rstd, wv[j], bv[j]));
         }
     }
 }
 
-template <NormKind kKind, bool kAdd, typename V>
-void launch_norm(float* out, float* residual, const float* x, const float* w, const float* b,
+template <NormKind kKind, bool kAdd, typename V, typename Out>
+void launch_norm(Out* out, float* residual, const float* x, const float* w, const float* b,
                  int rows, int dim, float eps, cudaStream_t stream) {
     const int n = dim / Lanes<V>::n;
     // Threads: enough that each holds ≤ kNormItems values, a whole number of warps, and at
@@ -131,18 +143,18 @@ void launch_norm(float* out, float* residual, const float* x, const float* w, co
     int threads = (n + kNormItems - 1) / kNormItems;
     threads = std::max(128, (threads + kWarpSize - 1) / kWarpSize * kWarpSize);
     threads = std::min(threads, kNormMaxThreads);
-    launch_pdl(norm_kernel<kKind, kAdd, V>, rows, threads, 0, stream, out, residual, x, w, b, dim, eps);
+    launch_pdl(norm_kernel<kKind, kAdd, V, Out>, rows, threads, 0, stream, out, residual, x, w, b, dim, eps);
 }
 
-template <NormKind kKind, bool kAdd>
-void norm_rows(const char* op, float* out, float* residual, const float* x, const float* w,
+template <NormKind kKind, bool kAdd, typename Out>
+void norm_rows(const char* op, Out* out, float* residual, const float* x, const float* w,
                const float* b, int rows, int dim, float eps, cudaStream_t stream) {
     if (dim > kNormMaxDim)
         throw Error(std::string(op) + ": rows of " + std::to_string(dim) +
                     " values are wider than the reference kernel holds (" +
                     std::to_string(kNormMaxDim) + ", reference/kernels.h)");
     if (rows == 0 || dim == 0) return;
-    const bool vec = dim % 4 == 0 && aligned_to(out, 16) && aligned_to(x, 16) &&
+    const bool vec = dim % 4 == 0 && aligned_to(out, 4 * sizeof(Out)) && aligned_to(x, 16) &&
                      aligned_to(w, 16) && (!b || aligned_to(b, 16)) &&
                      (!residual || aligned_to(residual, 16));
     if (vec) launch_norm<kKind, kAdd, float4>(out, residual, x, w, b, rows, dim, eps, stream);
@@ -153,6 +165,11 @@ void norm_rows(const char* op, float* out, float* residual, const float* x, cons
 
 void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, float eps,
              cudaStream_t stream) {
+    norm_rows<NormKind::kRms, false>("rmsnorm", out, nullptr, x, w, nullptr, rows, dim, eps, stream);
+}
+
+void rmsnorm_bf16(bf16* out, const float* x, const float* w, int rows, int dim, float eps,
+                  cudaStream_t stream) {
     norm_rows<NormKind::kRms, false>("rmsnorm", out, nullptr, x, w, nullptr, rows, dim, eps, stream);
 }
 

@@ -112,7 +112,7 @@ void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) {
 }
 
 void argmax(const Tensor& out, const Tensor& x, Stream s) {
-    ref::argmax(out.i32(), x.f32(), to_int(x.dim(0)), to_int(x.dim(1)), s);
+    ref::argmax(Context::get(s), out.i32(), x.f32(), to_int(x.dim(0)), to_int(x.dim(1)), s);
 }
 
 void cache_write(const Tensor& cache, const Tensor& rows, const Tensor& positions, Stream s) {
@@ -196,11 +196,10 @@ void rmsnorm_qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor
                         &normed, k, v, eps, Hq, Hkv, s);
 }
 
-void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w, const Tensor& scratch,
-                     Stream s) {
-    const int64_t M = x.dim(0);
-    ref::linear_residual(Context::get(s), residual.f32(), scratch_for("linear_residual", scratch, M),
-                         x.f32(), bf16_of(w), to_int(M), to_int(w.dim(0)), to_int(x.dim(1)), s);
+void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w,
+                     const Tensor& /*scratch: unused, the product is added in its epilogue*/, Stream s) {
+    ref::linear_residual(Context::get(s), residual.f32(), x.f32(), bf16_of(w), to_int(x.dim(0)),
+                         to_int(w.dim(0)), to_int(x.dim(1)), s);
 }
 
 void setup(Stream s) { Context::get(s); }

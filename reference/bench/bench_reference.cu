@@ -139,7 +139,7 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     printf("rmsnorm 1 x 2048: %8.2f us\n", ms * 1e3);
     ms = time_ms(s, [&] { gelu(out, x, 1500 * 5120, s); });
     printf("gelu 1500 x 5120: %8.2f us  %6.0f GB/s\n", ms * 1e3, 8.0 * 1500 * 5120 / ms / 1e6);
-    ms = time_ms(s, [&] { argmax(reinterpret_cast<int*>(out2), x, 1, 59264, s); });
+    ms = time_ms(s, [&] { argmax(ctx, reinterpret_cast<int*>(out2), x, 1, 59264, s); });
     printf("argmax 1 x 59264: %8.2f us\n", ms * 1e3);
 
     float *q = activations(2048), *k = activations(8192ull * 512), *v = activations(8192ull * 512);
@@ -160,7 +160,7 @@ void bench_ladders(Context& ctx, cudaStream_t s) {
     bf16* w = weights(static_cast<size_t>(N) * K);
     float* bias = activations(N);
     for (GemmRung r : {GemmRung::naive, GemmRung::smem, GemmRung::regtile, GemmRung::wmma, GemmRung::cublas}) {
-        const double ms = time_ms(s, [&] { gemm_for(r)(ctx, out, ctx.staging, w, bias, M, N, K, s); },
+        const double ms = time_ms(s, [&] { gemm_for(r)(ctx, out, ctx.staging, w, bias, M, N, K, false, s); },
                                   r == GemmRung::naive ? 3 : 10);
         printf("gemm %-8s %d x %d x %d: %9.3f ms  %6.1f TFLOP/s\n", rung_name(r), M, N, K, ms,
                2.0 * M * N * K / ms / 1e9);
@@ -242,15 +242,15 @@ void bench_model(Context& ctx, cudaStream_t s) {
                                        rows, kD, kHq, kHkv, kHd, kHd / 2, kCap, kCap, GemvNorm{l.norm1, 1e-5f}};
             qkv_rope_cache(ctx, qkv, normed, k, v, s);
             attention(ctx, attn, q, l.k_cache, l.v_cache, pos, rows, kCap, kHq, kHkv, kHd, scale, s);
-            linear_residual(ctx, x, proj, attn, l.o, rows, kD, kD, s);
+            linear_residual(ctx, x, attn, l.o, rows, kD, kD, s);
             gate_up_silu(ctx, gate, up, normed, x, GemvNorm{l.norm2, 1e-5f}, l.gate, l.up, rows, kFfn, kD, s);
-            linear_residual(ctx, x, proj, gate, l.down, rows, kD, kFfn, s);
+            linear_residual(ctx, x, gate, l.down, rows, kD, kFfn, s);
         }
         rmsnorm(normed, x, final_norm, rows, kD, 1e-5f, s);
     };
     auto logits_and_argmax = [&](int last_row) {
         linear(ctx, logits, normed + size_t{kD} * last_row, embed, nullptr, 1, kVocab, kD, Epilogue::kNone, s);
-        argmax(next_id, logits, 1, kVocab, s);
+        argmax(ctx, next_id, logits, 1, kVocab, s);
     };
 
     constexpr int kPrompt = 400;

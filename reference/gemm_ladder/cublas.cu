@@ -55,7 +55,7 @@ struct LtDescriptors {
 }  // namespace
 
 void gemm_cublas(Context& ctx, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                 int N, int K, cudaStream_t stream) {
+                 int N, int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     // The heuristic is told the alignment of w, a and out, but there is no such preference for
     // the bias, and the epilogue's algorithms may read it in 16-byte vectors. A bias off 16
@@ -108,7 +108,8 @@ void gemm_cublas(Context& ctx, float* out, const bf16* a, const bf16* w, const f
         algo = result.algo;
         ctx.remember_algo(key, algo);
     }
-    const float alpha = 1.0f, beta = 0.0f;
+    // D = α·op(A)·B + β·C with C = D = out: β = 1 adds the product to out in the epilogue.
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     CUBLAS_CHECK(cublasLtMatmul(ctx.lt, desc.op, &alpha, w, desc.a, a, desc.b, &beta, out, desc.d,
                                 out, desc.d, &algo, ctx.lt_workspace, kLtWorkspaceBytes, stream));
 }

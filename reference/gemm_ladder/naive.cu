@@ -20,7 +20,7 @@ __global__ void gemm_naive_kernel(float* __restrict__ out,         // (M, N)
                                   const bf16* __restrict__ a,      // (M, K)
                                   const bf16* __restrict__ w,      // (N, K)
                                   const float* __restrict__ bias,  // (N) or null
-                                  int M, int N, int K) {
+                                  int M, int N, int K, bool accumulate) {
     const int n = blockIdx.x * blockDim.x + threadIdx.x;
     const int m = blockIdx.y * blockDim.y + threadIdx.y;
     if (m >= M || n >= N) return;
@@ -28,17 +28,17 @@ __global__ void gemm_naive_kernel(float* __restrict__ out,         // (M, N)
     const bf16* wr = w + static_cast<size_t>(n) * K;
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) acc = fmaf(__bfloat162float(ar[k]), __bfloat162float(wr[k]), acc);
-    out[static_cast<size_t>(m) * N + n] = bias ? acc + bias[n] : acc;
+    store_out(out[static_cast<size_t>(m) * N + n], bias ? acc + bias[n] : acc, accumulate);
 }
 
 }  // namespace
 
 void gemm_naive(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                int N, int K, cudaStream_t stream) {
+                int N, int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const dim3 block(32, 8);
     const dim3 grid(cuda::blocks_for(N, block.x), cuda::blocks_for(M, block.y));
-    gemm_naive_kernel<<<grid, block, 0, stream>>>(out, a, w, bias, M, N, K);
+    gemm_naive_kernel<<<grid, block, 0, stream>>>(out, a, w, bias, M, N, K, accumulate);
     CUDA_CHECK_LAUNCH();
 }
 

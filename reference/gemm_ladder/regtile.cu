@@ -27,7 +27,7 @@ gemm_regtile_kernel(float* __restrict__ out,         // (M, N)
                     const bf16* __restrict__ a,      // (M, K)
                     const bf16* __restrict__ w,      // (N, K)
                     const float* __restrict__ bias,  // (N) or null
-                    int M, int N, int K) {
+                    int M, int N, int K, bool accumulate) {
     __shared__ __align__(16) float as[kBK][kBM], ws[kBK][kBN];  // k-major
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
@@ -62,7 +62,7 @@ gemm_regtile_kernel(float* __restrict__ out,         // (M, N)
 #pragma unroll
         for (int j = 0; j < kMicro; ++j) {
             const int n = n0 + tx * kMicro + j;
-            if (n < N) out[static_cast<size_t>(m) * N + n] = bias ? acc[i][j] + bias[n] : acc[i][j];
+            if (n < N) store_out(out[static_cast<size_t>(m) * N + n], bias ? acc[i][j] + bias[n] : acc[i][j], accumulate);
         }
     }
 }
@@ -70,10 +70,10 @@ gemm_regtile_kernel(float* __restrict__ out,         // (M, N)
 }  // namespace
 
 void gemm_regtile(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                  int N, int K, cudaStream_t stream) {
+                  int N, int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const dim3 grid(cuda::blocks_for(N, kBN), cuda::blocks_for(M, kBM));
-    gemm_regtile_kernel<<<grid, kThreads, 0, stream>>>(out, a, w, bias, M, N, K);
+    gemm_regtile_kernel<<<grid, kThreads, 0, stream>>>(out, a, w, bias, M, N, K, accumulate);
     CUDA_CHECK_LAUNCH();
 }
 

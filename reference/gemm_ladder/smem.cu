@@ -23,7 +23,7 @@ __global__ void gemm_smem_kernel(float* __restrict__ out,         // (M, N)
                                  const bf16* __restrict__ a,      // (M, K)
                                  const bf16* __restrict__ w,      // (N, K)
                                  const float* __restrict__ bias,  // (N) or null
-                                 int M, int N, int K) {
+                                 int M, int N, int K, bool accumulate) {
     // ws is stored transposed-padded: thread (ty, tx) reads ws[tx][k], 16 rows in 16 banks.
     __shared__ float as[kTile][kTile], ws[kTile][kTile + 1];
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -39,17 +39,17 @@ __global__ void gemm_smem_kernel(float* __restrict__ out,         // (M, N)
         for (int kk = 0; kk < kTile; ++kk) acc = fmaf(as[ty][kk], ws[tx][kk], acc);
         __syncthreads();
     }
-    if (m < M && n < N) out[static_cast<size_t>(m) * N + n] = bias ? acc + bias[n] : acc;
+    if (m < M && n < N) store_out(out[static_cast<size_t>(m) * N + n], bias ? acc + bias[n] : acc, accumulate);
 }
 
 }  // namespace
 
 void gemm_smem(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, cudaStream_t stream) {
+               int N, int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const dim3 block(kTile, kTile);
     const dim3 grid(cuda::blocks_for(N, kTile), cuda::blocks_for(M, kTile));
-    gemm_smem_kernel<<<grid, block, 0, stream>>>(out, a, w, bias, M, N, K);
+    gemm_smem_kernel<<<grid, block, 0, stream>>>(out, a, w, bias, M, N, K, accumulate);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -37,7 +37,7 @@ gemm_wmma_kernel(float* __restrict__ out,         // (M, N)
                  const bf16* __restrict__ a,      // (M, K)
                  const bf16* __restrict__ w,      // (N, K)
                  const float* __restrict__ bias,  // (N) or null
-                 int M, int N, int K) {
+                 int M, int N, int K, bool accumulate) {
     // The operand tiles and the accumulator staging are never live at the same time.
     __shared__ __align__(32) unsigned char smem[kBM * kCLd * sizeof(float)];
     bf16* as = reinterpret_cast<bf16*>(smem);  // (kBM, kLd)
@@ -89,17 +89,17 @@ gemm_wmma_kernel(float* __restrict__ out,         // (M, N)
     __syncthreads();
     for (int idx = tid; idx < kBM * kBN; idx += kThreads) {
         const int r = idx / kBN, c = idx % kBN, m = m0 + r, n = n0 + c;
-        if (m < M && n < N) out[static_cast<size_t>(m) * N + n] = cs[r * kCLd + c] + (bias ? bias[n] : 0.0f);
+        if (m < M && n < N) store_out(out[static_cast<size_t>(m) * N + n], cs[r * kCLd + c] + (bias ? bias[n] : 0.0f), accumulate);
     }
 }
 
 }  // namespace
 
 void gemm_wmma(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, cudaStream_t stream) {
+               int N, int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const dim3 grid(cuda::blocks_for(N, kBN), cuda::blocks_for(M, kBM));
-    gemm_wmma_kernel<<<grid, kThreads, 0, stream>>>(out, a, w, bias, M, N, K);
+    gemm_wmma_kernel<<<grid, kThreads, 0, stream>>>(out, a, w, bias, M, N, K, accumulate);
     CUDA_CHECK_LAUNCH();
 }
 

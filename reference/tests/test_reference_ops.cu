@@ -257,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GateUpSilu, ::testing::Values(
 class LinearResidual : public Reference, public ::testing::WithParamInterface<std::tuple<int, int>> {};
 
 TEST_P(LinearResidual, AddsTheProductToTheResidual) {
-    // residual += x·Wᵀ: the GEMV's epilogue for M ≤ 8, a GEMM and an add kernel above.
+    // residual += x·Wᵀ: the GEMV's epilogue for M ≤ 8, the GEMM's (accumulating) above.
     const auto [M, K] = GetParam();
     const int N = 72;
     const Vec x = random_vec(static_cast<size_t>(M) * K, 10), w = round_bf16(random_vec(N * K, 11));
@@ -288,9 +288,21 @@ TEST_F(Reference, GemmRungsAgree) {
                                      reference::GemmRung::regtile, reference::GemmRung::wmma,
                                      reference::GemmRung::cublas}) {
         const Tensor out = dev_.poisoned({M, N});
-        reference::gemm_for(rung)(ctx(), out.f32(), reinterpret_cast<const reference::bf16*>(ta.data),
-                                  reinterpret_cast<const reference::bf16*>(tw.data), tb.f32(), M, N, K, stream_);
+        const auto run = [&](bool accumulate) {
+            reference::gemm_for(rung)(ctx(), out.f32(), reinterpret_cast<const reference::bf16*>(ta.data),
+                                      reinterpret_cast<const reference::bf16*>(tw.data), tb.f32(), M, N, K,
+                                      accumulate, stream_);
+        };
+        run(false);
         expect_close(Device::get(out), want, 1e-5, 1e-5, std::string("gemm_") + reference::rung_name(rung), &mag);
+        run(true);  // out += the same product: twice the result
+        Vec twice = want, twice_mag = mag;
+        for (size_t i = 0; i < twice.size(); ++i) {
+            twice[i] *= 2;
+            twice_mag[i] *= 2;
+        }
+        expect_close(Device::get(out), twice, 1e-5, 1e-5,
+                     std::string("gemm_") + reference::rung_name(rung) + " (accumulate)", &twice_mag);
     }
 }
 
@@ -479,9 +491,22 @@ TEST_F(Reference, ArgmaxTiesAndNaN) {
     x[cols + 40000] = 60; x[cols + 7] = 60;           // row 1: tie → lowest index 7
     x[2 * cols + 999] = kNaN; x[2 * cols + 5] = 100;  // row 2: NaN beats everything
     x[3 * cols + 30000] = kNaN; x[3 * cols + 20000] = kNaN;  // row 3: first NaN
-    const Tensor out = dev_.i32({-1, -1, -1, -1}, {4});
-    ops().argmax(out, dev_.f32(x, {4, cols}), stream_);
-    EXPECT_EQ(Device::get_i32(out), (std::vector<int32_t>{123, 7, 999, 20000}));
+    // 4 rows take the split path (blocks per slice of a row, then a combine), 12 rows the
+    // one-block-per-row kernel.
+    for (int copies : {1, 3}) {
+        Vec rows;
+        for (int c = 0; c < copies; ++c) rows.insert(rows.end(), x.begin(), x.end());
+        const int R = 4 * copies;
+        const Tensor out = dev_.i32(std::vector<int32_t>(R, -1), {R});
+        ops().argmax(out, dev_.f32(rows, {R, cols}), stream_);
+        std::vector<int32_t> want;
+        for (int c = 0; c < copies; ++c) want.insert(want.end(), {123, 7, 999, 20000});
+        EXPECT_EQ(Device::get_i32(out), want) << R << " rows";
+    }
+    // Rows shorter than the number of slices: most slices are empty.
+    const Tensor out = dev_.i32({-1, -1}, {2});
+    ops().argmax(out, dev_.f32({1, 5, 5, 2, 3, 3}, {2, 3}), stream_);
+    EXPECT_EQ(Device::get_i32(out), (std::vector<int32_t>{1, 1}));
 }
 
 // ----------------------------------------------------------------------------- rope, gather, cache
