@@ -6,18 +6,26 @@
 //   1. split_kv_kernel converts K and V once to bf16 (hi, and with kSplit the residual lo) in
 //      the context's staging buffers. Every query tile reads every key, so converting inside the
 //      attention kernel would redo it Tq / 64 times.
-//   2. flash_attention_tc_kernel: a block of 4 warps owns 64 queries of one head; each warp owns
-//      16 query rows for the whole pass, so row statistics never leave the warp. Per tile of kBK
-//      keys:
-//      * the bf16 K and V tiles arrive in shared memory by cp.async, double-buffered: the copy of
-//        tile t+1 runs while tile t is computed. Rows are padded by 8 bf16 so the 8 rows an
-//        ldmatrix reads fall in 8 different bank groups.
-//      * S (16 × kBK per warp) lives in mma accumulator registers: a lane holds rows lane/4 and
+//   2. flash_attention_tc_kernel: a block of 8 warps (plain bf16 at D ≤ 64: the encoder) or 4
+//      owns 16 queries per warp of one head; each warp owns its 16 query rows for the whole
+//      pass, so row statistics never leave the warp. Per tile of kBK keys:
+//      * the bf16 K and V tiles arrive in shared memory by cp.async in a ring of kStages
+//        buffers: tiles t+1 and t+2 are in flight while tile t is computed, behind one barrier
+//        per tile. Rows are padded by 8 bf16 so the 8 rows an ldmatrix reads fall in 8
+//        different bank groups.
+//      * the tile is taken 32 keys at a time (kSubKeys), each an online-softmax update of its
+//        own, so that the numbers do not depend on how many keys are staged at once.
+//      * S (16 × 32 per warp) lives in mma accumulator registers: a lane holds rows lane/4 and
 //        lane/4 + 8, columns 2·(lane%4) + {0, 1} of each 8-key block; row max and row sum are two
 //        xor-shuffles over the 4 lanes of a row. K fragments come from ldmatrix, V fragments from
 //        ldmatrix.trans (V stays row-major in memory).
 //      * The accumulator layout of S is exactly the A-operand layout of the next product, so
 //        P = exp2(S − m) goes from registers straight into o += P·V.
+//      Why this shape: Nsight Compute on the earlier kernel (4 warps, 32-key tiles, double
+//      buffered) found it issue-bound, not memory- or tensor-bound: 54 M instructions for 2.8 M
+//      mma, issue slots 56 % busy, tensor pipe 20 %. Hence 8 warps sharing each staged tile (half
+//      the copy and barrier work per query), no mask on tiles that every row of the warp sees
+//      whole, and no rescale of o when no row's maximum moved (a warp vote).
 //
 // Precision: bf16 keeps 8 significant bits (a score error of 2^−8·|s| is a relative error of
 // the same size in the probability). That is the precision of PyTorch's bf16 SDPA, which is what
@@ -28,8 +36,9 @@
 // rounding of the sum): 3× the tensor-core work, and twice the staged K/V, for f32-level
 // results, still well ahead of the CUDA-core kernel.
 //
-// Measured (H100 80GB HBM3, encoder 1500 × 1500, 20 heads × 64, K/V conversion included):
-// 0.19 ms with the split (61 TFLOP/s of useful work), 0.115 ms plain bf16 (100 TFLOP/s).
+// Measured (H100 80GB HBM3, encoder 1500 × 1500, 20 heads × 64, K/V conversion included,
+// `reference_bench ladders`): plain bf16 0.073 ms (157 TFLOP/s; 0.115 ms before the changes
+// above), with the split 0.129 ms (89 TFLOP/s of useful work; 0.189 before).
 #include <algorithm>
 #include <string>
 
@@ -47,17 +56,29 @@ constexpr int kSplitThreads = 256;
 
 template <int D, bool kSplit>
 struct TcTile {
-    static constexpr int kWarps = 4;
+    // Plain bf16 at D ≤ 64 (the encoder): 8 warps (128 queries) share each staged K/V tile of
+    // 64 keys, so the per-step costs (barrier, copy issue) are spread over 4× the work of 4
+    // warps × 32 keys. The split and D = 128 keep 4 warps × 32 keys (registers).
+    static constexpr bool kWide = D <= 64 && !kSplit;
+    static constexpr int kWarps = kWide ? 8 : 4;
     static constexpr int kThreads = kWarps * kWarpSize;
     static constexpr int kBQ = 16 * kWarps;           // queries per block (16 per warp)
-    static constexpr int kBK = 32;                    // keys per step (64 measured no faster)
-    // Blocks per SM to aim for: 4 (16 warps) keeps 480 encoder blocks in one wave on 132 SMs;
-    // it caps registers at 128 per thread, which D = 128 cannot meet.
-    static constexpr int kMinBlocks = D >= 128 ? 2 : 4;
+    static constexpr int kBK = kWide ? 64 : 32;       // keys staged per step
+    // Keys per online-softmax update, whatever the staging: the running maximum, and so every
+    // rounding of p to bf16, then moves exactly as with 32-key tiles. (Updating per 64 keys
+    // measured no faster and moved one greedy choice of the shipped clips off transformers'.)
+    static constexpr int kSubKeys = 32;
+    static constexpr int kStages = kSplit ? 2 : 3;    // K/V tiles in flight (cp.async ring)
+    // 16 warps per SM: the encoder's 240 blocks in one wave on 132 SMs; caps registers at 128
+    // per thread, which D = 128 cannot meet.
+    static constexpr int kMinBlocks = D >= 128 ? 2 : 16 / kWarps;
     static constexpr int kPitch = D + 8;              // bf16 per staged K or V row
     static constexpr int kArray = kBK * kPitch;       // one staged array (K hi, V hi, K lo, V lo)
     static constexpr int kArrays = kSplit ? 4 : 2;    // staged arrays per tile
-    static constexpr int kSmemBytes = static_cast<int>(sizeof(bf16)) * 2 * kArrays * kArray;  // 2 stages
+    static constexpr int kChunks = kBK * (D / 8);     // 16-byte chunks of one array
+    static constexpr int kCopies = kArrays * kChunks / kThreads;  // cp.async per thread and tile
+    static_assert(kChunks % kThreads == 0, "a thread's copies of a tile stay in one array each");
+    static constexpr int kSmemBytes = static_cast<int>(sizeof(bf16)) * kStages * kArrays * kArray;
 };
 
 // c(16 × 8, f32) += a(16 × 16, bf16, row-major) · b(16 × 8, bf16, column-major)
@@ -155,6 +176,14 @@ split_kv_kernel(bf16* __restrict__ k_hi, bf16* __restrict__ k_lo,  // (Tk, width
     }
 }
 
+// 2^x by the SFU's approximation (relative error ~2^−22, far below the bf16 rounding of p);
+// 2^−inf = +0, which the masked keys rely on.
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Grid: (ceil(Tq / kBQ), Hq); block: kThreads; dynamic shared memory: kSmemBytes.
 template <int D, bool kSplit>
 __global__ void __launch_bounds__(TcTile<D, kSplit>::kThreads, TcTile<D, kSplit>::kMinBlocks)
@@ -168,11 +197,11 @@ flash_attention_tc_kernel(float* __restrict__ out,            // (Tq, Hq·D)
                           int Tq, int Tk, int Hq, int Hkv, float scale_log2) {
     using C = TcTile<D, kSplit>;
     constexpr int kSteps = D / 16;         // k-steps of q·kᵀ
-    constexpr int kKeyTiles = C::kBK / 8;  // 8-key column blocks of S
+    constexpr int kKeyTiles = C::kSubKeys / 8;  // 8-key column blocks of S
     constexpr int kDimTiles = D / 8;       // 8-dim column blocks of o
     constexpr int kArrays = C::kArrays;
     extern __shared__ float4 smem4[];
-    bf16* stage = reinterpret_cast<bf16*>(smem4);  // [2 stages][K hi, V hi, K lo, V lo][kBK][kPitch]
+    bf16* stage = reinterpret_cast<bf16*>(smem4);  // [kStages][K hi, V hi, K lo, V lo][kBK][kPitch]
     __shared__ int s_kv_end;
 
     const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
@@ -186,25 +215,37 @@ flash_attention_tc_kernel(float* __restrict__ out,            // (Tq, Hq·D)
     if (tid < C::kBQ && q0 + tid < Tq) atomicMax(&s_kv_end, positions ? min(positions[q0 + tid] + 1, Tk) : Tk);
     const int lim0 = row0 >= Tq ? 0 : positions ? min(positions[row0] + 1, Tk) : Tk;
     const int lim1 = row1 >= Tq ? 0 : positions ? min(positions[row1] + 1, Tk) : Tk;
+    // Keys below warp_lim are visible to all 16 rows of this warp: tiles below it skip the mask.
+    int warp_lim = min(lim0, lim1);
+    for (int o = kWarpSize / 2; o > 0; o >>= 1) warp_lim = min(warp_lim, __shfl_xor_sync(0xffffffffu, warp_lim, o));
     __syncthreads();
     const int kv_end = s_kv_end;
     const int n_tiles = (kv_end + C::kBK - 1) / C::kBK;
 
-    // Stage tile t (keys t·kBK ..) into buffer t % 2: kArrays × kBK rows × D/8 chunks.
+    // This thread's copies of a tile: copy i is in array i / kPerArray, rows kRowStep apart,
+    // always the same 8 columns, so the addresses are a row offset from one base.
+    constexpr int kPerArray = C::kChunks / C::kThreads, kRowStep = C::kThreads / (D / 8);
+    const int copy_row = tid / (D / 8), copy_col = (tid % (D / 8)) * 8;
     auto issue_tile = [&](int t) {
-        bf16* dst = stage + (t % 2) * kArrays * C::kArray;
-        constexpr int kChunks = C::kBK * (D / 8);
-        for (int idx = tid; idx < kArrays * kChunks; idx += C::kThreads) {
-            const int a = idx / kChunks, r = (idx % kChunks) / (D / 8), c = (idx % (D / 8)) * 8;
-            const int j = t * C::kBK + r;
+        bf16* dst = stage + (t % C::kStages) * kArrays * C::kArray + copy_row * C::kPitch + copy_col;
+#pragma unroll
+        for (int i = 0; i < C::kCopies; ++i) {
+            const int a = i / kPerArray, r = (i % kPerArray) * kRowStep;
+            const int j = t * C::kBK + copy_row + r;
             const bool valid = j < kv_end;
             const bf16* src = a == 0 ? k_hi : a == 1 ? v_hi : a == 2 ? k_lo : v_lo;
-            cp_async16(dst + a * C::kArray + r * C::kPitch + c,
-                       src + (valid ? j * kv_stride + g * D + c : 0), valid);
+            cp_async16(dst + a * C::kArray + r * C::kPitch,
+                       src + (valid ? j * kv_stride + g * D + copy_col : 0), valid);
         }
         cp_async_commit();
     };
-    if (n_tiles > 0) issue_tile(0);
+    // The ring: tiles 0 .. kStages − 2 in flight before the loop, one more issued per step (an
+    // empty group past the end keeps the wait count uniform).
+#pragma unroll
+    for (int t = 0; t < C::kStages - 1; ++t) {
+        if (t < n_tiles) issue_tile(t);
+        else cp_async_commit();
+    }
 
     // This warp's 16 query rows as A fragments, pre-scaled into base 2 and split.
     uint32_t qh[kSteps][4], ql[kSteps][4];
@@ -228,95 +269,105 @@ flash_attention_tc_kernel(float* __restrict__ out,            // (Tq, Hq·D)
     const int lm_row = lane % 8, lm_mat = lane / 8;
 
     for (int t = 0; t < n_tiles; ++t) {
-        if (t + 1 < n_tiles) {
-            issue_tile(t + 1);
-            cp_async_wait<1>();  // tile t has landed (t + 1 may still be in flight)
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
-        const bf16* kh_s = stage + (t % 2) * kArrays * C::kArray;
+        cp_async_wait<C::kStages - 2>();  // this thread's copies of tile t have landed
+        __syncthreads();  // everyone's have; and every warp is done with tile t − 1's buffer
+        if (t + C::kStages - 1 < n_tiles) issue_tile(t + C::kStages - 1);  // into that buffer
+        else cp_async_commit();
+        const bf16* kh_s = stage + (t % C::kStages) * kArrays * C::kArray;
         const bf16* vh_s = kh_s + C::kArray;
         const bf16* kl_s = kh_s + 2 * C::kArray;
         const bf16* vl_s = kh_s + 3 * C::kArray;
-        const int kv0 = t * C::kBK;
+#pragma unroll
+        for (int sub = 0; sub < C::kBK / C::kSubKeys; ++sub) {
+            const int kv0 = t * C::kBK + sub * C::kSubKeys, row_s = sub * C::kSubKeys;  // key, staged row
 
-        // S = q·kᵀ: 16 rows × kBK keys per warp; one ldmatrix.x4 feeds two 8-key blocks.
-        float s[kKeyTiles][4];
+            // S = q·kᵀ: 16 rows × kSubKeys keys per warp; one ldmatrix.x4 feeds two 8-key blocks.
+            float s[kKeyTiles][4];
 #pragma unroll
-        for (int nt = 0; nt < kKeyTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+            for (int nt = 0; nt < kKeyTiles; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
-        for (int ks = 0; ks < kSteps; ++ks)
+            for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
-            for (int nt = 0; nt < kKeyTiles; nt += 2) {
-                const int off = ((nt + lm_mat / 2) * 8 + lm_row) * C::kPitch + ks * 16 + (lm_mat % 2) * 8;
-                uint32_t bh[4], bl[4] = {0, 0, 0, 0};
-                ldmatrix_x4(bh, kh_s + off);
-                if constexpr (kSplit) ldmatrix_x4(bl, kl_s + off);
-                mma_acc<kSplit>(s[nt], qh[ks], ql[ks], bh[0], bh[1], bl[0], bl[1]);
-                mma_acc<kSplit>(s[nt + 1], qh[ks], ql[ks], bh[2], bh[3], bl[2], bl[3]);
+                for (int nt = 0; nt < kKeyTiles; nt += 2) {
+                    const int off = (row_s + (nt + lm_mat / 2) * 8 + lm_row) * C::kPitch + ks * 16 + (lm_mat % 2) * 8;
+                    uint32_t bh[4], bl[4] = {0, 0, 0, 0};
+                    ldmatrix_x4(bh, kh_s + off);
+                    if constexpr (kSplit) ldmatrix_x4(bl, kl_s + off);
+                    mma_acc<kSplit>(s[nt], qh[ks], ql[ks], bh[0], bh[1], bl[0], bl[1]);
+                    mma_acc<kSplit>(s[nt + 1], qh[ks], ql[ks], bh[2], bh[3], bl[2], bl[3]);
+                }
+
+            // Online softmax on rows row0 (s[·][0..1]) and row1 (s[·][2..3]). Only a tile reaching
+            // past warp_lim (the encoder's last, the causal diagonal) hides keys.
+            if (kv0 + C::kSubKeys > warp_lim) {
+#pragma unroll
+                for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int key = kv0 + nt * 8 + fc + e;
+                        if (key >= lim0) s[nt][e] = kNegInf;
+                        if (key >= lim1) s[nt][2 + e] = kNegInf;
+                    }
+            }
+            float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+            for (int nt = 0; nt < kKeyTiles; ++nt) {
+                mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
+                mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
+            }
+#pragma unroll
+            for (int x = 1; x <= 2; x <<= 1) {
+                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
+                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
+            }
+            const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+            const float corr0 = m0 == mn0 ? 1.0f : fast_exp2(m0 - mn0);
+            const float corr1 = m1 == mn1 ? 1.0f : fast_exp2(m1 - mn1);
+            m0 = mn0;
+            m1 = mn1;
+            // A row with every key so far hidden has m = −inf: subtract 0 instead (2^−inf = 0).
+            const float base0 = mn0 == kNegInf ? 0.0f : mn0, base1 = mn1 == kNegInf ? 0.0f : mn1;
+            float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    s[nt][e] = fast_exp2(s[nt][e] - base0);
+                    s[nt][2 + e] = fast_exp2(s[nt][2 + e] - base1);
+                    sum0 += s[nt][e];
+                    sum1 += s[nt][2 + e];
+                }
+            l0 = l0 * corr0 + sum0;  // per-lane share; the 4 lanes of a row are summed at the end
+            l1 = l1 * corr1 + sum1;
+            // Once the running maxima settle, most tiles change no row's maximum: skip the rescale.
+            if (__any_sync(0xffffffffu, corr0 != 1.0f || corr1 != 1.0f)) {
+#pragma unroll
+                for (int dn = 0; dn < kDimTiles; ++dn) {
+                    o[dn][0] *= corr0; o[dn][1] *= corr0;
+                    o[dn][2] *= corr1; o[dn][3] *= corr1;
+                }
             }
 
-        // Online softmax on rows row0 (s[·][0..1]) and row1 (s[·][2..3]).
-        float mx0 = kNegInf, mx1 = kNegInf;
+            // o += P·V, P straight from the S registers (accumulator layout = A layout); V
+            // fragments by ldmatrix.trans, one x4 for two 8-dim blocks.
 #pragma unroll
-        for (int nt = 0; nt < kKeyTiles; ++nt)
+            for (int kk = 0; kk < C::kSubKeys / 16; ++kk) {
+                uint32_t ph[4], pl[4];
+                split_pair(s[2 * kk][0], s[2 * kk][1], ph[0], pl[0]);
+                split_pair(s[2 * kk][2], s[2 * kk][3], ph[1], pl[1]);
+                split_pair(s[2 * kk + 1][0], s[2 * kk + 1][1], ph[2], pl[2]);
+                split_pair(s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int key = kv0 + nt * 8 + fc + e;
-                if (key >= lim0) s[nt][e] = kNegInf;
-                if (key >= lim1) s[nt][2 + e] = kNegInf;
-                mx0 = fmaxf(mx0, s[nt][e]);
-                mx1 = fmaxf(mx1, s[nt][2 + e]);
-            }
-#pragma unroll
-        for (int x = 1; x <= 2; x <<= 1) {
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
-        }
-        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-        const float corr0 = m0 == mn0 ? 1.0f : exp2f(m0 - mn0);
-        const float corr1 = m1 == mn1 ? 1.0f : exp2f(m1 - mn1);
-        m0 = mn0;
-        m1 = mn1;
-        float sum0 = 0.0f, sum1 = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < kKeyTiles; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                s[nt][e] = s[nt][e] == kNegInf ? 0.0f : exp2f(s[nt][e] - mn0);
-                s[nt][2 + e] = s[nt][2 + e] == kNegInf ? 0.0f : exp2f(s[nt][2 + e] - mn1);
-                sum0 += s[nt][e];
-                sum1 += s[nt][2 + e];
-            }
-        l0 = l0 * corr0 + sum0;  // per-lane share; the 4 lanes of a row are summed at the end
-        l1 = l1 * corr1 + sum1;
-#pragma unroll
-        for (int dn = 0; dn < kDimTiles; ++dn) {
-            o[dn][0] *= corr0; o[dn][1] *= corr0;
-            o[dn][2] *= corr1; o[dn][3] *= corr1;
-        }
-
-        // o += P·V, P straight from the S registers (accumulator layout = A layout); V
-        // fragments by ldmatrix.trans, one x4 for two 8-dim blocks.
-#pragma unroll
-        for (int kk = 0; kk < C::kBK / 16; ++kk) {
-            uint32_t ph[4], pl[4];
-            split_pair(s[2 * kk][0], s[2 * kk][1], ph[0], pl[0]);
-            split_pair(s[2 * kk][2], s[2 * kk][3], ph[1], pl[1]);
-            split_pair(s[2 * kk + 1][0], s[2 * kk + 1][1], ph[2], pl[2]);
-            split_pair(s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);
-#pragma unroll
-            for (int dn = 0; dn < kDimTiles; dn += 2) {
-                const int off = (kk * 16 + (lm_mat % 2) * 8 + lm_row) * C::kPitch + (dn + lm_mat / 2) * 8;
-                uint32_t bh[4], bl[4] = {0, 0, 0, 0};
-                ldmatrix_x4_trans(bh, vh_s + off);
-                if constexpr (kSplit) ldmatrix_x4_trans(bl, vl_s + off);
-                mma_acc<kSplit>(o[dn], ph, pl, bh[0], bh[1], bl[0], bl[1]);
-                mma_acc<kSplit>(o[dn + 1], ph, pl, bh[2], bh[3], bl[2], bl[3]);
+                for (int dn = 0; dn < kDimTiles; dn += 2) {
+                    const int off = (row_s + kk * 16 + (lm_mat % 2) * 8 + lm_row) * C::kPitch + (dn + lm_mat / 2) * 8;
+                    uint32_t bh[4], bl[4] = {0, 0, 0, 0};
+                    ldmatrix_x4_trans(bh, vh_s + off);
+                    if constexpr (kSplit) ldmatrix_x4_trans(bl, vl_s + off);
+                    mma_acc<kSplit>(o[dn], ph, pl, bh[0], bh[1], bl[0], bl[1]);
+                    mma_acc<kSplit>(o[dn + 1], ph, pl, bh[2], bh[3], bl[2], bl[3]);
+                }
             }
         }
-        __syncthreads();  // buffer t % 2 is refilled by the issue at step t + 1
     }
 
 #pragma unroll
