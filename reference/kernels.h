@@ -36,6 +36,12 @@ void linear_residual(Context& ctx, float* residual, const float* x, const bf16* 
 void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const float* x,
                   GemvNorm norm, const bf16* w_gate, const bf16* w_up, int M, int F, int K,
                   cudaStream_t stream);
+// out(M, N) = gelu(x(M, K) · w1(F, K)ᵀ + b1(F)) · w2(N, F)ᵀ + b2(N); biases may be null.
+// hidden(M, F) holds the first product in f32 above the GEMV range; the GELU then writes the
+// second product's bf16 operand itself, so the (M, F) activations are not written as f32 again
+void linear_gelu_linear(Context& ctx, float* out, float* hidden, const float* x, const bf16* w1,
+                        const float* b1, const bf16* w2, const float* b2, int M, int F, int N, int K,
+                        cudaStream_t stream);
 // out(T_out, C_out) = conv1d(x(T_in, C_in), w(C_out, C_in, ksize)) + bias(C_out)
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,
             int C_in, int C_out, int ksize, int stride, int padding, int T_out,
@@ -90,6 +96,8 @@ void rope_cache(float* q, float* k_cache, float* v_cache, const float* k, const 
 
 // out(n) = bf16(x(n)), round to nearest even                                  (convert_bf16.cu)
 void convert_to_bf16(bf16* out, const float* x, long long n, cudaStream_t stream);
+// out(n) = bf16(gelu(x(n))): exact GELU in f32, then rounded as convert_to_bf16 (convert_bf16.cu)
+void gelu_to_bf16(bf16* out, const float* x, long long n, cudaStream_t stream);
 // cols(t_count, C_in·ksize) bf16 = the receptive fields of output rows t_begin.. of a conv over
 // x(T_in, C_in), in the weight's (C_in, ksize) order; zero padding                  (im2col.cu)
 void im2col_bf16(bf16* cols, const float* x, int T_in, int C_in, int ksize, int stride,

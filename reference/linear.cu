@@ -9,7 +9,8 @@
 //     normalises x first) in the context's staging buffer, once for all products of the same x
 //     (q/k/v, gate/up), and run the selected GEMM rung (cuBLASLt by default) with the bias fused
 //     and, for linear_residual, the residual add (the GEMM accumulates into the residual); GELU
-//     and SiLU·up follow as elementwise kernels. Inputs longer than the staging buffer are
+//     and SiLU·up follow as elementwise kernels, except in the MLP (linear_gelu_linear), where
+//     the GELU pass writes the second product's bf16 operand directly. Inputs longer than the staging buffer are
 //     processed in row chunks: rows of a linear layer are independent, so chunking changes
 //     nothing but the number of launches.
 #include <algorithm>
@@ -92,6 +93,26 @@ void linear_residual(Context& ctx, float* residual, const float* x, const bf16* 
         return;
     }
     staged_gemms(ctx, {{residual, w, nullptr, N}}, x, GemvNorm{}, M, K, true, stream);
+}
+
+void linear_gelu_linear(Context& ctx, float* out, float* hidden, const float* x, const bf16* w1,
+                        const float* b1, const bf16* w2, const float* b2, int M, int F, int N, int K,
+                        cudaStream_t stream) {
+    if (M <= kGemvMaxRows || F == 0 || N == 0) {  // GEMVs (or nothing to fuse)
+        linear(ctx, hidden, x, w1, b1, M, F, K, Epilogue::kGelu, stream);
+        linear(ctx, out, hidden, w2, b2, M, N, F, Epilogue::kNone, stream);
+        return;
+    }
+    const GemmFn gemm = gemm_for(ctx.gemm);
+    const int chunk = std::min(rows_per_chunk("linear_gelu_linear", K), rows_per_chunk("linear_gelu_linear", F));
+    for (int r0 = 0; r0 < M; r0 += chunk) {
+        const int rows = std::min(chunk, M - r0);
+        float* h = hidden + static_cast<size_t>(r0) * F;
+        convert_to_bf16(ctx.staging, x + static_cast<size_t>(r0) * K, static_cast<long long>(rows) * K, stream);
+        gemm(ctx, h, ctx.staging, w1, b1, rows, F, K, false, stream);
+        gelu_to_bf16(ctx.staging, h, static_cast<long long>(rows) * F, stream);  // x's staging is consumed
+        gemm(ctx, out + static_cast<size_t>(r0) * N, ctx.staging, w2, b2, rows, N, F, false, stream);
+    }
 }
 
 void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const float* x,

@@ -202,6 +202,13 @@ void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w,
                          to_int(w.dim(0)), to_int(x.dim(1)), s);
 }
 
+void linear_gelu_linear(const Tensor& out, const Tensor& x, const Tensor& w1, const Tensor& b1,
+                        const Tensor& w2, const Tensor& b2, const Tensor& hidden, Stream s) {
+    ref::linear_gelu_linear(Context::get(s), out.f32(), hidden.f32(), x.f32(), bf16_of(w1), optional(b1),
+                            bf16_of(w2), optional(b2), to_int(x.dim(0)), to_int(w1.dim(0)),
+                            to_int(w2.dim(0)), to_int(x.dim(1)), s);
+}
+
 void setup(Stream s) { Context::get(s); }
 
 // Track::settings: the ladders' rungs this process uses (read once, context.cu).

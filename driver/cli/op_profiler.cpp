@@ -274,6 +274,16 @@ OpCost rmsnorm_qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const
     return {qkv.bytes + bytes(norm_weight), qkv.flops + 4.0 * x.numel()};
 }
 
+// linear_gelu into hidden, then linear out of it; hidden is scratch (a fused kernel need not
+// move it), so only x, the weights, the biases and out are counted.
+OpCost linear_gelu_linear_cost(const Tensor& out, const Tensor& x, const Tensor& w1,
+                               const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                               const Tensor& hidden, Stream stream) {
+    const OpCost first = linear_gelu_cost(hidden, x, w1, b1, stream);
+    const OpCost second = linear_cost(out, hidden, w2, b2, stream);
+    return {first.bytes + second.bytes - 2.0 * bytes(hidden), first.flops + second.flops};
+}
+
 // ---------------------------------------------------------------- shims
 
 // An argument of an entry, sorted into an OpCall: Tensors and scalars kept, the stream not.

@@ -421,4 +421,21 @@ void check_rmsnorm_qkv_rope_cache(const TrackKind& kind, const Tensor& q, const 
                                  {"v_cache", &v_cache}, {"k", &k}, {"v", &v}});
 }
 
+void check_linear_gelu_linear(const TrackKind& kind, const Tensor& out, const Tensor& x,
+                              const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                              const Tensor& hidden, Stream) {
+    const char* op = "linear_gelu_linear";
+    f32(op, "x", x, kind, 2);
+    weight(op, "w1", w1, kind, 2);
+    weight(op, "w1", w1, kind, {w1.dim(0), x.dim(1)});
+    optional_f32(op, "b1", b1, kind, {w1.dim(0)});
+    weight(op, "w2", w2, kind, 2);
+    weight(op, "w2", w2, kind, {w2.dim(0), w1.dim(0)});
+    optional_f32(op, "b2", b2, kind, {w2.dim(0)});
+    f32(op, "hidden", hidden, kind, {x.dim(0), w1.dim(0)});
+    f32(op, "out", out, kind, {x.dim(0), w2.dim(0)});
+    apart(op, "hidden", hidden, {{"x", &x}, {"w1", &w1}, {"b1", &b1}, {"w2", &w2}, {"b2", &b2}});
+    apart(op, "out", out, {{"x", &x}, {"w1", &w1}, {"b1", &b1}, {"w2", &w2}, {"b2", &b2}, {"hidden", &hidden}});
+}
+
 }  // namespace glmasr

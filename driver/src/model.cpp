@@ -271,8 +271,8 @@ void Model::Impl::encode_window(const ModelConfig& config, const ModelWeights& w
         run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, L.ln2_w, L.ln2_b,
                           e.layer_norm_eps, m.stream);
         // x = x + fc2(gelu(fc1(h))); h = next layer's input_layernorm(x), or the final norm
-        run_linear_gelu(ops, m.enc_ffn, m.enc_normed, L.fc1_w, L.fc1_b, m.stream);
-        ops.linear(m.enc_proj, m.enc_ffn, L.fc2_w, L.fc2_b, m.stream);
+        run_linear_gelu_linear(ops, m.enc_proj, m.enc_normed, L.fc1_w, L.fc1_b, L.fc2_w, L.fc2_b,
+                               m.enc_ffn, m.stream);
         const bool last = l + 1 == w.encoder.size();
         const Tensor& norm_w = last ? w.enc_norm_w : w.encoder[l + 1].ln1_w;
         const Tensor& norm_b = last ? w.enc_norm_b : w.encoder[l + 1].ln1_b;
@@ -291,10 +291,8 @@ void Model::Impl::project_window(const ModelConfig& config, const ModelWeights& 
     const int d_text = config.text.hidden_size;
     const Tensor merged = m.enc_normed.reshape({t_enc / config.merge_factor,
                                                 config.merge_factor * config.audio.hidden_size});
-    run_linear_gelu(ops, m.proj_hidden.rows(0, n_tokens), merged.rows(0, n_tokens),
-                    w.proj1_w, w.proj1_b, m.stream);
-    ops.linear(m.proj_out.rows(0, n_tokens), m.proj_hidden.rows(0, n_tokens), w.proj2_w,
-               w.proj2_b, m.stream);
+    run_linear_gelu_linear(ops, m.proj_out.rows(0, n_tokens), merged.rows(0, n_tokens), w.proj1_w,
+                           w.proj1_b, w.proj2_w, w.proj2_b, m.proj_hidden.rows(0, n_tokens), m.stream);
     m.backend.download(out, m.proj_out.data,
                        static_cast<size_t>(n_tokens) * d_text * sizeof(float), m.stream);
 }

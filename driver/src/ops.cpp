@@ -179,4 +179,15 @@ void run_rmsnorm_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k
                        n_heads, n_kv_heads, stream);
 }
 
+void run_linear_gelu_linear(const Ops& ops, const Tensor& out, const Tensor& x, const Tensor& w1,
+                            const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                            const Tensor& hidden, Stream stream) {
+    if (ops.linear_gelu_linear) {
+        ops.linear_gelu_linear(out, x, w1, b1, w2, b2, hidden, stream);
+        return;
+    }
+    run_linear_gelu(ops, hidden, x, w1, b1, stream);
+    ops.linear(out, hidden, w2, b2, stream);
+}
+
 }  // namespace glmasr

@@ -179,6 +179,14 @@ TEST_P(Contract, FusedEntries) {
     expect_refused("linear_residual", "residual", [&] { check_linear_residual(kind, m.f32({2, 3}), m.f32({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
     expect_refused("rmsnorm_gate_up_silu", "normed", [&] { check_rmsnorm_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.f32({3}), m.w({5, 3}), m.w({5, 3}), Tensor{}, Tensor{}, 1e-5f, nullptr); });
     expect_refused("rmsnorm_gate_up_silu", "norm_weight", [&] { check_rmsnorm_gate_up_silu(kind, m.f32({2, 5}), m.f32({2, 3}), m.f32({5}), m.w({5, 3}), m.w({5, 3}), m.f32({2, 3}), Tensor{}, 1e-5f, nullptr); });
+    // linear_gelu_linear: x(2, 3), w1(5, 3), w2(4, 5), hidden(2, 5), out(2, 4); biases optional
+    check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({5, 3}), m.f32({5}), m.w({4, 5}), m.f32({4}), m.f32({2, 5}), nullptr);
+    check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, m.f32({2, 5}), nullptr);
+    expect_refused("linear_gelu_linear", "w2", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 3}), Tensor{}, m.f32({2, 5}), nullptr); });
+    expect_refused("linear_gelu_linear", "w1", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), wrong_weight({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, m.f32({2, 5}), nullptr); });
+    expect_refused("linear_gelu_linear", "hidden", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, Tensor{}, nullptr); });
+    expect_refused("linear_gelu_linear", "b2", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), m.f32({5}), m.f32({2, 5}), nullptr); });
+    expect_refused("linear_gelu_linear", "out", [&] { check_linear_gelu_linear(kind, m.f32({2, 5}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, m.f32({2, 5}), nullptr); });
 }
 
 TEST_P(Contract, QkvRopeCache) {

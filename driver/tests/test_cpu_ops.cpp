@@ -556,7 +556,8 @@ TEST(CpuTable, EveryPrimitivePresentFusedLeftToCompositions) {
         {OpId::qkv_rope_cache, o.qkv_rope_cache != nullptr},
         {OpId::linear_residual, o.linear_residual != nullptr},
         {OpId::rmsnorm_gate_up_silu, o.rmsnorm_gate_up_silu != nullptr},
-        {OpId::rmsnorm_qkv_rope_cache, o.rmsnorm_qkv_rope_cache != nullptr}};
+        {OpId::rmsnorm_qkv_rope_cache, o.rmsnorm_qkv_rope_cache != nullptr},
+        {OpId::linear_gelu_linear, o.linear_gelu_linear != nullptr}};
     static_assert(sizeof(present) / sizeof(present[0]) == kNumOps, "one line per op");
     for (const auto& [op, is_set] : present) {
         const bool primitive = static_cast<int>(op) < kNumPrimitiveOps;
@@ -603,6 +604,18 @@ TEST(Compositions, LinearGeluAndGateUpSilu) {
     const std::vector<double> gate = ref_linear(x, w, nullptr, M, F, K), up = ref_linear(x, w2, nullptr, M, F, K);
     for (int64_t i = 0; i < M * F; ++i) want[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
     EXPECT_TRUE(near(out, want, 1e-5, 1e-6));
+}
+
+TEST(Compositions, LinearGeluLinearIsTheMlp) {
+    const int64_t M = 3, K = 7, F = 5, N = 4;
+    std::vector<float> x = random_vector(M * K, 40), w1 = random_vector(F * K, 41), b1 = random_vector(F, 42);
+    std::vector<float> w2 = random_vector(N * F, 43), b2 = random_vector(N, 44), hidden(M * F), out(M * N);
+    run_linear_gelu_linear(ops(), f32(out, {M, N}), f32(x, {M, K}), f32(w1, {F, K}), f32(b1, {F}),
+                           f32(w2, {N, F}), f32(b2, {N}), f32(hidden, {M, F}), nullptr);
+    const std::vector<double> lin = ref_linear(x, w1, &b1, M, F, K);
+    std::vector<float> h(M * F);
+    for (int64_t i = 0; i < M * F; ++i) h[i] = static_cast<float>(ref_gelu(float(lin[i])));
+    EXPECT_TRUE(near(out, ref_linear(h, w2, &b2, M, N, F), 1e-5, 1e-6));
 }
 
 TEST(Compositions, TheDecoderBlocksSplitAtTheResidual) {

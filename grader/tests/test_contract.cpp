@@ -77,6 +77,8 @@ const Case kCases[] = {
          o.rmsnorm_qkv_rope_cache(a.f32({2, 24}), a.f32({16, 12}), a.f32({16, 12}), a.f32({2, 8}), a.f32({8}), a.w({24, 8}),
                                   a.w({12, 8}), a.w({12, 8}), a.f32({32, 2}), a.f32({32, 2}), a.i32({2}), a.f32({2, 7}),
                                   a.f32({2, 12}), a.f32({2, 12}), 1e-6f, 4, 2, s); }},
+    {"linear_gelu_linear", "linear_gelu_linear: w2", [](const Ops& o, Args& a, Stream s) {
+         o.linear_gelu_linear(a.f32({2, 4}), a.f32({2, 3}), a.w({5, 3}), Tensor{}, a.w({4, 3}), Tensor{}, a.f32({2, 5}), s); }},
 };
 
 TEST(Contract, EveryTrackRefusesBadCalls) {

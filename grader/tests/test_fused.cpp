@@ -3,6 +3,7 @@
 // oracle's composition (its primitives, step by step):
 //   Fused.AddLayerNorm       residual += x; normed = layernorm(residual)      (encoder)
 //   Fused.LinearGelu         out = gelu(x · Wᵀ + b)                           (encoder fc1, projector)
+//   Fused.LinearGeluLinear   out = gelu(x · W1ᵀ + b1) · W2ᵀ + b2              (encoder MLP, projector)
 //   Fused.LinearResidual     residual += x · Wᵀ                               (decoder o, down)
 //   Fused.GateUpSilu         out = silu(x · W_gateᵀ) · (x · W_upᵀ)            (decoder MLP)
 //   Fused.RmsNormGateUpSilu  the same of x̂ = rmsnorm(x)                      (decoder MLP)
@@ -42,6 +43,18 @@ TEST_P(Fused, AddLayerNorm) {
     });
 }
 
+// gelu(pre) for pre = x·Wᵀ + b over K terms (magnitude = |x|·|W|ᵀ + |b|): the product's error
+// passes through GELU, whose slope is at most 1.13; GELU itself adds a few ulps of pre.
+Tolerance linear_gelu_tolerance(const HostTensor& pre, const HostTensor& magnitude, int64_t K,
+                                const Track& track) {
+    Tolerance tol = product_tolerance(pre, magnitude, K, matmul_precision(track));
+    for (size_t i = 0; i < tol.budget.size(); ++i)
+        tol.budget[i] = float(1.13 * tol.budget[i] + 16 * kEpsF32 * std::fabs(pre.f[i]));
+    tol.rmse_bound *= 1.13;
+    tol.model += ", through GELU";
+    return tol;
+}
+
 TEST_P(Fused, LinearGelu) {
     GLMASR_REQUIRE_GPU();
     const Shape s = GetParam();
@@ -60,13 +73,49 @@ TEST_P(Fused, LinearGelu) {
         DeviceTensor dx(x), dw(w, track.weight_dtype), db(b), out(ref);
         out.poison();
         run_linear_gelu(track.ops, out.view(), dx.view(), dw.view(), db.view(), track_stream());
-        // The product's error passes through GELU, whose slope is at most 1.13; GELU itself adds a
-        // few ulps of the pre-activation.
-        Tolerance tol = product_tolerance(pre, magnitude, s.D, matmul_precision(track));
-        for (size_t i = 0; i < tol.budget.size(); ++i)
-            tol.budget[i] = float(1.13 * tol.budget[i] + 16 * kEpsF32 * std::fabs(pre.f[i]));
-        tol.rmse_bound *= 1.13;
-        tol.model += ", through GELU";
+        GLMASR_EXPECT(close(out.download_f32(), ref, linear_gelu_tolerance(pre, magnitude, s.D, track)));
+    });
+}
+
+// x(R, D) → hidden(R, F) → out(R, D): the encoder's MLP shape (and the projector's).
+TEST_P(Fused, LinearGeluLinear) {
+    GLMASR_REQUIRE_GPU();
+    const Shape s = GetParam();
+    for_each_track([&](const Track& track, Inputs& in) {
+        HostTensor x = host(in.normal(s.R * s.D), {s.R, s.D});
+        HostTensor w1 = host(rounded(in.normal(s.F * s.D, 1.0f / std::sqrt(float(s.D))), track.weight_dtype),
+                             {s.F, s.D});
+        HostTensor w2 = host(rounded(in.normal(s.D * s.F, 1.0f / std::sqrt(float(s.F))), track.weight_dtype),
+                             {s.D, s.F});
+        HostTensor b1 = host(in.normal(s.F), {s.F}), b2 = host(in.normal(s.D), {s.D});
+        // The cpu composition, step by step: pre = x·W1ᵀ + b1, h = gelu(pre), ref = h·W2ᵀ + b2.
+        HostTensor pre = zeros({s.R, s.F}), h = zeros({s.R, s.F}), ref = zeros({s.R, s.D});
+        cpu_track().ops.linear(pre.view(), x.view(), w1.view(), b1.view(), nullptr);
+        cpu_track().ops.gelu(h.view(), pre.view(), nullptr);
+        cpu_track().ops.linear(ref.view(), h.view(), w2.view(), b2.view(), nullptr);
+        HostTensor ax = absolute(x), aw1 = absolute(w1), ab1 = absolute(b1), ah = absolute(h);
+        HostTensor aw2 = absolute(w2), ab2 = absolute(b2);
+        HostTensor magnitude1 = zeros({s.R, s.F}), magnitude2 = zeros({s.R, s.D});
+        cpu_track().ops.linear(magnitude1.view(), ax.view(), aw1.view(), ab1.view(), nullptr);
+        cpu_track().ops.linear(magnitude2.view(), ah.view(), aw2.view(), ab2.view(), nullptr);
+
+        HostTensor hidden = zeros({s.R, s.F});
+        DeviceTensor dx(x), dw1(w1, track.weight_dtype), db1(b1), dw2(w2, track.weight_dtype), db2(b2);
+        DeviceTensor out(ref), dhidden(hidden);
+        out.poison();
+        dhidden.poison();
+        run_linear_gelu_linear(track.ops, out.view(), dx.view(), dw1.view(), db1.view(), dw2.view(),
+                               db2.view(), dhidden.view(), track_stream());
+        // The second product's own error, plus the hidden layer's (the first product through
+        // GELU) carried through |W2|: per element Σ_j budget_j·|W2_ij|, in RMS the random walk
+        // of F terms of weights W2.
+        const Tolerance first = linear_gelu_tolerance(pre, magnitude1, s.D, track);
+        HostTensor first_budget = host(first.budget, {s.R, s.F}), carried = zeros({s.R, s.D});
+        cpu_track().ops.linear(carried.view(), first_budget.view(), aw2.view(), Tensor{}, nullptr);
+        Tolerance tol = product_tolerance(ref, magnitude2, s.F, matmul_precision(track));
+        for (size_t i = 0; i < tol.budget.size(); ++i) tol.budget[i] += carried.f[i];
+        tol.rmse_bound += first.rmse_bound * std::sqrt(double(s.F)) * rms(w2.f);
+        tol.model += ", after a GELU layer (its error carried through |W2|)";
         GLMASR_EXPECT(close(out.download_f32(), ref, tol));
     });
 }

@@ -275,6 +275,33 @@ TEST_P(LinearResidual, AddsTheProductToTheResidual) {
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearResidual, ::testing::Values(
     std::make_tuple(1, 2048), std::make_tuple(4, 64), std::make_tuple(3, 30), std::make_tuple(20, 64)));
 
+class LinearGeluLinear : public Reference, public ::testing::WithParamInterface<std::tuple<int, int, int>> {};
+
+TEST_P(LinearGeluLinear, IsItsCompositionBitForBit) {
+    // The fused MLP writes gelu(hidden) straight into the second product's bf16 operand: the
+    // same f32 GELU, rounded the same way, as linear_gelu followed by linear's staging.
+    const auto [M, K, F] = GetParam();
+    const int N = 40;
+    const Vec x = random_vec(static_cast<size_t>(M) * K, 13), b1 = random_vec(F, 15), b2 = random_vec(N, 17);
+    const Vec w1 = round_bf16(random_vec(static_cast<size_t>(F) * K, 14));
+    const Vec w2 = round_bf16(random_vec(static_cast<size_t>(N) * F, 16));
+    const Tensor tx = dev_.f32(x, {M, K}), tw1 = dev_.bf16(w1, {F, K}), tb1 = dev_.f32(b1, {F});
+    const Tensor tw2 = dev_.bf16(w2, {N, F}), tb2 = dev_.f32(b2, {N});
+    const Tensor fused = dev_.poisoned({M, N}), hidden = dev_.poisoned({M, F});
+    const Tensor composed = dev_.poisoned({M, N}), composed_hidden = dev_.poisoned({M, F});
+    ops().linear_gelu_linear(fused, tx, tw1, tb1, tw2, tb2, hidden, stream_);
+    ops().linear_gelu(composed_hidden, tx, tw1, tb1, stream_);
+    ops().linear(composed, composed_hidden, tw2, tb2, stream_);
+    const Vec got = Device::get(fused), want = Device::get(composed);
+    ASSERT_EQ(got.size(), want.size());
+    for (const float v : got) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearGeluLinear, ::testing::Values(
+    std::make_tuple(1, 64, 96), std::make_tuple(8, 30, 50), std::make_tuple(9, 64, 96),
+    std::make_tuple(40, 30, 70), std::make_tuple(33, 1280, 5120)));
+
 TEST_F(Reference, GemmRungsAgree) {
     // Every rung of the ladder computes the same bf16 product with f32 accumulation; only the
     // summation order differs.

@@ -52,4 +52,9 @@ void run_rmsnorm_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k
                                 const Tensor& normed, const Tensor& k, const Tensor& v, float eps,
                                 int n_heads, int n_kv_heads, Stream stream);
 
+// out = gelu(x · w1ᵀ + b1) · w2ᵀ + b2; hidden(M, F) scratch
+void run_linear_gelu_linear(const Ops& ops, const Tensor& out, const Tensor& x, const Tensor& w1,
+                            const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                            const Tensor& hidden, Stream stream);
+
 }  // namespace glmasr

@@ -180,6 +180,12 @@ struct Ops {
                                    const Tensor& sin, const Tensor& positions, const Tensor& normed,
                                    const Tensor& k, const Tensor& v, float eps, int n_heads,
                                    int n_kv_heads, Stream stream);
+    // The encoder's and the projector's MLP, whose hidden activations never need to be f32 in
+    // memory: out(M, N) = gelu(x(M, K)·w1(F, K)ᵀ + b1(F))·w2(N, F)ᵀ + b2(N), biases optional;
+    // hidden(M, F) is scratch                            (composition: linear_gelu, linear)
+    void (*linear_gelu_linear)(const Tensor& out, const Tensor& x, const Tensor& w1,
+                               const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                               const Tensor& hidden, Stream stream);
 };
 
 // Every entry of Ops, in declaration order: X(name) per entry, the primitives first. OpId, the
@@ -192,7 +198,7 @@ struct Ops {
     X(cache_write)
 #define GLMASR_FUSED_OPS(X)                                                                    \
     X(attention) X(add_layernorm) X(linear_gelu) X(gate_up_silu) X(qkv_rope_cache)             \
-    X(linear_residual) X(rmsnorm_gate_up_silu) X(rmsnorm_qkv_rope_cache)
+    X(linear_residual) X(rmsnorm_gate_up_silu) X(rmsnorm_qkv_rope_cache) X(linear_gelu_linear)
 #define GLMASR_OP_ENTRIES(X) GLMASR_PRIMITIVE_OPS(X) GLMASR_FUSED_OPS(X)
 
 // The names of the entries, in declaration order; used by --ops, reports and the grader.
@@ -222,7 +228,8 @@ bool op_from_name(const std::string& name, OpId* op);
     X(qkv_rope_cache, linear, rope_apply, cache_write)               \
     X(linear_residual, linear, add)                                  \
     X(rmsnorm_gate_up_silu, rmsnorm, gate_up_silu)                   \
-    X(rmsnorm_qkv_rope_cache, rmsnorm, qkv_rope_cache)
+    X(rmsnorm_qkv_rope_cache, rmsnorm, qkv_rope_cache)               \
+    X(linear_gelu_linear, linear_gelu, linear)
 
 // The direct parts of `fused` (empty for a primitive).
 const std::vector<OpId>& fused_parts(OpId fused);
