@@ -10,9 +10,9 @@
 //     (q/k/v, gate/up), and run the selected GEMM rung (cuBLASLt by default) with the bias fused
 //     and, for linear_residual, the residual add (the GEMM accumulates into the residual); GELU
 //     and SiLU·up follow as elementwise kernels, except in the MLP (linear_gelu_linear), where
-//     the GELU pass writes the second product's bf16 operand directly. Inputs longer than the staging buffer are
-//     processed in row chunks: rows of a linear layer are independent, so chunking changes
-//     nothing but the number of launches.
+//     the GELU pass writes the second product's bf16 operand directly. Inputs longer than the
+//     staging buffer are processed in row chunks: rows of a linear layer are independent, so
+//     chunking changes nothing but the number of launches.
 #include <algorithm>
 #include <string>
 

@@ -4,11 +4,9 @@
 //   for j < half:  x'[j] = x[j]·c − x[j+half]·s,   x'[j+half] = x[j+half]·c + x[j]·s
 // One thread per rotated pair (t, head, j): it reads both elements before writing either, so
 // the update is in place without hazards; consecutive threads take consecutive j, so the reads
-// of x[j] and x[j+half] are both coalesced. Row t is blockIdx.x, so the index arithmetic is 32-bit
-// and the row's position is one broadcast load (a flat 64-bit index divided twice per thread ran
-// at 1 TB/s). Positions come from device memory (the decode step is a CUDA graph replayed at
-// every position). A position outside the cos/sin table is a driver bug: the pair is poisoned
-// with NaN so it cannot go unnoticed.
+// of x[j] and x[j+half] are both coalesced. Positions come from device memory (the decode step
+// is a CUDA graph replayed at every position). A position outside the cos/sin table is a
+// driver bug: the pair is poisoned with NaN so it cannot go unnoticed.
 #include "common.cuh"
 #include "glmasr/cuda_check.h"
 #include "kernels.h"
@@ -17,20 +15,18 @@ namespace glmasr::reference {
 
 namespace {
 
-constexpr int kRopeThreads = 128;
-
-// Grid: (T, ceil(n_heads·half / kRopeThreads)).
-__global__ void __launch_bounds__(kRopeThreads)
-rope_apply_kernel(float* __restrict__ x,              // (T, n_heads·head_dim)
-                  const float* __restrict__ cos_tab,  // (n_positions, half)
-                  const float* __restrict__ sin_tab,  // (n_positions, half)
-                  const int* __restrict__ positions,  // (T)
-                  int n_heads, int head_dim, int half, int n_positions) {
+__global__ void rope_apply_kernel(float* __restrict__ x,              // (T, n_heads·head_dim)
+                                  const float* __restrict__ cos_tab,  // (n_positions, half)
+                                  const float* __restrict__ sin_tab,  // (n_positions, half)
+                                  const int* __restrict__ positions,  // (T)
+                                  int T, int n_heads, int head_dim, int half, int n_positions) {
     pdl_wait();
-    const int t = blockIdx.x, i = blockIdx.y * kRopeThreads + threadIdx.x;  // pair i of row t
-    if (i >= n_heads * half) return;
-    const int j = i % half;
-    float* xh = x + (static_cast<size_t>(t) * n_heads + i / half) * head_dim;
+    const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= static_cast<long long>(T) * n_heads * half) return;
+    const int j = static_cast<int>(i % half);
+    const long long th = i / half;  // t · n_heads + head
+    const int t = static_cast<int>(th / n_heads);
+    float* xh = x + th * head_dim;
     const int p = positions[t];
     if (p < 0 || p >= n_positions) {
         xh[j] = xh[j + half] = __int_as_float(0x7fc00000);  // NaN
@@ -47,9 +43,11 @@ rope_apply_kernel(float* __restrict__ x,              // (T, n_heads·head_dim)
 
 void rope_apply(float* x, const float* cos, const float* sin, const int* positions, int T,
                 int n_heads, int head_dim, int half, int n_positions, cudaStream_t stream) {
-    if (T == 0 || n_heads == 0 || half == 0) return;
-    launch_pdl(rope_apply_kernel, dim3(T, cuda::blocks_for(n_heads * half, kRopeThreads)), kRopeThreads,
-               0, stream, x, cos, sin, positions, n_heads, head_dim, half, n_positions);
+    const long long n = static_cast<long long>(T) * n_heads * half;
+    if (n == 0) return;
+    constexpr int kThreads = 256;
+    launch_pdl(rope_apply_kernel, cuda::blocks_for(n, kThreads), kThreads, 0, stream, x, cos, sin,
+               positions, T, n_heads, head_dim, half, n_positions);
 }
 
 }  // namespace glmasr::reference
