@@ -63,6 +63,40 @@ __device__ __forceinline__ void load_slice(float (&dst)[E], const float* src, bo
     for (int e = 0; e < E; ++e) dst[e] = src[e];
 }
 
+// Keys a decode step attends to: positions[0] + 1, clamped to the cache.
+__device__ __forceinline__ int valid_keys(const int* positions, int Tk) {
+    return max(0, min(positions[0] + 1, Tk));
+}
+
+// Split blockIdx.y's keys [begin, end): an even share of the valid keys, at least
+// kMinKeysPerSplit, in whole batches.
+struct KeySplit {
+    int begin, end;
+};
+__device__ __forceinline__ KeySplit key_split(int valid, int n_splits) {
+    int len = max((valid + n_splits - 1) / n_splits, kMinKeysPerSplit);
+    len = (len + kBatch - 1) / kBatch * kBatch;
+    const int begin = min(static_cast<int>(blockIdx.y) * len, valid);
+    return {begin, min(valid, begin + len)};
+}
+
+// kr, vr ← this lane's slices of key and value rows j0 … j0 + kBatch − 1, those below `limit`
+// (zeros past it). All loads are issued before any is used: kBatch rows in flight per warp.
+template <int E>
+__device__ __forceinline__ void load_batch(float (&kr)[kBatch][E], float (&vr)[kBatch][E], const float* kb,
+                                           const float* vb, size_t stride, int j0, int limit, bool vec) {
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+        if (j0 + b < limit) {
+            load_slice<E>(kr[b], kb + (j0 + b) * stride, vec);
+            load_slice<E>(vr[b], vb + (j0 + b) * stride, vec);
+        } else {
+#pragma unroll
+            for (int e = 0; e < E; ++e) kr[b][e] = vr[b][e] = 0.0f;
+        }
+    }
+}
+
 // Grid: (Hkv, n_splits, ceil(group / kDecodeMaxGroup)); block: kDecodeWarps warps.
 // Split s covers keys [s·len, (s+1)·len) ∩ [0, valid), len an even share of the valid keys (at
 // least kMinKeysPerSplit); its warps take interleaved batches of kBatch keys, then merge their
@@ -79,18 +113,43 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
                         int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
     constexpr int E = D / kWarpSize;  // dims per lane
     __shared__ float sm_o[kDecodeWarps][kDecodeMaxGroup][D];
-    pdl_launch_dependents();  // the combine and then the o GEMV may start their own set-up
-    pdl_wait();
     __shared__ float sm_m[kDecodeWarps][kDecodeMaxGroup], sm_l[kDecodeWarps][kDecodeMaxGroup];
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
     const int g = blockIdx.x, group = Hq / Hkv, n_splits = gridDim.y;
     const int h0 = g * group + blockIdx.z * kDecodeMaxGroup;
     const int n_heads = min(kDecodeMaxGroup, group - static_cast<int>(blockIdx.z) * kDecodeMaxGroup);
+    const size_t stride = static_cast<size_t>(Hkv) * D;
+    const float* kb = k + g * D + lane * E;
+    const float* vb = v + g * D + lane * E;
+    float kr[kBatch][E], vr[kBatch][E];  // the warp's current batch of keys
 
-    const int valid = max(0, positions ? min(positions[0] + 1, Tk) : Tk);
-    int len = max((valid + n_splits - 1) / n_splits, kMinKeysPerSplit);
-    len = (len + kBatch - 1) / kBatch * kBatch;
-    const int begin = min(static_cast<int>(blockIdx.y) * len, valid), end = min(valid, begin + len);
+    // Before pdl_wait(): the warp's first batch of keys, except the newest. With positions, the
+    // step before this kernel appends only row positions[0] to the cache (the q/k/v kernel) and
+    // every earlier row was written by an earlier step; positions itself is uploaded before the
+    // step. The count read here is only a guess that the count read after the wait confirms.
+    const int guessed =
+        positions ? max(0, min(*static_cast<const volatile int*>(positions) + 1, Tk)) : -1;
+    if (guessed > 0) {
+        const KeySplit split = key_split(guessed, n_splits);
+        load_batch<E>(kr, vr, kb, vb, stride, split.begin + warp * kBatch, min(split.end, guessed - 1), vec);
+    }
+    pdl_launch_dependents();  // the combine and then the o GEMV may start their own set-up
+    pdl_wait();
+
+    const int valid = positions ? valid_keys(positions, Tk) : Tk;
+    const KeySplit split = key_split(valid, n_splits);
+    const int begin = split.begin, end = split.end;
+    int j0 = begin + warp * kBatch;
+    if (valid != guessed) {
+        load_batch<E>(kr, vr, kb, vb, stride, j0, end, vec);
+    } else {  // only the newest key is missing, if it falls in this batch
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+            if (j0 + b == valid - 1 && j0 + b < end) {
+                load_slice<E>(kr[b], kb + (j0 + b) * stride, vec);
+                load_slice<E>(vr[b], vb + (j0 + b) * stride, vec);
+            }
+    }
 
     float qr[kDecodeMaxGroup][E], acc[kDecodeMaxGroup][E], m[kDecodeMaxGroup], l[kDecodeMaxGroup];
 #pragma unroll
@@ -104,22 +163,8 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
         }
     }
 
-    const size_t stride = static_cast<size_t>(Hkv) * D;
-    const float* kb = k + g * D + lane * E;
-    const float* vb = v + g * D + lane * E;
-    for (int j0 = begin + warp * kBatch; j0 < end; j0 += kDecodeWarps * kBatch) {
-        // Issue all loads of the batch first: kBatch rows of K and V in flight per warp.
-        float kr[kBatch][E], vr[kBatch][E];
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-            if (j0 + b < end) {
-                load_slice<E>(kr[b], kb + (j0 + b) * stride, vec);
-                load_slice<E>(vr[b], vb + (j0 + b) * stride, vec);
-            } else {
-#pragma unroll
-                for (int e = 0; e < E; ++e) kr[b][e] = vr[b][e] = 0.0f;
-            }
-        }
+    for (; j0 < end; j0 += kDecodeWarps * kBatch) {
+        if (j0 != begin + warp * kBatch) load_batch<E>(kr, vr, kb, vb, stride, j0, end, vec);
 #pragma unroll
         for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
             if (hh >= n_heads) break;  // uniform across the warp
