@@ -43,6 +43,7 @@ constexpr int kDecodeMaxGroup = 4;    // query heads per warp (GLM-ASR: 4; more:
 constexpr int kBatch = 8;             // keys whose loads are issued together
 constexpr int kMinKeysPerSplit = kDecodeWarps * kBatch;  // one batch per warp
 constexpr int kCombineGroups = 8;     // partials summed in parallel per output dim
+constexpr int kCombineAhead = 2;      // partials per group loaded before their common maximum
 
 template <int E>
 __device__ __forceinline__ void load_slice(float (&dst)[E], const float* src, bool vec) {
@@ -129,28 +130,20 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
     // step. The count read here is only a guess that the count read after the wait confirms.
     const int guessed =
         positions ? max(0, min(*static_cast<const volatile int*>(positions) + 1, Tk)) : -1;
-    if (guessed > 0) {
-        const KeySplit split = key_split(guessed, n_splits);
-        load_batch<E>(kr, vr, kb, vb, stride, split.begin + warp * kBatch, min(split.end, guessed - 1), vec);
-    }
+    const KeySplit guessed_split = key_split(max(guessed, 0), n_splits);
+    const int guessed_j0 = guessed_split.begin + warp * kBatch, newest = guessed - 1;
+    if (guessed > 0) load_batch<E>(kr, vr, kb, vb, stride, guessed_j0, min(guessed_split.end, newest), vec);
     pdl_launch_dependents();  // the combine and then the o GEMV may start their own set-up
     pdl_wait();
 
-    const int valid = positions ? valid_keys(positions, Tk) : Tk;
-    const KeySplit split = key_split(valid, n_splits);
-    const int begin = split.begin, end = split.end;
-    int j0 = begin + warp * kBatch;
-    if (valid != guessed) {
-        load_batch<E>(kr, vr, kb, vb, stride, j0, end, vec);
-    } else {  // only the newest key is missing, if it falls in this batch
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b)
-            if (j0 + b == valid - 1 && j0 + b < end) {
-                load_slice<E>(kr[b], kb + (j0 + b) * stride, vec);
-                load_slice<E>(vr[b], vb + (j0 + b) * stride, vec);
-            }
+    // Right after the wait, the loads whose addresses are known already: q, and the newest key if
+    // the guess puts it in this warp's batch; the count is read beside them and checked after.
+    const bool newest_here = guessed > 0 && newest >= guessed_j0 && newest < min(guessed_j0 + kBatch, guessed_split.end);
+    float k_new[E], v_new[E];
+    if (newest_here) {
+        load_slice<E>(k_new, kb + newest * stride, vec);
+        load_slice<E>(v_new, vb + newest * stride, vec);
     }
-
     float qr[kDecodeMaxGroup][E], acc[kDecodeMaxGroup][E], m[kDecodeMaxGroup], l[kDecodeMaxGroup];
 #pragma unroll
     for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
@@ -161,6 +154,23 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
             qr[hh][e] = hh < n_heads ? q[(h0 + hh) * D + lane * E + e] * scale_log2 : 0.0f;
             acc[hh][e] = 0.0f;
         }
+    }
+
+    const int valid = positions ? valid_keys(positions, Tk) : Tk;
+    const KeySplit split = key_split(valid, n_splits);
+    const int begin = split.begin, end = split.end;
+    int j0 = begin + warp * kBatch;
+    if (valid != guessed) {  // a wrong guess: this batch again, from the cache
+        load_batch<E>(kr, vr, kb, vb, stride, j0, end, vec);
+    } else if (newest_here) {
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b)
+            if (j0 + b == newest)
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    kr[b][e] = k_new[e];
+                    vr[b][e] = v_new[e];
+                }
     }
 
     for (; j0 < end; j0 += kDecodeWarps * kBatch) {
@@ -250,12 +260,29 @@ decode_combine_kernel(float* __restrict__ out,            // (1, Hq·D)
     const int h = blockIdx.x, lane = threadIdx.x % kWarpSize, grp = threadIdx.x / kWarpSize;
     const int d = blockIdx.y * kWarpSize + lane;
     const float* ml = part_ml + static_cast<size_t>(h) * n_splits * 2;
+    // The first kCombineAhead partials of this group are loaded before the maximum is known
+    // (their addresses do not depend on it), so both reads share one round trip.
+    float ahead_o[kCombineAhead], ahead_m[kCombineAhead], ahead_l[kCombineAhead];
+#pragma unroll
+    for (int i = 0; i < kCombineAhead; ++i) {
+        const int s = grp + i * kCombineGroups;
+        const bool here = s < n_splits;
+        ahead_m[i] = here ? ml[2 * s] : kNegInf;
+        ahead_l[i] = here ? ml[2 * s + 1] : 0.0f;
+        ahead_o[i] = here && d < D ? part_o[(static_cast<size_t>(h) * n_splits + s) * D + d] : 0.0f;
+    }
     float M = kNegInf;
     for (int s = lane; s < n_splits; s += kWarpSize) M = fmaxf(M, ml[2 * s]);
     M = warp_max(M);  // every warp computes the same maximum
     float o = 0.0f, L = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kCombineAhead; ++i) {
+        const float wt = ahead_m[i] == kNegInf ? 0.0f : exp2f(ahead_m[i] - M);
+        L = fmaf(ahead_l[i], wt, L);
+        o = fmaf(ahead_o[i], wt, o);
+    }
 #pragma unroll 4
-    for (int s = grp; s < n_splits; s += kCombineGroups) {
+    for (int s = grp + kCombineAhead * kCombineGroups; s < n_splits; s += kCombineGroups) {
         const float ms = ml[2 * s];
         const float wt = ms == kNegInf ? 0.0f : exp2f(ms - M);
         L = fmaf(ml[2 * s + 1], wt, L);

@@ -35,11 +35,13 @@ namespace glmasr::reference {
 
 namespace {
 
-// The value written to out[row]; `old` is its previous value (read only by kAccumulate).
-__device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second,
-                                               const float* bias, int row, float old) {
+// The value written to out[row]: `first` (and `second`, the up product) are the row's sums, `bias`
+// its bias (−0 without: x + (−0) is x for every x, −0 included), `old` its previous value (read
+// only by kAccumulate).
+__device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second, float bias,
+                                               float old) {
     if (epilogue == GemvEpilogue::kSiluMul) return silu(first) * second;
-    const float v = bias ? first + bias[row] : first;
+    const float v = first + bias;
     if (epilogue == GemvEpilogue::kAccumulate) return old + v;
     return epilogue == GemvEpilogue::kBiasGelu ? gelu_erf(v) : v;
 }
@@ -73,16 +75,22 @@ gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
     pdl_launch_dependents();
     pdl_wait();
 
+    // Thread i < kRows·M writes output (row0 + i / M, i % M). What its epilogue reads besides
+    // the sums (the residual it adds to, the bias) is loaded now, so that the load's round trip
+    // overlaps the product instead of following it.
+    static_assert(kRows * M <= kGemvThreads, "one output per thread");
+    const int r = threadIdx.x / M, m = threadIdx.x % M, row = row0 + r;
+    const bool writes = threadIdx.x < kRows * M && row < N;
+    float* const o = out + static_cast<size_t>(m) * N + row;
+    const float old = writes && kEpi == GemvEpilogue::kAccumulate ? *o : 0.0f;
+    const float b = writes && bias ? bias[row] : -0.0f;
+
     __shared__ GemvPartials<M, kMats * kRows, kRmsNorm> partials;
     block_gemv<M, kMats * kRows, kRmsNorm>(rows, pre, x, norm.weight, K, partials);
-    for (int i = threadIdx.x; i < kRows * M; i += kGemvThreads) {
-        const int r = i / M, m = i % M, row = row0 + r;
-        if (row >= N) continue;
-        const float first = partials.scaled_total(r, m, K, norm.eps);
-        const float second = partials.scaled_total((kMats - 1) * kRows + r, m, K, norm.eps);
-        float& o = out[static_cast<size_t>(m) * N + row];
-        o = gemv_epilogue(kEpi, first, second, bias, row, kEpi == GemvEpilogue::kAccumulate ? o : 0.0f);
-    }
+    if (!writes) return;
+    const float first = partials.scaled_total(r, m, K, norm.eps);
+    const float second = partials.scaled_total((kMats - 1) * kRows + r, m, K, norm.eps);
+    *o = gemv_epilogue(kEpi, first, second, b, old);
 }
 
 // Any shape: one warp per output row n, lanes stride over K, all M (≤ 8) rows of x at once.
@@ -118,7 +126,7 @@ __global__ void gemv_bf16_generic_kernel(float* __restrict__ out,         // (M,
         const float a = warp_sum(acc[m]), b = warp_sum(acc2[m]);
         if (lane == 0) {
             float& o = out[static_cast<size_t>(m) * N + row];
-            o = gemv_epilogue(epilogue, a, b, bias, row, epilogue == GemvEpilogue::kAccumulate ? o : 0.0f);
+            o = gemv_epilogue(epilogue, a, b, bias ? bias[row] : -0.0f, epilogue == GemvEpilogue::kAccumulate ? o : 0.0f);
         }
     }
 }

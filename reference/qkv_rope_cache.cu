@@ -63,30 +63,33 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
     pdl_launch_dependents();
     pdl_wait();
 
+    // Epilogue roles: thread (pair, m) for q/k — two pairs × M rows; thread (r, m) for v. Each
+    // loads its position (and rotation) now, so those reads overlap the product.
+    const int tid = threadIdx.x;
+    const bool writes = tid < (is_v ? kUnitRows : 2) * M;
+    const int pair = tid / M, m = tid % M;  // pair: the row r of v
+    const int p = writes ? positions[m] : -1;
+    const bool rotates = !is_v && writes && p >= 0 && p < n_positions;
+    const int j = row[min(pair, 1)] % (2 * half);
+    const float c = rotates ? cos_tab[static_cast<size_t>(p) * half + j] : 0.0f;
+    const float sn = rotates ? sin_tab[static_cast<size_t>(p) * half + j] : 0.0f;
+
     __shared__ GemvPartials<M, kUnitRows, kRmsNorm> partials;
     block_gemv<M, kUnitRows, kRmsNorm>(rows, pre, x, norm.weight, K, partials);
-
-    // Epilogue: thread (pair, m) for q/k — two pairs × M rows; thread (r, m) for v.
-    const int tid = threadIdx.x;
+    if (!writes) return;
     if (is_v) {
-        if (tid >= kUnitRows * M) return;
-        const int r = tid / M, m = tid % M, p = positions[m];
         if (p >= 0 && p < cap)
-            v_cache[static_cast<size_t>(p) * width_kv + row[r]] = partials.scaled_total(r, m, K, norm.eps);
+            v_cache[static_cast<size_t>(p) * width_kv + row[pair]] = partials.scaled_total(pair, m, K, norm.eps);
         return;
     }
-    if (tid >= 2 * M) return;
-    const int pair = tid / M, m = tid % M, p = positions[m];
     const float a = partials.scaled_total(pair, m, K, norm.eps);
     const float b = partials.scaled_total(2 + pair, m, K, norm.eps);
     float lo, hi;  // dims j and j + half after the rotation
-    if (p < 0 || p >= n_positions) {
+    if (!rotates) {
         lo = hi = __int_as_float(0x7fc00000);  // NaN, as rope_apply poisons an unknown position
     } else {
-        const int j = (row[pair] % (2 * half));
-        const float c = cos_tab[static_cast<size_t>(p) * half + j], s = sin_tab[static_cast<size_t>(p) * half + j];
-        lo = a * c - b * s;
-        hi = b * c + a * s;
+        lo = a * c - b * sn;
+        hi = b * c + a * sn;
     }
     if (is_q) {
         q[static_cast<size_t>(m) * width_q + row[pair]] = lo;
