@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../common.cuh"
 #include "../kernels.h"
 #include "glmasr/cuda_check.h"
 #include "glmasr/dispatch.h"
@@ -693,6 +694,47 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::Values(
     AttnCase{1, 9, 2, 1, 16, 4},         // generic kernel, one query
     AttnCase{200, 260, 16, 4, 128, 60},  // tensor-core tiles with a ragged causal edge
     AttnCase{3, 5, 2, 2, 64, -1}));      // fewer keys than one tile
+
+// Stand-in for a q/k/v kernel that moves the position while decode attention is already
+// running its pre-wait code (programmatic dependent launch): after ~50 µs it appends the new key
+// and value row and only then sets positions[0].
+__global__ void append_late(int* positions, float* k_row, float* v_row, const float* k_new,
+                            const float* v_new, int width, int position) {
+    reference::pdl_launch_dependents();  // let the attention start before anything is written
+    const long long start = clock64();
+    while (clock64() - start < 100000) {
+    }
+    for (int c = threadIdx.x; c < width; c += blockDim.x) {
+        k_row[c] = k_new[c];
+        v_row[c] = v_new[c];
+    }
+    if (threadIdx.x == 0) positions[0] = position;
+}
+
+TEST_F(Reference, DecodeAttentionRereadsACountThatMovedDuringItsEarlyLoads) {
+    // Decode attention reads the key count before griddepcontrol.wait to load its first keys
+    // early, and must not trust it: here the kernel before it changes the count (and appends the
+    // row) after the attention has started, so the early guess is three rows short.
+    const int Tk = 200, Hq = 16, Hkv = 4, D = 128, kv = Hkv * D, position = 120;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    const Vec q = random_vec(static_cast<size_t>(Hq) * D, 34, -2, 2);
+    Vec k = random_vec(static_cast<size_t>(Tk) * kv, 35, -2, 2), v = random_vec(k.size(), 36);
+    const Vec k_new(k.begin() + position * kv, k.begin() + (position + 1) * kv);
+    const Vec v_new(v.begin() + position * kv, v.begin() + (position + 1) * kv);
+    const std::vector<int32_t> pos{position};
+    const Vec want = cpu_attention(q, k, v, &pos, 1, Tk, Hq, Hkv, D, scale);
+    for (size_t r = position; r < static_cast<size_t>(Tk); ++r)  // not written yet: must not be read
+        for (int c = 0; c < kv; ++c) k[r * kv + c] = v[r * kv + c] = kNaN;
+    const Tensor tq = dev_.f32(q, {1, Hq * D}), tk = dev_.f32(k, {Tk, kv}), tv = dev_.f32(v, {Tk, kv});
+    const Tensor kn = dev_.f32(k_new, {1, kv}), vn = dev_.f32(v_new, {1, kv});
+    const Tensor tpos = dev_.i32({position - 3}, {1});
+    const Tensor out = dev_.poisoned({1, Hq * D});
+    reference::launch_pdl(append_late, 1, 128, 0, stream_, tpos.i32(), tk.f32() + position * kv,
+                          tv.f32() + position * kv, kn.f32(), vn.f32(), kv, position);
+    ops().attention(out, tq, tk, tv, tpos, Tensor{}, Hq, Hkv, scale, stream_);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    expect_close(Device::get(out), want, 1e-5, 1e-4, "decode attention after a late append");
+}
 
 // ----------------------------------------------------------------------------- CUDA graphs
 
