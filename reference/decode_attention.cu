@@ -68,9 +68,9 @@ __device__ __forceinline__ void load_slice(float (&dst)[E], const float* src, bo
     for (int e = 0; e < E; ++e) dst[e] = src[e];
 }
 
-// Keys a decode step attends to: positions[0] + 1, clamped to the cache.
-__device__ __forceinline__ int valid_keys(const int* positions, int Tk) {
-    return max(0, min(positions[0] + 1, Tk));
+// Keys a decode step at `position` attends to: position + 1, clamped to the cache.
+__device__ __forceinline__ int valid_keys(int position, int Tk) {
+    return max(0, min(position + 1, Tk));
 }
 
 // Split blockIdx.y's keys [begin, end): an even share of the valid keys, at least
@@ -132,8 +132,7 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
     // step before this kernel appends only row positions[0] to the cache (the q/k/v kernel) and
     // every earlier row was written by an earlier step; positions itself is uploaded before the
     // step. The count read here is only a guess that the count read after the wait confirms.
-    const int guessed =
-        positions ? max(0, min(*static_cast<const volatile int*>(positions) + 1, Tk)) : -1;
+    const int guessed = positions ? valid_keys(*static_cast<const volatile int*>(positions), Tk) : -1;
     const KeySplit guessed_split = key_split(max(guessed, 0), n_splits);
     const int guessed_j0 = guessed_split.begin + warp * kBatch, newest = guessed - 1;
     if (guessed > 0) load_batch<E>(kr, vr, kb, vb, stride, guessed_j0, min(guessed_split.end, newest), vec);
@@ -160,7 +159,7 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
         }
     }
 
-    const int valid = positions ? valid_keys(positions, Tk) : Tk;
+    const int valid = positions ? valid_keys(positions[0], Tk) : Tk;
     const KeySplit split = key_split(valid, n_splits);
     const int begin = split.begin, end = split.end;
     int j0 = begin + warp * kBatch;

@@ -42,6 +42,27 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
 void linear_gelu_linear(Context& ctx, float* out, float* hidden, const float* x, const bf16* w1,
                         const float* b1, const bf16* w2, const float* b2, int M, int F, int N, int K,
                         cudaStream_t stream);
+// The encoder's attention inputs (qkv_rope): q(M, Hq·D) = rope(x · w_qᵀ + b_q), k(M, Hkv·D) =
+// rope(x · w_kᵀ + b_k), v(M, Hkv·D) = x · w_vᵀ + b_v, biases may be null; RoPE as rope_apply.
+// Above the GEMV range x is staged as bf16 once for the three products; one RoPE launch
+// rotates q and k.
+struct QkvRopeArgs {
+    float* q;                           // (M, Hq·D) out
+    float* k;                           // (M, Hkv·D) out
+    float* v;                           // (M, Hkv·D) out
+    const float* x;                     // (M, K)
+    const bf16* w_q;                    // (Hq·D, K)
+    const float* b_q;                   // (Hq·D) or null
+    const bf16* w_k;                    // (Hkv·D, K)
+    const float* b_k;                   // (Hkv·D) or null
+    const bf16* w_v;                    // (Hkv·D, K)
+    const float* b_v;                   // (Hkv·D) or null
+    const float* cos;                   // (n_positions, half)
+    const float* sin;                   // (n_positions, half)
+    const int* positions;               // (M)
+    int M, K, n_heads, n_kv_heads, head_dim, half, n_positions;
+};
+void qkv_rope(Context& ctx, const QkvRopeArgs& args, cudaStream_t stream);
 // out(T_out, C_out) = conv1d(x(T_in, C_in), w(C_out, C_in, ksize)) + bias(C_out)
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,
             int C_in, int C_out, int ksize, int stride, int padding, int T_out,
@@ -154,6 +175,9 @@ void rope_freqs(float* cos, float* sin, int n_positions, int half, float theta,
 // cos/sin(n_positions, half); positions(T)                                      (rope_apply.cu)
 void rope_apply(float* x, const float* cos, const float* sin, const int* positions, int T,
                 int n_heads, int head_dim, int half, int n_positions, cudaStream_t stream);
+// q(T, Hq·head_dim) and k(T, Hk·head_dim) rotated in place by one launch, as rope_apply
+void rope_apply_qk(float* q, float* k, const float* cos, const float* sin, const int* positions,
+                   int T, int Hq, int Hk, int head_dim, int half, int n_positions, cudaStream_t stream);
 // out(T, D) = f32(table(V, D)[ids(T)])                                           (embedding.cu)
 void embedding_bf16(float* out, const bf16* table, const int* ids, int T, int D, int V,
                     cudaStream_t stream);

@@ -1,13 +1,14 @@
 // linear.cu — host-side dispatch of every matrix product of the model (no kernels here):
 // linear, linear + GELU, linear + residual add, the fused gate/up SwiGLU, the decoder's q/k/v +
-// RoPE + cache write (the last two optionally after an RMSNorm), and conv1d.
+// RoPE + cache write (the last two optionally after an RMSNorm), the encoder's q/k/v + RoPE,
+// and conv1d.
 //
 //   M ≤ 8 rows (decode, lm_head): the bandwidth-bound GEMV (gemv.cu) with the epilogue (and the
 //     RMSNorm of x, where asked) fused.
 //   M > 8 rows (encoder, projector, prefill): stage the activations as bf16 (convert_bf16.cu,
 //     im2col.cu for a convolution, or the RMSNorm writing its rows as bf16 where the entry
 //     normalises x first) in the context's staging buffer, once for all products of the same x
-//     (q/k/v, gate/up), and run the selected GEMM rung (cuBLASLt by default) with the bias fused
+//     (q/k/v of the encoder and the decoder, gate/up), and run the selected GEMM rung (cuBLASLt by default) with the bias fused
 //     and, for linear_residual, the residual add (the GEMM accumulates into the residual); GELU
 //     and SiLU·up follow as elementwise kernels, except in the MLP (linear_gelu_linear), where
 //     the GELU pass writes the second product's bf16 operand directly. Inputs longer than the
@@ -156,6 +157,21 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, f
     }
     rope_cache(a.q, a.k_cache, a.v_cache, k, v, a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads,
                a.head_dim, a.half, a.n_positions, a.cap, stream);
+}
+
+void qkv_rope(Context& ctx, const QkvRopeArgs& a, cudaStream_t stream) {
+    if (a.M == 0) return;
+    const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
+    if (a.M > kGemvMaxRows) {
+        staged_gemms(ctx, {{a.q, a.w_q, a.b_q, width_q}, {a.k, a.w_k, a.b_k, width_kv}, {a.v, a.w_v, a.b_v, width_kv}},
+                     a.x, GemvNorm{}, a.M, a.K, false, stream);
+    } else {
+        linear(ctx, a.q, a.x, a.w_q, a.b_q, a.M, width_q, a.K, Epilogue::kNone, stream);
+        linear(ctx, a.k, a.x, a.w_k, a.b_k, a.M, width_kv, a.K, Epilogue::kNone, stream);
+        linear(ctx, a.v, a.x, a.w_v, a.b_v, a.M, width_kv, a.K, Epilogue::kNone, stream);
+    }
+    rope_apply_qk(a.q, a.k, a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads, a.head_dim, a.half,
+                  a.n_positions, stream);
 }
 
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,

@@ -5,7 +5,7 @@
 // then turns its Tensors into pointers and sizes for the launchers of kernels.h. Precision: matrix weights (linear, conv1d, embedding) are bf16
 // (Track::weight_dtype); activations, biases and norm weights f32; every product and reduction
 // accumulates in f32. The fused entries are all implemented (add+norm, linear+GELU, gate/up +
-// SwiGLU, q/k/v + RoPE + KV-cache write, attention) — except that GLMASR_ATTENTION=three_kernel leaves `attention` null so the
+// SwiGLU, q/k/v + RoPE with and without the KV-cache write, the MLP, attention) — except that GLMASR_ATTENTION=three_kernel leaves `attention` null so the
 // driver composes attention_scores → softmax → attention_output, for comparison.
 //
 // Usage: `glmasr transcribe clip.wav --track reference`. Two ladders are selectable at run time
@@ -207,6 +207,17 @@ void linear_gelu_linear(const Tensor& out, const Tensor& x, const Tensor& w1, co
     ref::linear_gelu_linear(Context::get(s), out.f32(), hidden.f32(), x.f32(), bf16_of(w1), optional(b1),
                             bf16_of(w2), optional(b2), to_int(x.dim(0)), to_int(w1.dim(0)),
                             to_int(w2.dim(0)), to_int(x.dim(1)), s);
+}
+
+void qkv_rope(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x, const Tensor& w_q,
+              const Tensor& b_q, const Tensor& w_k, const Tensor& b_k, const Tensor& w_v,
+              const Tensor& b_v, const Tensor& cos, const Tensor& sin, const Tensor& positions,
+              int Hq, int Hkv, Stream s) {
+    const ref::QkvRopeArgs args{q.f32(), k.f32(), v.f32(), x.f32(), bf16_of(w_q), optional(b_q),
+                                bf16_of(w_k), optional(b_k), bf16_of(w_v), optional(b_v), cos.f32(),
+                                sin.f32(), positions.i32(), to_int(x.dim(0)), to_int(x.dim(1)), Hq, Hkv,
+                                to_int(q.dim(1) / Hq), to_int(cos.dim(1)), to_int(cos.dim(0))};
+    ref::qkv_rope(Context::get(s), args, s);
 }
 
 void setup(Stream s) { Context::get(s); }

@@ -438,4 +438,36 @@ void check_linear_gelu_linear(const TrackKind& kind, const Tensor& out, const Te
     apart(op, "out", out, {{"x", &x}, {"w1", &w1}, {"b1", &b1}, {"w2", &w2}, {"b2", &b2}, {"hidden", &hidden}});
 }
 
+void check_qkv_rope(const TrackKind& kind, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const Tensor& x, const Tensor& w_q, const Tensor& b_q, const Tensor& w_k,
+                    const Tensor& b_k, const Tensor& w_v, const Tensor& b_v, const Tensor& cos,
+                    const Tensor& sin, const Tensor& positions, int n_heads, int n_kv_heads,
+                    Stream) {
+    const char* op = "qkv_rope";
+    f32(op, "x", x, kind, 2);
+    f32(op, "q", q, kind, 2);
+    f32(op, "k", k, kind, 2);
+    const int64_t T = x.dim(0), K = x.dim(1), width_q = q.dim(1), width_kv = k.dim(1);
+    const int64_t D = head_dim(op, width_q, width_kv, n_heads, n_kv_heads);
+    f32(op, "q", q, kind, {T, width_q});
+    f32(op, "k", k, kind, {T, width_kv});
+    f32(op, "v", v, kind, {T, width_kv});
+    weight(op, "w_q", w_q, kind, {width_q, K});
+    weight(op, "w_k", w_k, kind, {width_kv, K});
+    weight(op, "w_v", w_v, kind, {width_kv, K});
+    optional_f32(op, "b_q", b_q, kind, {width_q});
+    optional_f32(op, "b_k", b_k, kind, {width_kv});
+    optional_f32(op, "b_v", b_v, kind, {width_kv});
+    rope_tables(op, cos, sin, kind, D);
+    i32(op, "positions", positions, kind, {T});
+    const Named inputs = {{"x", &x},     {"w_q", &w_q}, {"b_q", &b_q}, {"w_k", &w_k},
+                          {"b_k", &b_k}, {"w_v", &w_v}, {"b_v", &b_v}, {"cos", &cos},
+                          {"sin", &sin}, {"positions", &positions}};
+    apart(op, "q", q, inputs);
+    apart(op, "q", q, {{"k", &k}, {"v", &v}});
+    apart(op, "k", k, inputs);
+    apart(op, "k", k, {{"v", &v}});
+    apart(op, "v", v, inputs);
+}
+
 }  // namespace glmasr

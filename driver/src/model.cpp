@@ -258,11 +258,9 @@ void Model::Impl::encode_window(const ModelConfig& config, const ModelWeights& w
     for (size_t l = 0; l < w.encoder.size(); ++l) {
         const EncoderLayerWeights& L = w.encoder[l];
         // q, k, v = q_proj(h), k_proj(h) (no bias), v_proj(h); partial RoPE on q and k
-        ops.linear(m.enc_q, m.enc_normed, L.q_w, L.q_b, m.stream);
-        ops.linear(m.enc_k, m.enc_normed, L.k_w, Tensor{}, m.stream);
-        ops.linear(m.enc_v, m.enc_normed, L.v_w, L.v_b, m.stream);
-        ops.rope_apply(m.enc_q, m.enc_cos, m.enc_sin, m.enc_pos, e.num_heads, m.stream);
-        ops.rope_apply(m.enc_k, m.enc_cos, m.enc_sin, m.enc_pos, e.num_kv_heads, m.stream);
+        run_qkv_rope(ops, m.enc_q, m.enc_k, m.enc_v, m.enc_normed, L.q_w, L.q_b, L.k_w, Tensor{},
+                     L.v_w, L.v_b, m.enc_cos, m.enc_sin, m.enc_pos, e.num_heads, e.num_kv_heads,
+                     m.stream);
         // attn = softmax(q kᵀ / √hd) v over all 1500 frames: bidirectional, no mask
         run_attention(ops, m.enc_attn, m.enc_q, m.enc_k, m.enc_v, Tensor{}, m.enc_scores,
                       e.num_heads, e.num_kv_heads, scale, m.stream);

@@ -190,4 +190,21 @@ void run_linear_gelu_linear(const Ops& ops, const Tensor& out, const Tensor& x, 
     ops.linear(out, hidden, w2, b2, stream);
 }
 
+void run_qkv_rope(const Ops& ops, const Tensor& q, const Tensor& k, const Tensor& v,
+                  const Tensor& x, const Tensor& w_q, const Tensor& b_q, const Tensor& w_k,
+                  const Tensor& b_k, const Tensor& w_v, const Tensor& b_v, const Tensor& cos,
+                  const Tensor& sin, const Tensor& positions, int n_heads, int n_kv_heads,
+                  Stream stream) {
+    if (ops.qkv_rope) {
+        ops.qkv_rope(q, k, v, x, w_q, b_q, w_k, b_k, w_v, b_v, cos, sin, positions, n_heads,
+                     n_kv_heads, stream);
+        return;
+    }
+    ops.linear(q, x, w_q, b_q, stream);
+    ops.linear(k, x, w_k, b_k, stream);
+    ops.linear(v, x, w_v, b_v, stream);
+    ops.rope_apply(q, cos, sin, positions, n_heads, stream);
+    ops.rope_apply(k, cos, sin, positions, n_kv_heads, stream);
+}
+
 }  // namespace glmasr

@@ -187,6 +187,27 @@ TEST_P(Contract, FusedEntries) {
     expect_refused("linear_gelu_linear", "hidden", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, Tensor{}, nullptr); });
     expect_refused("linear_gelu_linear", "b2", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), m.f32({5}), m.f32({2, 5}), nullptr); });
     expect_refused("linear_gelu_linear", "out", [&] { check_linear_gelu_linear(kind, m.f32({2, 5}), m.f32({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, m.f32({2, 5}), nullptr); });
+    // qkv_rope: x(2, 3), 4 query heads and 2 kv heads of head_dim 4 (q 16 wide, k/v 8),
+    // cos/sin(6, 2), positions(2); biases optional
+    auto qkv_rope = [&](const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& wq, const Tensor& bq,
+                        const Tensor& bk, const Tensor& cos, const Tensor& pos, int Hq, int Hkv) {
+        check_qkv_rope(kind, q, k, v, m.f32({2, 3}), wq, bq, m.w({8, 3}), bk, m.w({8, 3}), m.f32({8}), cos,
+                       m.f32({cos.dim(0), cos.dim(1)}), pos, Hq, Hkv, nullptr);
+    };
+    qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), m.f32({16}), Tensor{}, m.f32({6, 2}), m.i32({2}), 4, 2);
+    qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), Tensor{}, m.f32({8}), m.f32({6, 2}), m.i32({2}), 4, 2);
+    expect_refused("qkv_rope", "bad head counts", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), Tensor{}, Tensor{}, m.f32({6, 2}), m.i32({2}), 3, 2); });
+    expect_refused("qkv_rope", "k/v width", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), Tensor{}, Tensor{}, m.f32({6, 2}), m.i32({2}), 4, 1); });
+    expect_refused("qkv_rope", "v", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 4}), m.w({16, 3}), Tensor{}, Tensor{}, m.f32({6, 2}), m.i32({2}), 4, 2); });
+    expect_refused("qkv_rope", "w_q", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 4}), Tensor{}, Tensor{}, m.f32({6, 2}), m.i32({2}), 4, 2); });
+    expect_refused("qkv_rope", "b_q", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), m.f32({8}), Tensor{}, m.f32({6, 2}), m.i32({2}), 4, 2); });
+    expect_refused("qkv_rope", "b_k", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), Tensor{}, m.f32({16}), m.f32({6, 2}), m.i32({2}), 4, 2); });
+    expect_refused("qkv_rope", "rotary dim", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), Tensor{}, Tensor{}, m.f32({6, 3}), m.i32({2}), 4, 2); });
+    expect_refused("qkv_rope", "positions", [&] { qkv_rope(m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.w({16, 3}), Tensor{}, Tensor{}, m.f32({6, 2}), m.i32({3}), 4, 2); });
+    {
+        const Tensor kv = m.f32({2, 8});
+        expect_refused("qkv_rope", "k overlaps v", [&] { qkv_rope(m.f32({2, 16}), kv, kv, m.w({16, 3}), Tensor{}, Tensor{}, m.f32({6, 2}), m.i32({2}), 4, 2); });
+    }
 }
 
 TEST_P(Contract, QkvRopeCache) {

@@ -557,7 +557,8 @@ TEST(CpuTable, EveryPrimitivePresentFusedLeftToCompositions) {
         {OpId::linear_residual, o.linear_residual != nullptr},
         {OpId::rmsnorm_gate_up_silu, o.rmsnorm_gate_up_silu != nullptr},
         {OpId::rmsnorm_qkv_rope_cache, o.rmsnorm_qkv_rope_cache != nullptr},
-        {OpId::linear_gelu_linear, o.linear_gelu_linear != nullptr}};
+        {OpId::linear_gelu_linear, o.linear_gelu_linear != nullptr},
+        {OpId::qkv_rope, o.qkv_rope != nullptr}};
     static_assert(sizeof(present) / sizeof(present[0]) == kNumOps, "one line per op");
     for (const auto& [op, is_set] : present) {
         const bool primitive = static_cast<int>(op) < kNumPrimitiveOps;
@@ -616,6 +617,38 @@ TEST(Compositions, LinearGeluLinearIsTheMlp) {
     std::vector<float> h(M * F);
     for (int64_t i = 0; i < M * F; ++i) h[i] = static_cast<float>(ref_gelu(float(lin[i])));
     EXPECT_TRUE(near(out, ref_linear(h, w2, &b2, M, N, F), 1e-5, 1e-6));
+}
+
+TEST(Compositions, QkvRopeIsTheEncodersAttentionInputs) {
+    // 2 rows, K = 3, 2 query heads and 1 kv head of head_dim 6, rotary_dim 4 (partial, as the
+    // encoder's 32 of 64); k without a bias, as Whisper's k_proj.
+    const int64_t M = 2, K = 3, Hq = 2, Hkv = 1, D = 6, half = 2, P = 4;
+    std::vector<float> x = random_vector(M * K, 50), wq = random_vector(Hq * D * K, 51), bq = random_vector(Hq * D, 52);
+    std::vector<float> wk = random_vector(Hkv * D * K, 53), wv = random_vector(Hkv * D * K, 54), bv = random_vector(Hkv * D, 55);
+    std::vector<float> cos(P * half), sin(P * half), q(M * Hq * D), k(M * Hkv * D), v(M * Hkv * D);
+    ops().rope_freqs(f32(cos, {P, half}), f32(sin, {P, half}), 10000.0f, nullptr);
+    std::vector<int32_t> pos = {3, 1};
+    run_qkv_rope(ops(), f32(q, {M, Hq * D}), f32(k, {M, Hkv * D}), f32(v, {M, Hkv * D}), f32(x, {M, K}),
+                 f32(wq, {Hq * D, K}), f32(bq, {Hq * D}), f32(wk, {Hkv * D, K}), Tensor{}, f32(wv, {Hkv * D, K}),
+                 f32(bv, {Hkv * D}), f32(cos, {P, half}), f32(sin, {P, half}), i32(pos, {M}), int(Hq), int(Hkv),
+                 nullptr);
+    // The rotation by hand: pair (j, j + half) of every head turns by p·θ_j; dims 4, 5 pass.
+    auto rotate = [&](std::vector<double> y, int64_t H) {
+        for (int64_t t = 0; t < M; ++t)
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t j = 0; j < half; ++j) {
+                    const double angle = pos[t] * std::pow(10000.0, -2.0 * double(j) / double(2 * half));
+                    double& a = y[(t * H + h) * D + j];
+                    double& b = y[(t * H + h) * D + j + half];
+                    const double a0 = a, b0 = b;
+                    a = a0 * std::cos(angle) - b0 * std::sin(angle);
+                    b = b0 * std::cos(angle) + a0 * std::sin(angle);
+                }
+        return y;
+    };
+    EXPECT_TRUE(near(q, rotate(ref_linear(x, wq, &bq, M, Hq * D, K), Hq), 1e-5, 1e-6));
+    EXPECT_TRUE(near(k, rotate(ref_linear(x, wk, nullptr, M, Hkv * D, K), Hkv), 1e-5, 1e-6));
+    EXPECT_TRUE(near(v, ref_linear(x, wv, &bv, M, Hkv * D, K), 1e-6, 1e-6));
 }
 
 TEST(Compositions, TheDecoderBlocksSplitAtTheResidual) {

@@ -104,6 +104,7 @@ std::vector<OpId> composition_calls(OpId fused) {
             run_rmsnorm_qkv_rope_cache(ops, t, t, t, t, t, t, t, t, t, t, t, t, t, t, 1e-5f, 1, 1, nullptr);
             break;
         case OpId::linear_gelu_linear: run_linear_gelu_linear(ops, t, t, t, t, t, t, t, nullptr); break;
+        case OpId::qkv_rope: run_qkv_rope(ops, t, t, t, t, t, t, t, t, t, t, t, t, t, 1, 1, nullptr); break;
         default: ADD_FAILURE() << op_name(fused) << ": no composition in this test"; break;
     }
     return calls();
@@ -191,7 +192,8 @@ TEST(OpTableMix, OverridingAFusedEntryDecomposesTheEntriesAroundIt) {
     EXPECT_EQ(table.source[static_cast<int>(OpId::gate_up_silu)], &gate_up_only());
     EXPECT_EQ(get_entry(table.ops, OpId::rmsnorm_gate_up_silu), nullptr);
     for (OpId fused : {OpId::attention, OpId::add_layernorm, OpId::linear_gelu, OpId::qkv_rope_cache,
-                       OpId::linear_residual, OpId::rmsnorm_qkv_rope_cache, OpId::linear_gelu_linear})
+                       OpId::linear_residual, OpId::rmsnorm_qkv_rope_cache, OpId::linear_gelu_linear,
+                       OpId::qkv_rope})
         EXPECT_NE(get_entry(table.ops, fused), nullptr) << op_name(fused);
 }
 

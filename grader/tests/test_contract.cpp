@@ -79,6 +79,9 @@ const Case kCases[] = {
                                   a.f32({2, 12}), a.f32({2, 12}), 1e-6f, 4, 2, s); }},
     {"linear_gelu_linear", "linear_gelu_linear: w2", [](const Ops& o, Args& a, Stream s) {
          o.linear_gelu_linear(a.f32({2, 4}), a.f32({2, 3}), a.w({5, 3}), Tensor{}, a.w({4, 3}), Tensor{}, a.f32({2, 5}), s); }},
+    {"qkv_rope", "qkv_rope: b_k", [](const Ops& o, Args& a, Stream s) {
+         o.qkv_rope(a.f32({2, 24}), a.f32({2, 12}), a.f32({2, 12}), a.f32({2, 8}), a.w({24, 8}), a.f32({24}), a.w({12, 8}),
+                    a.f32({24}), a.w({12, 8}), a.f32({12}), a.f32({32, 2}), a.f32({32, 2}), a.i32({2}), 4, 2, s); }},
 };
 
 TEST(Contract, EveryTrackRefusesBadCalls) {

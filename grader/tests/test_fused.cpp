@@ -9,6 +9,7 @@
 //   Fused.RmsNormGateUpSilu  the same of x̂ = rmsnorm(x)                      (decoder MLP)
 //   FusedQkv.QkvRopeCache    q = rope(x·W_qᵀ), k/v rows appended to the KV cache (decoder)
 //   FusedQkv.RmsNormQkvRopeCache  the same of x̂ = rmsnorm(x)                 (decoder)
+//   FusedQkv.QkvRope         q = rope(x·W_qᵀ + b_q), k = rope(x·W_kᵀ), v = x·W_vᵀ + b_v (encoder)
 // The updated residual and the normalised rows are both checked; the whole caches are compared.
 // An entry that normalises x is held to its products' tolerance on x̂: the norm's few f32 ulps
 // are far inside the rounding of the products' operands.
@@ -327,6 +328,55 @@ void check_qkv_rope_cache(const QkvCase& c, bool with_norm) {
     });
 }
 
+// qkv_rope (the encoder's q/k/v with biases, no cache) against the cpu composition; q and v
+// carry a bias, k none, as in Whisper's attention.
+TEST_P(FusedQkv, QkvRope) {
+    GLMASR_REQUIRE_GPU();
+    const QkvCase c = GetParam();
+    const int64_t Wq = int64_t(c.Hq) * c.D, Wkv = int64_t(c.Hkv) * c.D;
+    for_each_track([&](const Track& track, Inputs& in) {
+        const float w_scale = 1.0f / std::sqrt(float(c.K));
+        HostTensor x = host(in.normal(c.T * c.K), {c.T, c.K});
+        HostTensor wq = host(rounded(in.normal(Wq * c.K, w_scale), track.weight_dtype), {Wq, c.K});
+        HostTensor wk = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
+        HostTensor wv = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
+        HostTensor bq = host(in.normal(Wq), {Wq}), bv = host(in.normal(Wkv), {Wkv});
+        HostTensor cos = zeros({c.P, c.half}), sin = zeros({c.P, c.half});
+        cpu_track().ops.rope_freqs(cos.view(), sin.view(), kNano.audio.rope_theta, nullptr);
+        std::vector<int32_t> positions(size_t(c.T));
+        for (int64_t t = 0; t < c.T; ++t) positions[size_t(t)] = int32_t(c.first_pos + t);
+        HostTensor pos = host_i32(positions, {c.T});
+
+        // The oracle: the cpu composition, and the unrotated products for the budgets.
+        HostTensor q = zeros({c.T, Wq}), k = zeros({c.T, Wkv}), v = zeros({c.T, Wkv});
+        run_qkv_rope(cpu_track().ops, q.view(), k.view(), v.view(), x.view(), wq.view(), bq.view(), wk.view(),
+                     Tensor{}, wv.view(), bv.view(), cos.view(), sin.view(), pos.view(), c.Hq, c.Hkv, nullptr);
+        const Precision precision = matmul_precision(track);
+        auto product = [&](HostTensor& w, HostTensor* b, int64_t N) {
+            HostTensor pre = zeros({c.T, N}), magnitude = zeros({c.T, N});
+            HostTensor ax = absolute(x), aw = absolute(w), ab = b ? absolute(*b) : HostTensor{};
+            cpu_track().ops.linear(pre.view(), x.view(), w.view(), b ? b->view() : Tensor{}, nullptr);
+            cpu_track().ops.linear(magnitude.view(), ax.view(), aw.view(), b ? ab.view() : Tensor{}, nullptr);
+            return product_tolerance(pre, magnitude, c.K, precision);
+        };
+        const Tolerance tq = rotated(product(wq, &bq, Wq), q, c.T, c.Hq, c.D, c.half);
+        const Tolerance tk = rotated(product(wk, nullptr, Wkv), k, c.T, c.Hkv, c.D, c.half);
+        const Tolerance tv = product(wv, &bv, Wkv);
+
+        DeviceTensor dx(x), dwq(wq, track.weight_dtype), dwk(wk, track.weight_dtype), dwv(wv, track.weight_dtype);
+        DeviceTensor dbq(bq), dbv(bv), dcos(cos), dsin(sin), dpos(pos), dq(q), dk(k), dv(v);
+        dq.poison();
+        dk.poison();
+        dv.poison();
+        run_qkv_rope(track.ops, dq.view(), dk.view(), dv.view(), dx.view(), dwq.view(), dbq.view(), dwk.view(),
+                     Tensor{}, dwv.view(), dbv.view(), dcos.view(), dsin.view(), dpos.view(), c.Hq, c.Hkv,
+                     track_stream());
+        GLMASR_EXPECT(close(dq.download_f32(), q, tq, "q"));
+        GLMASR_EXPECT(close(dk.download_f32(), k, tk, "k"));
+        GLMASR_EXPECT(close(dv.download_f32(), v, tv, "v"));
+    });
+}
+
 TEST_P(FusedQkv, QkvRopeCache) {
     GLMASR_REQUIRE_GPU();
     check_qkv_rope_cache(GetParam(), false);
@@ -339,7 +389,8 @@ TEST_P(FusedQkv, RmsNormQkvRopeCache) {
 
 // Nano's decoder (GQA 16/4 × 128, K = 2048) for one token and a few; past the GEMV range (the
 // reference's fused kernel takes M ≤ 8, the rest its composition); odd shapes and partial RoPE
-// (the composition again); rows that end exactly at the last row of the table and the cache.
+// (the composition again); rows that end exactly at the last row of the table and the cache;
+// 200 rows of Nano's encoder (20 × 64, 32 of them rotated; its whole window is 1500 rows).
 // (Positions outside them are a driver bug that the cpu oracle rejects, so no case has one.)
 INSTANTIATE_TEST_SUITE_P(, FusedQkv, ::testing::Values(
     QkvCase{1, kDec.hidden_size, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, 64, 64, 37, "decode"},
@@ -352,7 +403,9 @@ INSTANTIATE_TEST_SUITE_P(, FusedQkv, ::testing::Values(
     QkvCase{20, 256, 4, 2, 64, 32, 32, 32, 3, "prefill_rows20"},
     QkvCase{2, 19, 3, 1, 6, 3, 8, 8, 2, "awkward"},
     QkvCase{2, 64, 4, 2, 16, 4, 8, 8, 1, "partial_rope"},
-    QkvCase{4, 64, 2, 1, 8, 4, 8, 8, 4, "last_rows"}),
+    QkvCase{4, 64, 2, 1, 8, 4, 8, 8, 4, "last_rows"},
+    QkvCase{200, kNano.audio.hidden_size, kNano.audio.num_heads, kNano.audio.num_kv_heads, kNano.audio.head_dim,
+            kNano.audio.rotary_dim() / 2, 200, kEncoderFrames, 0, "encoder_rows200"}),
     NameField{});
 
 }  // namespace

@@ -57,4 +57,11 @@ void run_linear_gelu_linear(const Ops& ops, const Tensor& out, const Tensor& x, 
                             const Tensor& b1, const Tensor& w2, const Tensor& b2,
                             const Tensor& hidden, Stream stream);
 
+// q = rope(x·w_qᵀ + b_q); k = rope(x·w_kᵀ + b_k); v = x·w_vᵀ + b_v (biases optional)
+void run_qkv_rope(const Ops& ops, const Tensor& q, const Tensor& k, const Tensor& v,
+                  const Tensor& x, const Tensor& w_q, const Tensor& b_q, const Tensor& w_k,
+                  const Tensor& b_k, const Tensor& w_v, const Tensor& b_v, const Tensor& cos,
+                  const Tensor& sin, const Tensor& positions, int n_heads, int n_kv_heads,
+                  Stream stream);
+
 }  // namespace glmasr

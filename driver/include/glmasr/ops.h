@@ -24,10 +24,11 @@
 //     go 45 rows past it;
 //   * activations are always f32; "matrix" weights (linear, conv1d, embedding) are f32 or bf16,
 //     as the track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
-//   * an optional input is an empty Tensor: the biases of linear, conv1d and linear_gelu (not
-//     layernorm's), attention's positions, and the scratch of a fused entry where the track
-//     needs none (the reference's GEMV paths up to 8 rows; a fused attention: the driver passes
-//     attention's scratch only when the entry is null). Other scratch (normed, k, v) is required;
+//   * an optional input is an empty Tensor: the biases of linear, conv1d, linear_gelu,
+//     linear_gelu_linear and qkv_rope (not layernorm's), attention's positions, and the scratch
+//     of a fused entry where the track needs none (the reference's GEMV paths up to 8 rows; a
+//     fused attention: the driver passes attention's scratch only when the entry is null).
+//     Other scratch (normed, k, v) is required;
 //   * `out` may be an input (the same tensor, never a shifted view of it) where the entry says
 //     "in place allowed"; elsewhere the outputs and scratch of a call share no memory with each
 //     other or with any input (checked). Inputs may alias each other;
@@ -186,6 +187,14 @@ struct Ops {
     void (*linear_gelu_linear)(const Tensor& out, const Tensor& x, const Tensor& w1,
                                const Tensor& b1, const Tensor& w2, const Tensor& b2,
                                const Tensor& hidden, Stream stream);
+    // The encoder's attention inputs, biases optional, no cache:
+    //   q(T, Hq·D) = rope(x·w_qᵀ + b_q),  k(T, Hkv·D) = rope(x·w_kᵀ + b_k),  v = x·w_vᵀ + b_v;
+    //   x(T, K), w_q(Hq·D, K), w_k/w_v(Hkv·D, K); cos/sin(P, half) and positions(T) as for
+    //   rope_apply                               (composition: linear ×3, rope_apply ×2)
+    void (*qkv_rope)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x,
+                     const Tensor& w_q, const Tensor& b_q, const Tensor& w_k, const Tensor& b_k,
+                     const Tensor& w_v, const Tensor& b_v, const Tensor& cos, const Tensor& sin,
+                     const Tensor& positions, int n_heads, int n_kv_heads, Stream stream);
 };
 
 // Every entry of Ops, in declaration order: X(name) per entry, the primitives first. OpId, the
@@ -198,7 +207,8 @@ struct Ops {
     X(cache_write)
 #define GLMASR_FUSED_OPS(X)                                                                    \
     X(attention) X(add_layernorm) X(linear_gelu) X(gate_up_silu) X(qkv_rope_cache)             \
-    X(linear_residual) X(rmsnorm_gate_up_silu) X(rmsnorm_qkv_rope_cache) X(linear_gelu_linear)
+    X(linear_residual) X(rmsnorm_gate_up_silu) X(rmsnorm_qkv_rope_cache) X(linear_gelu_linear)  \
+    X(qkv_rope)
 #define GLMASR_OP_ENTRIES(X) GLMASR_PRIMITIVE_OPS(X) GLMASR_FUSED_OPS(X)
 
 // The names of the entries, in declaration order; used by --ops, reports and the grader.
@@ -229,7 +239,8 @@ bool op_from_name(const std::string& name, OpId* op);
     X(linear_residual, linear, add)                                  \
     X(rmsnorm_gate_up_silu, rmsnorm, gate_up_silu)                   \
     X(rmsnorm_qkv_rope_cache, rmsnorm, qkv_rope_cache)               \
-    X(linear_gelu_linear, linear_gelu, linear)
+    X(linear_gelu_linear, linear_gelu, linear)                       \
+    X(qkv_rope, linear, rope_apply)
 
 // The direct parts of `fused` (empty for a primitive).
 const std::vector<OpId>& fused_parts(OpId fused);
