@@ -233,8 +233,8 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
 // uploaded to `mel` through the host buffer mel_time_major. The transposition goes tile by tile
 // (32 × 32), so that the reads and the writes of a tile stay in cache lines already loaded: a
 // plain double loop writes one float per cache line, ~1.2 ms for a 128 × 3000 window against
-// ~0.3 ms tiled (measured on the build machine), and the GPU waits for it — it sits inside the
-// encoder's timed stage, before the first kernel.
+// ~0.3–0.4 ms tiled (measured on the build machine), and the GPU waits for it: it sits inside
+// the encoder's timed stage, before the first kernel (docs/performance.md, ninth session).
 void Model::Impl::upload_window(const AudioFeatures& features, int win) {
     constexpr int kTile = 32;
     const int t_mel = static_cast<int>(mel.dim(0)), n_mels = static_cast<int>(mel.dim(1));
