@@ -180,24 +180,34 @@ void gate_up(const char* op, const Tensor& out, const Tensor& x, const Tensor& w
     apart(op, "scratch", scratch, {{"x", &x}, {"w_gate", &w_gate}, {"w_up", &w_up}});
 }
 
-// qkv_rope_cache's arguments: x(T, K), q(T, Hq·D), caches (Cap, Hkv·D), w_q(Hq·D, K),
-// w_k/w_v(Hkv·D, K), cos/sin(P, half), positions(T), k/v scratch (T, Hkv·D).
-void qkv(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-         const Tensor& x, const Tensor& w_q, const Tensor& w_k, const Tensor& w_v,
-         const Tensor& cos, const Tensor& sin, const Tensor& positions, const Tensor& k,
-         const Tensor& v, int n_heads, int n_kv_heads, const TrackKind& kind) {
+// The arguments every q/k/v entry shares (qkv_rope_cache, qkv_rope): x(T, K), q(T, Hq·D),
+// w_q(Hq·D, K), w_k/w_v(Hkv·D, K) with width_kv = Hkv·D, cos/sin(P, half), positions(T).
+void qkv_inputs(const char* op, const Tensor& q, const Tensor& x, int64_t width_kv,
+                const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
+                const Tensor& sin, const Tensor& positions, int n_heads, int n_kv_heads,
+                const TrackKind& kind) {
     f32(op, "x", x, kind, 2);
     f32(op, "q", q, kind, 2);
-    f32(op, "k_cache", k_cache, kind, 2);
-    const int64_t T = x.dim(0), K = x.dim(1), width_q = q.dim(1), width_kv = k_cache.dim(1);
+    const int64_t T = x.dim(0), K = x.dim(1), width_q = q.dim(1);
     const int64_t D = head_dim(op, width_q, width_kv, n_heads, n_kv_heads);
     f32(op, "q", q, kind, {T, width_q});
-    f32(op, "v_cache", v_cache, kind, {k_cache.dim(0), width_kv});
     weight(op, "w_q", w_q, kind, {width_q, K});
     weight(op, "w_k", w_k, kind, {width_kv, K});
     weight(op, "w_v", w_v, kind, {width_kv, K});
     rope_tables(op, cos, sin, kind, D);
     i32(op, "positions", positions, kind, {T});
+}
+
+// qkv_rope_cache's arguments: those of qkv_inputs, caches (Cap, Hkv·D), k/v scratch (T, Hkv·D).
+void qkv(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+         const Tensor& x, const Tensor& w_q, const Tensor& w_k, const Tensor& w_v,
+         const Tensor& cos, const Tensor& sin, const Tensor& positions, const Tensor& k,
+         const Tensor& v, int n_heads, int n_kv_heads, const TrackKind& kind) {
+    f32(op, "k_cache", k_cache, kind, 2);
+    const int64_t width_kv = k_cache.dim(1);
+    qkv_inputs(op, q, x, width_kv, w_q, w_k, w_v, cos, sin, positions, n_heads, n_kv_heads, kind);
+    const int64_t T = x.dim(0);
+    f32(op, "v_cache", v_cache, kind, {k_cache.dim(0), width_kv});
     f32(op, "k", k, kind, {T, width_kv});
     f32(op, "v", v, kind, {T, width_kv});
     const Named inputs = {{"x", &x}, {"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"cos", &cos},
@@ -444,22 +454,15 @@ void check_qkv_rope(const TrackKind& kind, const Tensor& q, const Tensor& k, con
                     const Tensor& sin, const Tensor& positions, int n_heads, int n_kv_heads,
                     Stream) {
     const char* op = "qkv_rope";
-    f32(op, "x", x, kind, 2);
-    f32(op, "q", q, kind, 2);
     f32(op, "k", k, kind, 2);
-    const int64_t T = x.dim(0), K = x.dim(1), width_q = q.dim(1), width_kv = k.dim(1);
-    const int64_t D = head_dim(op, width_q, width_kv, n_heads, n_kv_heads);
-    f32(op, "q", q, kind, {T, width_q});
+    const int64_t width_kv = k.dim(1);
+    qkv_inputs(op, q, x, width_kv, w_q, w_k, w_v, cos, sin, positions, n_heads, n_kv_heads, kind);
+    const int64_t T = x.dim(0);
     f32(op, "k", k, kind, {T, width_kv});
     f32(op, "v", v, kind, {T, width_kv});
-    weight(op, "w_q", w_q, kind, {width_q, K});
-    weight(op, "w_k", w_k, kind, {width_kv, K});
-    weight(op, "w_v", w_v, kind, {width_kv, K});
-    optional_f32(op, "b_q", b_q, kind, {width_q});
+    optional_f32(op, "b_q", b_q, kind, {q.dim(1)});
     optional_f32(op, "b_k", b_k, kind, {width_kv});
     optional_f32(op, "b_v", b_v, kind, {width_kv});
-    rope_tables(op, cos, sin, kind, D);
-    i32(op, "positions", positions, kind, {T});
     const Named inputs = {{"x", &x},     {"w_q", &w_q}, {"b_q", &b_q}, {"w_k", &w_k},
                           {"b_k", &b_k}, {"w_v", &w_v}, {"b_v", &b_v}, {"cos", &cos},
                           {"sin", &sin}, {"positions", &positions}};
