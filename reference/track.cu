@@ -4,9 +4,9 @@
 // Every entry is installed behind the contract's one check (contract.h: dtype, shape, device),
 // then turns its Tensors into pointers and sizes for the launchers of kernels.h. Precision: matrix weights (linear, conv1d, embedding) are bf16
 // (Track::weight_dtype); activations, biases and norm weights f32; every product and reduction
-// accumulates in f32. The fused entries are all implemented (add+norm, linear+GELU, gate/up +
-// SwiGLU, q/k/v + RoPE with and without the KV-cache write, the MLP, attention) — except that GLMASR_ATTENTION=three_kernel leaves `attention` null so the
-// driver composes attention_scores → softmax → attention_output, for comparison.
+// accumulates in f32. Every fused entry (GLMASR_FUSED_OPS) is implemented, except that
+// GLMASR_ATTENTION=three_kernel leaves `attention` null so the driver composes
+// attention_scores → softmax → attention_output, for comparison.
 //
 // Usage: `glmasr transcribe clip.wav --track reference`. Two ladders are selectable at run time
 // (context.h): GLMASR_GEMM=naive|smem|regtile|wmma|cublas picks the GEMM rung used for products

@@ -284,20 +284,18 @@ OpCost linear_gelu_linear_cost(const Tensor& out, const Tensor& x, const Tensor&
     return {first.bytes + second.bytes - 2.0 * bytes(hidden), first.flops + second.flops};
 }
 
-// The three products of linear_cost with their biases, then RoPE's 6 flops per rotated pair
-// of q and k; x, the weights, the biases, q, k, v and the cos/sin rows of the positions are
-// moved once (the rotation need not re-read its rows).
+// The three products of linear_cost (x counted once), then RoPE's 6 flops per rotated pair of
+// q and k with the cos/sin rows of the positions; the rotation need not re-read its rows.
 OpCost qkv_rope_cost(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x,
                      const Tensor& w_q, const Tensor& b_q, const Tensor& w_k, const Tensor& b_k,
                      const Tensor& w_v, const Tensor& b_v, const Tensor& cos, const Tensor&,
-                     const Tensor& positions, int n_heads, int n_kv_heads, Stream) {
-    const double K = x.dim(-1), M = x.numel() / K, N = q.dim(1) + k.dim(1) + v.dim(1);
-    const double rotated = M * (n_heads + n_kv_heads) * 2.0 * cos.dim(1);
+                     const Tensor& positions, int n_heads, int n_kv_heads, Stream stream) {
+    const OpCost pq = linear_cost(q, x, w_q, b_q, stream), pk = linear_cost(k, x, w_k, b_k, stream);
+    const OpCost pv = linear_cost(v, x, w_v, b_v, stream);
+    const double M = x.dim(0), rotated = M * (n_heads + n_kv_heads) * 2.0 * cos.dim(1);
     const double cos_sin_rows = 2 * M * cos.dim(1) * dtype_size(cos.dtype);
-    const double biases = M * (b_q.empty() ? 0 : q.dim(1)) + M * (b_k.empty() ? 0 : k.dim(1)) +
-                          M * (b_v.empty() ? 0 : v.dim(1));
-    return {bytes(q, k, v, x, w_q, b_q, w_k, b_k, w_v, b_v, positions) + cos_sin_rows,
-            2 * M * N * K + biases + 3 * rotated};
+    return {pq.bytes + pk.bytes + pv.bytes - 2 * bytes(x) + cos_sin_rows + bytes(positions),
+            pq.flops + pk.flops + pv.flops + 3 * rotated};
 }
 
 // ---------------------------------------------------------------- shims

@@ -207,6 +207,10 @@ TEST_P(Contract, FusedEntries) {
     {
         const Tensor kv = m.f32({2, 8});
         expect_refused("qkv_rope", "k overlaps v", [&] { qkv_rope(m.f32({2, 16}), kv, kv, m.w({16, 3}), Tensor{}, Tensor{}, m.f32({6, 2}), m.i32({2}), 4, 2); });
+        // x 16 wide, so that q (2, 16) can be x itself: not in place
+        const Tensor xq = m.f32({2, 16});
+        expect_refused("qkv_rope", "q overlaps x", [&] { check_qkv_rope(kind, xq, m.f32({2, 8}), m.f32({2, 8}), xq, m.w({16, 16}), Tensor{}, m.w({8, 16}), Tensor{}, m.w({8, 16}), Tensor{}, m.f32({6, 2}), m.f32({6, 2}), m.i32({2}), 4, 2, nullptr); });
+        expect_refused("qkv_rope", "b_v", [&] { check_qkv_rope(kind, m.f32({2, 16}), m.f32({2, 8}), m.f32({2, 8}), m.f32({2, 3}), m.w({16, 3}), Tensor{}, m.w({8, 3}), Tensor{}, m.w({8, 3}), m.f32({16}), m.f32({6, 2}), m.f32({6, 2}), m.i32({2}), 4, 2, nullptr); });
     }
 }
 

@@ -10,6 +10,7 @@
 //   FusedQkv.QkvRopeCache    q = rope(x·W_qᵀ), k/v rows appended to the KV cache (decoder)
 //   FusedQkv.RmsNormQkvRopeCache  the same of x̂ = rmsnorm(x)                 (decoder)
 //   FusedQkv.QkvRope         q = rope(x·W_qᵀ + b_q), k = rope(x·W_kᵀ), v = x·W_vᵀ + b_v (encoder)
+//   FusedQkv.QkvRopeWithKBias  the same with a bias on k as well
 // The updated residual and the normalised rows are both checked; the whole caches are compared.
 // An entry that normalises x is held to its products' tolerance on x̂: the norm's few f32 ulps
 // are far inside the rounding of the products' operands.
@@ -329,10 +330,8 @@ void check_qkv_rope_cache(const QkvCase& c, bool with_norm) {
 }
 
 // qkv_rope (the encoder's q/k/v with biases, no cache) against the cpu composition; q and v
-// carry a bias, k none, as in Whisper's attention.
-TEST_P(FusedQkv, QkvRope) {
-    GLMASR_REQUIRE_GPU();
-    const QkvCase c = GetParam();
+// carry a bias, and k none as in Whisper's attention (k_bias false) or one of its own.
+void check_qkv_rope(const QkvCase& c, bool k_bias) {
     const int64_t Wq = int64_t(c.Hq) * c.D, Wkv = int64_t(c.Hkv) * c.D;
     for_each_track([&](const Track& track, Inputs& in) {
         const float w_scale = 1.0f / std::sqrt(float(c.K));
@@ -340,7 +339,8 @@ TEST_P(FusedQkv, QkvRope) {
         HostTensor wq = host(rounded(in.normal(Wq * c.K, w_scale), track.weight_dtype), {Wq, c.K});
         HostTensor wk = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
         HostTensor wv = host(rounded(in.normal(Wkv * c.K, w_scale), track.weight_dtype), {Wkv, c.K});
-        HostTensor bq = host(in.normal(Wq), {Wq}), bv = host(in.normal(Wkv), {Wkv});
+        HostTensor bq = host(in.normal(Wq), {Wq}), bv = host(in.normal(Wkv), {Wkv}), bk = host(in.normal(Wkv), {Wkv});
+        HostTensor* bk_or_none = k_bias ? &bk : nullptr;
         HostTensor cos = zeros({c.P, c.half}), sin = zeros({c.P, c.half});
         cpu_track().ops.rope_freqs(cos.view(), sin.view(), kNano.audio.rope_theta, nullptr);
         std::vector<int32_t> positions(size_t(c.T));
@@ -350,7 +350,8 @@ TEST_P(FusedQkv, QkvRope) {
         // The oracle: the cpu composition, and the unrotated products for the budgets.
         HostTensor q = zeros({c.T, Wq}), k = zeros({c.T, Wkv}), v = zeros({c.T, Wkv});
         run_qkv_rope(cpu_track().ops, q.view(), k.view(), v.view(), x.view(), wq.view(), bq.view(), wk.view(),
-                     Tensor{}, wv.view(), bv.view(), cos.view(), sin.view(), pos.view(), c.Hq, c.Hkv, nullptr);
+                     k_bias ? bk.view() : Tensor{}, wv.view(), bv.view(), cos.view(), sin.view(), pos.view(), c.Hq,
+                     c.Hkv, nullptr);
         const Precision precision = matmul_precision(track);
         auto product = [&](HostTensor& w, HostTensor* b, int64_t N) {
             HostTensor pre = zeros({c.T, N}), magnitude = zeros({c.T, N});
@@ -360,21 +361,31 @@ TEST_P(FusedQkv, QkvRope) {
             return product_tolerance(pre, magnitude, c.K, precision);
         };
         const Tolerance tq = rotated(product(wq, &bq, Wq), q, c.T, c.Hq, c.D, c.half);
-        const Tolerance tk = rotated(product(wk, nullptr, Wkv), k, c.T, c.Hkv, c.D, c.half);
+        const Tolerance tk = rotated(product(wk, bk_or_none, Wkv), k, c.T, c.Hkv, c.D, c.half);
         const Tolerance tv = product(wv, &bv, Wkv);
 
         DeviceTensor dx(x), dwq(wq, track.weight_dtype), dwk(wk, track.weight_dtype), dwv(wv, track.weight_dtype);
-        DeviceTensor dbq(bq), dbv(bv), dcos(cos), dsin(sin), dpos(pos), dq(q), dk(k), dv(v);
+        DeviceTensor dbq(bq), dbk(bk), dbv(bv), dcos(cos), dsin(sin), dpos(pos), dq(q), dk(k), dv(v);
         dq.poison();
         dk.poison();
         dv.poison();
         run_qkv_rope(track.ops, dq.view(), dk.view(), dv.view(), dx.view(), dwq.view(), dbq.view(), dwk.view(),
-                     Tensor{}, dwv.view(), dbv.view(), dcos.view(), dsin.view(), dpos.view(), c.Hq, c.Hkv,
-                     track_stream());
+                     k_bias ? dbk.view() : Tensor{}, dwv.view(), dbv.view(), dcos.view(), dsin.view(), dpos.view(),
+                     c.Hq, c.Hkv, track_stream());
         GLMASR_EXPECT(close(dq.download_f32(), q, tq, "q"));
         GLMASR_EXPECT(close(dk.download_f32(), k, tk, "k"));
         GLMASR_EXPECT(close(dv.download_f32(), v, tv, "v"));
     });
+}
+
+TEST_P(FusedQkv, QkvRope) {
+    GLMASR_REQUIRE_GPU();
+    check_qkv_rope(GetParam(), false);
+}
+
+TEST_P(FusedQkv, QkvRopeWithKBias) {
+    GLMASR_REQUIRE_GPU();
+    check_qkv_rope(GetParam(), true);
 }
 
 TEST_P(FusedQkv, QkvRopeCache) {

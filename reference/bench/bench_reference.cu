@@ -321,20 +321,16 @@ void bench_model(Context& ctx, cudaStream_t s) {
         gelu(ex, ex, static_cast<long long>(kT) * kE, s);
         layernorm(en, ex, enc[0].vec, enc[0].vec, kT, kE, 1e-5f, s);
         for (const EncLayer& l : enc) {
-            linear(ctx, eq, en, l.q, l.vec, kT, kE, kE, Epilogue::kNone, s);
-            linear(ctx, ek, en, l.k, nullptr, kT, kE, kE, Epilogue::kNone, s);
-            linear(ctx, ev, en, l.v, l.vec, kT, kE, kE, Epilogue::kNone, s);
-            rope_apply(eq, ecos, esin, enc_pos, kT, kHeads, kEhd, 16, kT, s);
-            rope_apply(ek, ecos, esin, enc_pos, kT, kHeads, kEhd, 16, kT, s);
+            qkv_rope(ctx, QkvRopeArgs{eq, ek, ev, en, l.q, l.vec, l.k, nullptr, l.v, l.vec, ecos, esin, enc_pos,
+                                      kT, kE, kHeads, kHeads, kEhd, 16, kT}, s);
             attention(ctx, ea, eq, ek, ev, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
             linear(ctx, ep, ea, l.o, l.vec, kT, kE, kE, Epilogue::kNone, s);
             add_layernorm(ex, en, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
-            linear(ctx, effn, en, l.fc1, l.vec, kT, kEffn, kE, Epilogue::kGelu, s);
-            linear(ctx, ep, effn, l.fc2, l.vec, kT, kE, kEffn, Epilogue::kNone, s);
+            linear_gelu_linear(ctx, ep, effn, en, l.fc1, l.vec, l.fc2, l.vec, kT, kEffn, kE, kE, s);
             add_layernorm(ex, en, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
         }
-        linear(ctx, proj_hidden, en, proj1_w, enc[0].vec, kTokens, kProj, kEffn, Epilogue::kGelu, s);
-        linear(ctx, proj_out, proj_hidden, proj2_w, enc[0].vec, kTokens, kD, kProj, Epilogue::kNone, s);
+        linear_gelu_linear(ctx, proj_out, proj_hidden, en, proj1_w, enc[0].vec, proj2_w, enc[0].vec, kTokens, kProj,
+                           kD, kEffn, s);
     };
     const AttentionPath chosen = ctx.attention;
     for (AttentionPath path : {AttentionPath::flash_bf16, AttentionPath::flash_split, AttentionPath::flash_simt}) {

@@ -303,15 +303,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LinearGeluLinear, ::testing::Values(
     std::make_tuple(1, 64, 96), std::make_tuple(8, 30, 50), std::make_tuple(9, 64, 96),
     std::make_tuple(40, 30, 70), std::make_tuple(33, 1280, 5120)));
 
-// (M, K, Hq, Hkv, D, half): rows, width, heads, head_dim, rotated pairs per head.
-class QkvRope : public Reference, public ::testing::WithParamInterface<std::tuple<int, int, int, int, int, int>> {};
+// (M, K, Hq, Hkv, D, half, k_bias): rows, width, heads, head_dim, rotated pairs per head, and
+// whether k has a bias (the encoder's has none).
+class QkvRope : public Reference,
+                public ::testing::WithParamInterface<std::tuple<int, int, int, int, int, int, bool>> {};
 
 TEST_P(QkvRope, IsItsCompositionBitForBit) {
     // One staging of x for the three products and one RoPE launch for q and k: the same
     // operands, products and rotations as three linears and two rope_applies.
-    const auto [M, K, Hq, Hkv, D, half] = GetParam();
+    const auto [M, K, Hq, Hkv, D, half, k_bias] = GetParam();
     const int Wq = Hq * D, Wkv = Hkv * D, P = M + 3;
     const Vec x = random_vec(static_cast<size_t>(M) * K, 21), bq = random_vec(Wq, 22), bv = random_vec(Wkv, 23);
+    const Vec bk = random_vec(Wkv, 27);
     const Vec wq = round_bf16(random_vec(static_cast<size_t>(Wq) * K, 24));
     const Vec wk = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 25));
     const Vec wv = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 26));
@@ -319,13 +322,14 @@ TEST_P(QkvRope, IsItsCompositionBitForBit) {
     for (int t = 0; t < M; ++t) positions[static_cast<size_t>(t)] = (7 * t + 3) % P;
     const Tensor tx = dev_.f32(x, {M, K}), twq = dev_.bf16(wq, {Wq, K}), twk = dev_.bf16(wk, {Wkv, K});
     const Tensor twv = dev_.bf16(wv, {Wkv, K}), tbq = dev_.f32(bq, {Wq}), tbv = dev_.f32(bv, {Wkv});
+    const Tensor tbk = k_bias ? dev_.f32(bk, {Wkv}) : Tensor{};
     const Tensor cos = dev_.poisoned({P, half}), sin = dev_.poisoned({P, half}), pos = dev_.i32(positions, {M});
     ops().rope_freqs(cos, sin, 10000.0f, stream_);
     const Tensor q = dev_.poisoned({M, Wq}), k = dev_.poisoned({M, Wkv}), v = dev_.poisoned({M, Wkv});
     const Tensor q2 = dev_.poisoned({M, Wq}), k2 = dev_.poisoned({M, Wkv}), v2 = dev_.poisoned({M, Wkv});
-    ops().qkv_rope(q, k, v, tx, twq, tbq, twk, Tensor{}, twv, tbv, cos, sin, pos, Hq, Hkv, stream_);
+    ops().qkv_rope(q, k, v, tx, twq, tbq, twk, tbk, twv, tbv, cos, sin, pos, Hq, Hkv, stream_);
     ops().linear(q2, tx, twq, tbq, stream_);
-    ops().linear(k2, tx, twk, Tensor{}, stream_);
+    ops().linear(k2, tx, twk, tbk, stream_);
     ops().linear(v2, tx, twv, tbv, stream_);
     ops().rope_apply(q2, cos, sin, pos, Hq, stream_);
     ops().rope_apply(k2, cos, sin, pos, Hkv, stream_);
@@ -338,8 +342,9 @@ TEST_P(QkvRope, IsItsCompositionBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, QkvRope, ::testing::Values(
-    std::make_tuple(1, 64, 4, 2, 16, 8), std::make_tuple(8, 30, 3, 1, 6, 2), std::make_tuple(9, 30, 3, 1, 6, 3),
-    std::make_tuple(300, 1280, 20, 20, 64, 16)));
+    std::make_tuple(1, 64, 4, 2, 16, 8, false), std::make_tuple(8, 30, 3, 1, 6, 2, true),
+    std::make_tuple(9, 30, 3, 1, 6, 3, false), std::make_tuple(9, 30, 3, 1, 6, 3, true),
+    std::make_tuple(300, 1280, 20, 20, 64, 16, false)));
 
 TEST_F(Reference, GemmRungsAgree) {
     // Every rung of the ladder computes the same bf16 product with f32 accumulation; only the

@@ -188,9 +188,10 @@ struct Ops {
                                const Tensor& b1, const Tensor& w2, const Tensor& b2,
                                const Tensor& hidden, Stream stream);
     // The encoder's attention inputs, biases optional, no cache:
-    //   q(T, Hq·D) = rope(x·w_qᵀ + b_q),  k(T, Hkv·D) = rope(x·w_kᵀ + b_k),  v = x·w_vᵀ + b_v;
-    //   x(T, K), w_q(Hq·D, K), w_k/w_v(Hkv·D, K); cos/sin(P, half) and positions(T) as for
-    //   rope_apply                               (composition: linear ×3, rope_apply ×2)
+    //   q(T, Hq·D) = rope(x·w_qᵀ + b_q),  k(T, Hkv·D) = rope(x·w_kᵀ + b_k),
+    //   v(T, Hkv·D) = x·w_vᵀ + b_v;  x(T, K), w_q(Hq·D, K), b_q(Hq·D), w_k/w_v(Hkv·D, K),
+    //   b_k/b_v(Hkv·D), Hkv dividing Hq as for attention; cos/sin(P, half) and positions(T) as
+    //   for rope_apply                           (composition: linear ×3, rope_apply ×2)
     void (*qkv_rope)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x,
                      const Tensor& w_q, const Tensor& b_q, const Tensor& w_k, const Tensor& b_k,
                      const Tensor& w_v, const Tensor& b_v, const Tensor& cos, const Tensor& sin,
