@@ -342,7 +342,7 @@ void check_qkv_rope(const QkvCase& c, bool k_bias) {
         HostTensor bq = host(in.normal(Wq), {Wq}), bv = host(in.normal(Wkv), {Wkv}), bk = host(in.normal(Wkv), {Wkv});
         HostTensor* bk_or_none = k_bias ? &bk : nullptr;
         HostTensor cos = zeros({c.P, c.half}), sin = zeros({c.P, c.half});
-        cpu_track().ops.rope_freqs(cos.view(), sin.view(), kNano.audio.rope_theta, nullptr);
+        cpu_track().ops.rope_freqs(cos.view(), sin.view(), kEnc.rope_theta, nullptr);
         std::vector<int32_t> positions(size_t(c.T));
         for (int64_t t = 0; t < c.T; ++t) positions[size_t(t)] = int32_t(c.first_pos + t);
         HostTensor pos = host_i32(positions, {c.T});
@@ -415,8 +415,8 @@ INSTANTIATE_TEST_SUITE_P(, FusedQkv, ::testing::Values(
     QkvCase{2, 19, 3, 1, 6, 3, 8, 8, 2, "awkward"},
     QkvCase{2, 64, 4, 2, 16, 4, 8, 8, 1, "partial_rope"},
     QkvCase{4, 64, 2, 1, 8, 4, 8, 8, 4, "last_rows"},
-    QkvCase{200, kNano.audio.hidden_size, kNano.audio.num_heads, kNano.audio.num_kv_heads, kNano.audio.head_dim,
-            kNano.audio.rotary_dim() / 2, 200, kEncoderFrames, 0, "encoder_rows200"}),
+    QkvCase{200, kEnc.hidden_size, kEnc.num_heads, kEnc.num_kv_heads, kEnc.head_dim, kEnc.rotary_dim() / 2, 200,
+            kEncoderFrames, 0, "encoder_rows200"}),
     NameField{});
 
 }  // namespace
