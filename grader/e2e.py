@@ -463,7 +463,7 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
     ends at graded_deadline (time.monotonic()) at the latest. A worker that dies mid-clip is
     started again for the next clip; one that cannot start, or that ran past a time limit (a hung
     kernel would hang again on every clip: 24 clips x the time limit), fails every remaining clip
-    with its error. Returns
+    with its error, and the fresh-input check too, without a trusted run for it. Returns
       {"clips": [score.clip_result ...], "fresh_input": {"seed", "checks": [verdicts], "error",
        "trusted_error" (only when the trusted baseline failed and the graded process did
        not), "summary"
@@ -501,31 +501,34 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
         if not worker.alive and worker.ready is not None and not worker.hung:
             worker.close()
             worker = start()
-        with Worker([trusted_bin, "worker", "--track", baseline_track, *model_args], None,
-                    ready_timeout, name=f"baseline ({baseline_track})") as trusted:
-            cases = []
-            for _ in range(fresh_checks if trusted.ready else 0):
-                request = draw_input(rng, trusted.ready["workload"])
-                expected, _ = trusted.request(request, request_timeout)
-                got, _ = worker.request(request, request_timeout)
-                fresh["error"] = expected.get("error") or got.get("error")
-                if expected.get("error") and not got.get("error"):
-                    fresh["trusted_error"] = expected["error"]  # the grader's failure, not theirs
-                if fresh["error"]:
-                    break
-                tokens = got.get("tokens") if got.get("audio_seed") == request["audio_seed"] \
-                    else None
-                v = {"audio_seed": request["audio_seed"],
-                     **compare_tokens(expected["tokens"], tokens)}
-                fresh["checks"].append(v)
-                if not v["equal"]:
-                    cases.append((v, request, expected["tokens"], tokens))
-            if not trusted.ready:
-                fresh["error"] = trusted.error
-                if worker.alive:  # the graded process is fine: the grader's failure
-                    fresh["trusted_error"] = trusted.error
-            if near_tie_margin is not None and trusted.alive:
-                _judge_ties(trusted, cases, near_tie_margin, request_timeout)
+        if worker.hung:  # it would hang on a fresh input too: no trusted run is spent on it
+            fresh["error"] = worker.error
+        else:
+            with Worker([trusted_bin, "worker", "--track", baseline_track, *model_args], None,
+                        ready_timeout, name=f"baseline ({baseline_track})") as trusted:
+                cases = []
+                for _ in range(fresh_checks if trusted.ready else 0):
+                    request = draw_input(rng, trusted.ready["workload"])
+                    expected, _ = trusted.request(request, request_timeout)
+                    got, _ = worker.request(request, request_timeout)
+                    fresh["error"] = expected.get("error") or got.get("error")
+                    if expected.get("error") and not got.get("error"):
+                        fresh["trusted_error"] = expected["error"]  # the grader's, not theirs
+                    if fresh["error"]:
+                        break
+                    tokens = got.get("tokens") if got.get("audio_seed") == request["audio_seed"] \
+                        else None
+                    v = {"audio_seed": request["audio_seed"],
+                         **compare_tokens(expected["tokens"], tokens)}
+                    fresh["checks"].append(v)
+                    if not v["equal"]:
+                        cases.append((v, request, expected["tokens"], tokens))
+                if not trusted.ready:
+                    fresh["error"] = trusted.error
+                    if worker.alive:  # the graded process is fine: the grader's failure
+                        fresh["trusted_error"] = trusted.error
+                if near_tie_margin is not None and trusted.alive:
+                    _judge_ties(trusted, cases, near_tie_margin, request_timeout)
         fresh["summary"] = token_summary(fresh["checks"], fresh_checks, fresh["error"])
         fresh["ok"] = fresh["summary"] == "equal"
     finally:
