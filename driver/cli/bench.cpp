@@ -134,7 +134,7 @@ int run_bench(const BenchArgs& args) {
             const AudioFeatures fresh = extractor.extract(w.pcm);  // host work, timed apart
             const double features_ms = std::chrono::duration<double, std::milli>(
                                            std::chrono::steady_clock::now() - f0).count();
-            const std::vector<float> audio = t.model->encode_audio(fresh);
+            const AudioEmbeddings audio = t.model->encode_audio(fresh);
             GenerateResult result = t.model->generate(prompt, audio, options);
             StageTimes times = result.times;
             times.encoder_ms = t.model->last_encode_times().encoder_ms;

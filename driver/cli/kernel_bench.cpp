@@ -210,7 +210,7 @@ TrackRows capture(const std::string& track, const OpTable& table, const Workload
     options.ignore_eos = true;
     options.use_graphs = false;  // a graph's replay would bypass the observer
     capturing = true;
-    const std::vector<float> audio = model.encode_audio(w.features);
+    const AudioEmbeddings audio = model.encode_audio(w.features);
     capturing = false;  // generate sizes the decoder first (setup, not part of a run) until prefill
     model.generate(w.prompt, audio, options);
     backend.synchronize(backend.stream());

@@ -40,7 +40,7 @@ constexpr Stage kStages[kNumStages] = {Stage::encoder, Stage::projector, Stage::
 
 // One workload run: encoder and projector, then prefill and decode.
 StageTimes run_once(Model& model, const Workload& w, const GenerateOptions& options) {
-    const std::vector<float> audio = model.encode_audio(w.features);
+    const AudioEmbeddings audio = model.encode_audio(w.features);
     StageTimes times = model.generate(w.prompt, audio, options).times;
     times.encoder_ms = model.last_encode_times().encoder_ms;
     times.projector_ms = model.last_encode_times().projector_ms;

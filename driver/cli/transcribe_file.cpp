@@ -127,7 +127,7 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
                                std::chrono::steady_clock::now() - f0).count();
         out.windows += features.n_windows;
         out.audio_tokens += features.total_audio_tokens();
-        const std::vector<float> audio = model.encode_audio(features);
+        const AudioEmbeddings audio = model.encode_audio(features);
         GenerateResult part = model.generate(prompt_for(features.total_audio_tokens()), audio, chunk_options);
         const StageTimes encode = model.last_encode_times();
         part.times.encoder_ms = encode.encoder_ms;

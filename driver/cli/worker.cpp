@@ -121,7 +121,7 @@ struct Worker {
         const auto f0 = Clock::now();
         const AudioFeatures features = extractor.extract(pcm);
         const double features_ms = ms_since(f0);
-        const std::vector<float> audio = model.encode_audio(features);
+        const AudioEmbeddings audio = model.encode_audio(features);
         GenerateResult result = model.generate(w.prompt, audio, options);
         result.times.encoder_ms = model.last_encode_times().encoder_ms;
         result.times.projector_ms = model.last_encode_times().projector_ms;

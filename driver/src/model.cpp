@@ -39,21 +39,34 @@ const char* stage_name(Stage stage) {
 
 namespace {
 
-// A device buffer owned by the Model (freed with it).
+// A buffer owned by the Model (freed with it): the backend's memory, or with `on_host` host
+// memory from Backend::host_alloc (page-locked on CUDA) for what is uploaded on every run.
 struct Buffer {
     Backend* backend = nullptr;
     void* ptr = nullptr;
+    bool on_host = false;
     Buffer() = default;
-    Buffer(Backend& b, size_t bytes) : backend(&b), ptr(b.alloc(bytes)) {}
-    Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr) { o.ptr = nullptr; }
+    Buffer(Backend& b, size_t bytes, bool host = false)
+        : backend(&b), ptr(host ? b.host_alloc(bytes) : b.alloc(bytes)), on_host(host) {}
+    Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr), on_host(o.on_host) { o.ptr = nullptr; }
     Buffer& operator=(Buffer&& o) noexcept {
         std::swap(backend, o.backend);
         std::swap(ptr, o.ptr);
+        std::swap(on_host, o.on_host);
         return *this;
     }
     ~Buffer() {
-        if (ptr) backend->free(ptr);
+        if (!ptr) return;
+        if (on_host) backend->host_free(ptr);
+        else backend->free(ptr);
     }
+};
+
+// Where generate() finds the audio embeddings: (n, Dt) floats on the host, or already in the
+// backend's memory (the model's own encode_audio result).
+struct AudioSource {
+    const float* rows;
+    bool on_host;
 };
 
 }  // namespace
@@ -85,7 +98,12 @@ struct Model::Impl {
     Tensor enc_pos;      // (T) i32           0..T−1: positions restart in every window
     Tensor enc_cos, enc_sin;  // (T, rotary/2)
     Tensor proj_hidden;  // (T/4, 2·Dt)
-    Tensor proj_out;     // (T/4, Dt)
+
+    // ---- the audio embeddings of the last encode_audio call, every window's valid tokens
+    Buffer audio_buffer;                   // grown to the longest clip so far
+    int64_t audio_capacity = -1;           // rows audio_buffer holds
+    Tensor audio_emb;                      // (N_total, Dt) in audio_buffer
+    uint64_t audio_generation = 0;         // counts encode_audio calls (AudioEmbeddings)
 
     // ---- decoder state, sized for `capacity` positions (prompt + generated tokens)
     int capacity = 0;
@@ -104,7 +122,7 @@ struct Model::Impl {
     Tensor next_id;                        // (1) i32: argmax output, next step's input id
     Backend::Graph decode_graph;           // the recorded decode step (GPU only)
 
-    std::vector<float> mel_time_major;     // (T_mel, n_mels) on the host: one window, transposed
+    Buffer mel_host;                       // (T_mel, n_mels) f32, host_alloc'd: one window, transposed
     StageTimes last_encode;                // encoder_ms, projector_ms of the last encode_audio
     std::function<void(Stage)> stage_hook;
 
@@ -118,13 +136,17 @@ struct Model::Impl {
     void upload_window(const AudioFeatures& features, int win);
     void encode_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops);
     void project_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
-                        int n_tokens, float* out);
+                        const Tensor& out);
+    void reserve_audio(int64_t rows, int64_t width);
+    void check_current(const AudioEmbeddings& audio) const;
 
     // Decoder steps, in the order generate runs them.
     void reserve_decoder(const DecoderConfig& d, const Ops& ops, int rows, int positions);
+    GenerateResult generate(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                            const std::vector<int>& prompt_ids, AudioSource audio, size_t n_audio,
+                            const GenerateOptions& options);
     void prefill(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
-                 const std::vector<int>& prompt_ids, const std::vector<float>& audio_embeddings,
-                 const std::vector<int>& audio_rows);
+                 const std::vector<int>& prompt_ids, AudioSource audio, const std::vector<int>& audio_rows);
     void decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops);
     void decode(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int S,
                 const GenerateOptions& options, GenerateResult& result);
@@ -158,7 +180,7 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
                          std::to_string(t_enc) + " encoder frames of a 30 s window");
     const int q_width = e.num_heads * e.head_dim, kv_width = e.num_kv_heads * e.head_dim;
     m.mel = m.make(DType::F32, {t_mel, e.num_mel_bins});
-    m.mel_time_major.resize(static_cast<size_t>(m.mel.numel()));
+    m.mel_host = Buffer(backend, m.mel.bytes(), true);
     m.conv1_out = m.make(DType::F32, {t_mel, e.hidden_size});
     m.enc_x = m.make(DType::F32, {t_enc, e.hidden_size});
     m.enc_normed = m.make(DType::F32, {t_enc, e.hidden_size});
@@ -174,7 +196,6 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
     m.enc_sin = m.make(DType::F32, {t_enc, e.rotary_dim() / 2});
     const int tokens_per_window = t_enc / config_.merge_factor;
     m.proj_hidden = m.make(DType::F32, {tokens_per_window, config_.projector_hidden()});
-    m.proj_out = m.make(DType::F32, {tokens_per_window, config_.text.hidden_size});
 
     std::vector<int32_t> positions(t_enc);
     std::iota(positions.begin(), positions.end(), 0);
@@ -185,8 +206,7 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
 
 Model::~Model() = default;
 
-std::vector<float> Model::encode_audio(const AudioFeatures& features,
-                                       std::vector<float>* encoder_out) {
+AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<float>* encoder_out) {
     Impl& m = *impl_;
     const EncoderConfig& e = config_.audio;
     const int t_mel = static_cast<int>(m.mel.dim(0)), n_mels = static_cast<int>(m.mel.dim(1));
@@ -197,9 +217,11 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
                          std::to_string(features.n_frames) + " frames) but the model expects (" +
                          std::to_string(n_mels) + ", " + std::to_string(t_mel) + ")");
 
-    std::vector<float> audio_embeddings(static_cast<size_t>(features.total_audio_tokens()) * d_text);
+    const int64_t n_audio = features.total_audio_tokens();
+    m.reserve_audio(n_audio, d_text);
+    ++m.audio_generation;  // from here on, the buffer no longer holds the last call's embeddings
     if (encoder_out) encoder_out->resize(static_cast<size_t>(features.n_windows) * t_enc * e.hidden_size);
-    size_t rows_done = 0;
+    int64_t rows_done = 0;
     std::vector<Backend::Mark> projector_marks;  // (begin, end) pairs, one per window
     const Backend::Mark begin = m.backend.mark(m.stream);
 
@@ -216,8 +238,7 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
         if (n_tokens == 0) continue;
         m.enter(Stage::projector);
         projector_marks.push_back(m.backend.mark(m.stream));
-        m.project_window(config_, weights_, table_.ops, n_tokens,
-                         audio_embeddings.data() + rows_done * d_text);
+        m.project_window(config_, weights_, table_.ops, m.audio_emb.rows(rows_done, n_tokens));
         projector_marks.push_back(m.backend.mark(m.stream));
         rows_done += n_tokens;
     }
@@ -226,25 +247,56 @@ std::vector<float> Model::encode_audio(const AudioFeatures& features,
     for (size_t i = 0; i + 1 < projector_marks.size(); i += 2)
         m.last_encode.projector_ms += m.backend.elapsed_ms(projector_marks[i], projector_marks[i + 1]);
     m.last_encode.encoder_ms = m.backend.elapsed_ms(begin, end) - m.last_encode.projector_ms;
-    return audio_embeddings;
+    return AudioEmbeddings(this, m.audio_generation, n_audio);
+}
+
+// Room for `rows` audio embeddings of `width` floats; grown only, like the decoder's buffers.
+void Model::Impl::reserve_audio(int64_t rows, int64_t width) {
+    audio_emb = Tensor(nullptr, DType::F32, backend.device(), {rows, width});
+    if (rows > audio_capacity) {
+        audio_buffer = Buffer(backend, audio_emb.bytes());
+        audio_capacity = rows;
+    }
+    audio_emb.data = audio_buffer.ptr;
+}
+
+void Model::Impl::check_current(const AudioEmbeddings& audio) const {
+    if (audio.generation_ != audio_generation)
+        throw Error("audio embeddings of an earlier encode_audio call: the model has encoded other audio since");
+}
+
+std::vector<float> AudioEmbeddings::host() const {
+    const Model::Impl& m = *model_->impl_;
+    m.check_current(*this);
+    std::vector<float> out(static_cast<size_t>(m.audio_emb.numel()));
+    m.backend.download(out.data(), m.audio_emb.data, m.audio_emb.bytes(), m.stream);
+    return out;
 }
 
 // input_features[win] (n_mels, T_mel) → time-major (T_mel, n_mels), the layout conv1d takes,
-// uploaded to `mel` through the host buffer mel_time_major. The transposition goes tile by tile
-// (32 × 32), so that the reads and the writes of a tile stay in cache lines already loaded: a
-// plain double loop writes one float per cache line, ~1.2 ms for a 128 × 3000 window against
-// ~0.3–0.4 ms tiled (measured on the build machine), and the GPU waits for it: it sits inside
-// the encoder's timed stage, before the first kernel (docs/performance.md, ninth session).
+// uploaded to `mel` from the page-locked host buffer mel_host. The GPU waits for all of it (it sits
+// inside the encoder's timed stage, before the first kernel), so it is made short: the
+// transposition goes by 32 × 32 tiles, so that the reads and the writes of a tile stay in cache
+// lines already loaded (a plain double loop writes one float per cache line), with the tiles
+// shared among the cores (OpenMP), and the copy engine reads mel_host directly instead of a
+// driver copy of a pageable vector. On an H100 host (docs/performance.md, tenth session): encoder
+// stage 9.0 ms with a serial transposition and a pageable upload, 8.55 with the upload page-locked,
+// 8.3 with the tiles shared as well.
 void Model::Impl::upload_window(const AudioFeatures& features, int win) {
     constexpr int kTile = 32;
     const int t_mel = static_cast<int>(mel.dim(0)), n_mels = static_cast<int>(mel.dim(1));
     const float* window = features.mel.data() + static_cast<size_t>(win) * n_mels * t_mel;
+    float* time_major = static_cast<float*>(mel_host.ptr);
+    // The last window's upload may still be reading mel_host (upload() returns at once): the
+    // buffer is rewritten only once the stream has passed it.
+    if (win > 0) backend.synchronize(stream);
+#pragma omp parallel for schedule(static)
     for (int t0 = 0; t0 < t_mel; t0 += kTile)
         for (int c0 = 0; c0 < n_mels; c0 += kTile)
             for (int t = t0; t < std::min(t0 + kTile, t_mel); ++t)
                 for (int c = c0; c < std::min(c0 + kTile, n_mels); ++c)
-                    mel_time_major[static_cast<size_t>(t) * n_mels + c] = window[static_cast<size_t>(c) * t_mel + t];
-    backend.upload(mel.data, mel_time_major.data(), mel.bytes(), stream);
+                    time_major[static_cast<size_t>(t) * n_mels + c] = window[static_cast<size_t>(c) * t_mel + t];
+    backend.upload(mel.data, time_major, mel.bytes(), stream);
 }
 
 // The encoder over the window in `mel`: conv stem, then the pre-LN layers; leaves the final-norm
@@ -288,19 +340,17 @@ void Model::Impl::encode_window(const ModelConfig& config, const ModelWeights& w
 }
 
 // Projector on the window's first `n_tokens` (valid) tokens only, rows being independent:
-// merged = h.reshape(T/4, 4·De); emb = linear_2(gelu(linear_1(merged))). The (n_tokens, Dt)
-// embeddings are downloaded to `out` on the host.
+// merged = h.reshape(T/4, 4·De); emb = linear_2(gelu(linear_1(merged))) into `out`
+// (n_tokens, Dt), the window's rows of the audio embeddings.
 void Model::Impl::project_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
-                                 int n_tokens, float* out) {
+                                 const Tensor& out) {
     Impl& m = *this;
     const int t_enc = static_cast<int>(m.enc_x.dim(0));
-    const int d_text = config.text.hidden_size;
+    const int64_t n_tokens = out.dim(0);
     const Tensor merged = m.enc_normed.reshape({t_enc / config.merge_factor,
                                                 config.merge_factor * config.audio.hidden_size});
-    run_linear_gelu_linear(ops, m.proj_out.rows(0, n_tokens), merged.rows(0, n_tokens), w.proj1_w,
-                           w.proj1_b, w.proj2_w, w.proj2_b, m.proj_hidden.rows(0, n_tokens), m.stream);
-    m.backend.download(out, m.proj_out.data,
-                       static_cast<size_t>(n_tokens) * d_text * sizeof(float), m.stream);
+    run_linear_gelu_linear(ops, out, merged.rows(0, n_tokens), w.proj1_w, w.proj1_b, w.proj2_w,
+                           w.proj2_b, m.proj_hidden.rows(0, n_tokens), m.stream);
 }
 
 StageTimes Model::last_encode_times() const { return impl_->last_encode; }
@@ -359,25 +409,38 @@ bool stops_after(const DecoderConfig& d, const GenerateOptions& options, int ste
 
 }  // namespace
 
-GenerateResult Model::generate(const std::vector<int>& prompt_ids,
-                               const std::vector<float>& audio_embeddings,
+GenerateResult Model::generate(const std::vector<int>& prompt_ids, const AudioEmbeddings& audio,
                                const GenerateOptions& options) {
-    Impl& m = *impl_;
-    const DecoderConfig& d = config_.text;
+    if (audio.model_ != this) throw Error("generate: audio embeddings of another model");
+    impl_->check_current(audio);
+    return impl_->generate(config_, weights_, table_.ops, prompt_ids, {impl_->audio_emb.f32(), false},
+                           static_cast<size_t>(audio.rows()), options);
+}
+
+GenerateResult Model::generate(const std::vector<int>& prompt_ids, const std::vector<float>& audio_embeddings,
+                               const GenerateOptions& options) {
+    return impl_->generate(config_, weights_, table_.ops, prompt_ids, {audio_embeddings.data(), true},
+                           audio_embeddings.size() / config_.text.hidden_size, options);
+}
+
+GenerateResult Model::Impl::generate(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                                     const std::vector<int>& prompt_ids, AudioSource audio, size_t n_audio,
+                                     const GenerateOptions& options) {
+    Impl& m = *this;
+    const DecoderConfig& d = config.text;
     const int S = static_cast<int>(prompt_ids.size());
     check_generate_options(d, S, options);
-    const std::vector<int> audio_rows =
-        audio_rows_of(config_, prompt_ids, audio_embeddings.size() / d.hidden_size);
-    m.reserve_decoder(d, table_.ops, S, S + options.max_new_tokens);
+    const std::vector<int> audio_rows = audio_rows_of(config, prompt_ids, n_audio);
+    m.reserve_decoder(d, ops, S, S + options.max_new_tokens);
 
     GenerateResult result;
     m.enter(Stage::prefill);
     auto t0 = m.backend.mark(m.stream);
-    m.prefill(config_, weights_, table_.ops, prompt_ids, audio_embeddings, audio_rows);
+    m.prefill(config, w, ops, prompt_ids, audio, audio_rows);
     auto t1 = m.backend.mark(m.stream);
     result.times.prefill_ms = m.backend.elapsed_ms(t0, t1);
 
-    m.decode(config_, weights_, table_.ops, S, options, result);
+    m.decode(config, w, ops, S, options, result);
     return result;
 }
 
@@ -425,8 +488,7 @@ void Model::Impl::reserve_decoder(const DecoderConfig& d, const Ops& ops, int ro
 // The prompt's S tokens in one decoder pass, filling the KV cache at positions 0..S−1; leaves
 // the first new token in next_id and its logits in `logits`.
 void Model::Impl::prefill(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
-                          const std::vector<int>& prompt_ids,
-                          const std::vector<float>& audio_embeddings,
+                          const std::vector<int>& prompt_ids, AudioSource audio,
                           const std::vector<int>& audio_rows) {
     Impl& m = *this;
     const DecoderConfig& d = config.text;
@@ -439,11 +501,13 @@ void Model::Impl::prefill(const ModelConfig& config, const ModelWeights& w, cons
     m.backend.upload(m.dec_pos.data, positions.data(), S * sizeof(int32_t), m.stream);
     ops.embedding(m.dec_x.rows(0, S), w.embed, m.dec_ids.rows(0, S), m.stream);
     for (size_t k = 0; k < audio_rows.size();) {
-        size_t run = 1;  // the placeholders are consecutive: upload each run in one copy
+        size_t run = 1;  // the placeholders are consecutive: copy each run at once
         while (k + run < audio_rows.size() && audio_rows[k + run] == audio_rows[k] + static_cast<int>(run)) ++run;
-        m.backend.upload(m.dec_x.rows(audio_rows[k], static_cast<int64_t>(run)).data,
-                         audio_embeddings.data() + k * d.hidden_size,
-                         run * d.hidden_size * sizeof(float), m.stream);
+        void* dst = m.dec_x.rows(audio_rows[k], static_cast<int64_t>(run)).data;
+        const float* src = audio.rows + k * d.hidden_size;
+        const size_t bytes = run * d.hidden_size * sizeof(float);
+        if (audio.on_host) m.backend.upload(dst, src, bytes, m.stream);
+        else m.backend.copy(dst, src, bytes, m.stream);
         k += run;
     }
     m.decoder_layers(config, w, ops, S);
@@ -541,7 +605,7 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
 
 GenerateResult Model::transcribe(const AudioFeatures& features, const Tokenizer& tokenizer,
                                  const GenerateOptions& options) {
-    const std::vector<float> audio = encode_audio(features);
+    const AudioEmbeddings audio = encode_audio(features);
     const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
     GenerateResult result = generate(prompt, audio, options);
     result.times.encoder_ms = impl_->last_encode.encoder_ms;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "glmasr/audio.h"
@@ -146,7 +147,7 @@ TEST_P(Parity, ReproducesTransformers) {
 
         // Encoder output (first/last rows of each window) and audio embeddings.
         std::vector<float> encoder_out;
-        const std::vector<float> audio = model.encode_audio(features, &encoder_out);
+        const AudioEmbeddings audio = model.encode_audio(features, &encoder_out);
         const std::vector<float> enc_ref = read_tensor(reference, "encoder_head_tail");
         const int d_enc = config.audio.hidden_size;
         const size_t t_enc = encoder_out.size() / (size_t(features.n_windows) * d_enc);
@@ -162,8 +163,9 @@ TEST_P(Parity, ReproducesTransformers) {
         EXPECT_LE(enc.rel_l2, tol.encoder_rel) << "encoder output, max abs err " << enc.max_abs;
 
         const std::vector<float> audio_ref = read_tensor(reference, "audio_embeds");
-        ASSERT_EQ(audio.size(), audio_ref.size());
-        const Comparison emb = compare(audio.data(), audio_ref.data(), audio_ref.size());
+        const std::vector<float> audio_host = audio.host();
+        ASSERT_EQ(audio_host.size(), audio_ref.size());
+        const Comparison emb = compare(audio_host.data(), audio_ref.data(), audio_ref.size());
         EXPECT_LE(emb.rel_l2, tol.encoder_rel) << "audio embeddings, max abs err " << emb.max_abs;
 
         // Forced greedy decoding: logits of the first steps, then every token id.
@@ -196,7 +198,8 @@ TEST_P(Parity, ReproducesTransformers) {
         EXPECT_EQ(shifted[0], forced.tokens[0]) << "the first prediction comes from the prompt alone";
         EXPECT_EQ(shifted[1], forced.tokens[1]) << "the second from the prompt and forced input 0";
 
-        // generate(): stops at the config's stop ids; the decoded text is what the CLI prints.
+        // generate() from the model's own embeddings, copied into the prompt where they are: stops
+        // at the config's stop ids; the decoded text is what the CLI prints.
         GenerateOptions natural;
         natural.max_new_tokens = expected["generate_max_new_tokens"].get<int>();
         const GenerateResult result = model.generate(prompt, audio, natural);
@@ -224,6 +227,46 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(parity_params()),
                              std::replace(name.begin(), name.end(), '-', '_');  // triton-solution
                              return name;
                          });
+
+// encode_audio's embeddings stay in the model's memory and are tied to the call that made them:
+// generate() takes them in place, the same tokens as from their host copy, and refuses those of
+// an earlier call (the buffer holds later audio now) or of another model.
+TEST(AudioEmbeddings, AreTiedToTheirEncodeCall) {
+    const std::vector<std::string> cases = parity_cases();
+    ASSERT_FALSE(cases.empty());
+    const fs::path dir = source_dir() / "tests/fixtures/parity" / cases.front();
+    nlohmann::json expected;
+    std::ifstream(dir / "expected.json") >> expected;
+    const fs::path model_dir = dir / expected["model"].get<std::string>();
+    const ModelConfig config = ModelConfig::load((model_dir / "config.json").string());
+    const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
+    FeatureConfig feature_config;
+    feature_config.n_mels = config.audio.num_mel_bins;
+    const AudioFeatures features =
+        LogMelExtractor(feature_config).extract(load_audio((dir / "clip.wav").string(), 16000).samples);
+    const OpTable table = OpTable::build("cpu");
+    auto load_model = [&] {
+        return std::make_unique<Model>(config, load_weights(Checkpoint::find_in(model_dir), config, table,
+                                                            backend_for(table.device)), table);
+    };
+    const std::unique_ptr<Model> model = load_model(), other = load_model();
+    const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
+    GenerateOptions options;
+    options.max_new_tokens = 4;
+    options.ignore_eos = true;
+
+    const AudioEmbeddings first = model->encode_audio(features);
+    EXPECT_EQ(first.rows(), features.total_audio_tokens());
+    const std::vector<float> first_host = first.host();
+    EXPECT_EQ(model->generate(prompt, first, options).tokens, model->generate(prompt, first_host, options).tokens);
+
+    const AudioEmbeddings second = model->encode_audio(features);
+    EXPECT_THROW(model->generate(prompt, first, options), Error);
+    EXPECT_THROW(first.host(), Error);
+    EXPECT_EQ(second.host(), first_host);
+    EXPECT_THROW(other->generate(prompt, second, options), Error);
+    EXPECT_EQ(other->generate(prompt, first_host, options).tokens, model->generate(prompt, second, options).tokens);
+}
 
 TEST(ParityFixtures, Present) {
     EXPECT_GE(parity_cases().size(), 2u) << "tests/fixtures/parity/ should hold at least two cases";

@@ -5,6 +5,7 @@
 // while decoding.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -53,6 +54,28 @@ struct GenerateResult {
     StageTimes times;
 };
 
+class Model;
+
+// The audio embeddings (N_total, Dt) that replace the prompt's <|pad|> rows, as encode_audio
+// leaves them: in the model's memory (device memory on a GPU track), so that generate() copies
+// them into place there. A trip through the host would be two copies of 3 MB per 30 s window
+// (~0.8 ms of a Nano transcription on an H100, docs/performance.md). host() downloads them, for
+// what reads the values (tests, tools). Valid until the model's next encode_audio call:
+// generate() and host() throw an Error for embeddings of an earlier call or of another model.
+class AudioEmbeddings {
+public:
+    int64_t rows() const { return rows_; }
+    std::vector<float> host() const;
+
+private:
+    friend class Model;
+    AudioEmbeddings(const Model* model, uint64_t generation, int64_t rows)
+        : model_(model), generation_(generation), rows_(rows) {}
+    const Model* model_;
+    uint64_t generation_;  // which encode_audio call of model_ made them
+    int64_t rows_;
+};
+
 class Model {
 public:
     Model(ModelConfig config, ModelWeights weights, OpTable table);
@@ -64,14 +87,17 @@ public:
     const OpTable& table() const { return table_; }
     const ModelWeights& weights() const { return weights_; }
 
-    // Encoder + projector: the audio embeddings (N_total, Dt) that replace the <|pad|> rows,
-    // copied to the host. `encoder_out`, if given, receives (n_windows, T_enc, De) on the host.
-    std::vector<float> encode_audio(const AudioFeatures& features,
-                                    std::vector<float>* encoder_out = nullptr);
+    // Encoder + projector: the audio embeddings (N_total, Dt) that replace the <|pad|> rows.
+    // `encoder_out`, if given, receives (n_windows, T_enc, De) on the host.
+    AudioEmbeddings encode_audio(const AudioFeatures& features, std::vector<float>* encoder_out = nullptr);
     // encoder_ms and projector_ms of the last encode_audio call.
     StageTimes last_encode_times() const;
 
-    // Greedy generation from a prompt whose <|pad|> rows take `audio_embeddings` in order.
+    // Greedy generation from a prompt whose <|pad|> rows take the audio embeddings in order:
+    // this model's encode_audio result, or (N, Dt) floats on the host (another model's, a
+    // reference's).
+    GenerateResult generate(const std::vector<int>& prompt_ids, const AudioEmbeddings& audio,
+                            const GenerateOptions& options);
     GenerateResult generate(const std::vector<int>& prompt_ids,
                             const std::vector<float>& audio_embeddings,
                             const GenerateOptions& options);
@@ -86,6 +112,7 @@ public:
                               const GenerateOptions& options);
 
 private:
+    friend class AudioEmbeddings;
     struct Impl;
     ModelConfig config_;
     ModelWeights weights_;
