@@ -2,12 +2,14 @@
 //
 // Read it top to bottom like llama2.c's forward(): every block is preceded by the PyTorch
 // expression of transformers' GlmAsrForConditionalGeneration it mirrors (docs/model.md §3–§6).
-// All buffers are allocated when the Model is built (encoder) or when a prompt first needs more
-// context (decoder); the decode step itself only enqueues ops, so on a GPU it is recorded once
-// as a CUDA graph and replayed for every token.
+// All buffers are allocated when the Model is built (encoder), when a clip first has more audio
+// tokens (its embeddings) or when a prompt first needs more context (decoder); the decode step
+// itself only enqueues ops, so on a GPU it is recorded once as a CUDA graph and replayed for
+// every token.
 #include "glmasr/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -103,7 +105,7 @@ struct Model::Impl {
     Buffer audio_buffer;                   // grown to the longest clip so far
     int64_t audio_capacity = -1;           // rows audio_buffer holds
     Tensor audio_emb;                      // (N_total, Dt) in audio_buffer
-    uint64_t audio_generation = 0;         // counts encode_audio calls (AudioEmbeddings)
+    uint64_t audio_generation = 0;         // the last encode_audio call's number (AudioEmbeddings)
 
     // ---- decoder state, sized for `capacity` positions (prompt + generated tokens)
     int capacity = 0;
@@ -217,9 +219,12 @@ AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<f
                          std::to_string(features.n_frames) + " frames) but the model expects (" +
                          std::to_string(n_mels) + ", " + std::to_string(t_mel) + ")");
 
+    // From here on the buffer no longer holds the last call's embeddings, even if this call throws.
+    // Numbers come from one process-wide count, so no other model's handle can match.
+    static std::atomic<uint64_t> encode_calls{0};
+    m.audio_generation = ++encode_calls;
     const int64_t n_audio = features.total_audio_tokens();
     m.reserve_audio(n_audio, d_text);
-    ++m.audio_generation;  // from here on, the buffer no longer holds the last call's embeddings
     if (encoder_out) encoder_out->resize(static_cast<size_t>(features.n_windows) * t_enc * e.hidden_size);
     int64_t rows_done = 0;
     std::vector<Backend::Mark> projector_marks;  // (begin, end) pairs, one per window
@@ -252,12 +257,14 @@ AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<f
 
 // Room for `rows` audio embeddings of `width` floats; grown only, like the decoder's buffers.
 void Model::Impl::reserve_audio(int64_t rows, int64_t width) {
-    audio_emb = Tensor(nullptr, DType::F32, backend.device(), {rows, width});
+    Tensor view(nullptr, DType::F32, backend.device(), {rows, width});
     if (rows > audio_capacity) {
-        audio_buffer = Buffer(backend, audio_emb.bytes());
+        audio_capacity = -1;  // until the new buffer exists (its allocation may throw)
+        audio_buffer = Buffer(backend, view.bytes());
         audio_capacity = rows;
     }
-    audio_emb.data = audio_buffer.ptr;
+    view.data = audio_buffer.ptr;
+    audio_emb = view;
 }
 
 void Model::Impl::check_current(const AudioEmbeddings& audio) const {
@@ -268,8 +275,8 @@ void Model::Impl::check_current(const AudioEmbeddings& audio) const {
 std::vector<float> AudioEmbeddings::host() const {
     const Model::Impl& m = *model_->impl_;
     m.check_current(*this);
-    std::vector<float> out(static_cast<size_t>(m.audio_emb.numel()));
-    m.backend.download(out.data(), m.audio_emb.data, m.audio_emb.bytes(), m.stream);
+    std::vector<float> out(static_cast<size_t>(rows_) * model_->config().text.hidden_size);
+    m.backend.download(out.data(), m.audio_emb.data, out.size() * sizeof(float), m.stream);
     return out;
 }
 
@@ -288,9 +295,9 @@ void Model::Impl::upload_window(const AudioFeatures& features, int win) {
     const int t_mel = static_cast<int>(mel.dim(0)), n_mels = static_cast<int>(mel.dim(1));
     const float* window = features.mel.data() + static_cast<size_t>(win) * n_mels * t_mel;
     float* time_major = static_cast<float*>(mel_host.ptr);
-    // The last window's upload may still be reading mel_host (upload() returns at once): the
-    // buffer is rewritten only once the stream has passed it.
-    if (win > 0) backend.synchronize(stream);
+    // An earlier upload may still be reading mel_host (upload() returns at once): the buffer is
+    // rewritten only once the stream has passed it.
+    backend.synchronize(stream);
     for (int t0 = 0; t0 < t_mel; t0 += kFrames) {
         const int t1 = std::min(t0 + kFrames, t_mel);
         for (int c = 0; c < n_mels; ++c) {

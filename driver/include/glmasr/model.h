@@ -1,8 +1,8 @@
 // model.h — GLM-ASR end to end: features → encoder → projector → decoder with KV cache → tokens.
 //
 // The forward pass (model.cpp) is written once, against the kernel contract, and runs on any
-// OpTable. Buffers are allocated once per Model on the table's backend; nothing is allocated
-// while decoding.
+// OpTable. Buffers are allocated on the table's backend when the Model is built and grown when
+// a clip or a prompt first needs more; nothing is allocated while decoding.
 #pragma once
 
 #include <cstdint>
@@ -60,8 +60,9 @@ class Model;
 // leaves them: in the model's memory (device memory on a GPU track), so that generate() copies
 // them into place there. A trip through the host would be two copies of 3 MB per 30 s window
 // (~0.8 ms of a Nano transcription on an H100, docs/performance.md). host() downloads them, for
-// what reads the values (tests, tools). Valid until the model's next encode_audio call:
-// generate() and host() throw an Error for embeddings of an earlier call or of another model.
+// what reads the values (tests, tools). Valid until the model's next encode_audio call (and
+// only while the model lives): generate() and host() throw an Error for embeddings of an earlier
+// call, and generate() for those of another model.
 class AudioEmbeddings {
 public:
     int64_t rows() const { return rows_; }
@@ -72,7 +73,7 @@ private:
     AudioEmbeddings(const Model* model, uint64_t generation, int64_t rows)
         : model_(model), generation_(generation), rows_(rows) {}
     const Model* model_;
-    uint64_t generation_;  // which encode_audio call of model_ made them
+    uint64_t generation_;  // which encode_audio call made them (numbered across all models)
     int64_t rows_;
 };
 
