@@ -258,8 +258,7 @@ AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<f
 // Room for `rows` audio embeddings of `width` floats; grown only, like the decoder's buffers.
 void Model::Impl::reserve_audio(int64_t rows, int64_t width) {
     Tensor view(nullptr, DType::F32, backend.device(), {rows, width});
-    if (rows > audio_capacity) {
-        audio_capacity = -1;  // until the new buffer exists (its allocation may throw)
+    if (rows > audio_capacity) {  // a failed allocation throws before anything here changes
         audio_buffer = Buffer(backend, view.bytes());
         audio_capacity = rows;
     }
