@@ -7,6 +7,10 @@
 //                                                   when K/V exceed the tensor-core staging
 //                                                   buffers or are not 16-byte aligned
 //   any other head dim ≤ 256                      → attention_generic.cu (one warp per query)
+//   bf16 k and v or a bf16 out (ops.h [act])      → flash_attention_tc.cu's plain bf16 kernel
+//                                                   (the split with f32 k and v under
+//                                                   flash_split), attention_generic.cu where
+//                                                   it cannot take them
 // All of them compute the same function as attention_scores → softmax → attention_output.
 #include <string>
 
@@ -14,18 +18,27 @@
 
 namespace glmasr::reference {
 
-void attention(Context& ctx, float* out, const float* q, const float* k, const float* v,
-               const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
-               cudaStream_t stream) {
+void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions,
+               int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
     if (Tq == 0) return;
+    const bool aligned = aligned_to(k.data, 16) && aligned_to(v.data, 16);
+    const bool staging_fits = flash_tc_fits(Tk, Hkv * D);
+    if (k.is_bf16 || out.is_bf16) {
+        if (flash_supports(D) && (k.is_bf16 ? aligned || staging_fits : aligned && staging_fits))
+            flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale,
+                               !k.is_bf16 && ctx.attention == AttentionPath::flash_split, stream);
+        else
+            attention_generic(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        return;
+    }
     if (Tq == 1 && flash_supports(D) && Hq <= kMaxDecodeHeads) {
-        decode_attention(out, ctx.decode_partials, q, k, v, positions, Tk, Hq, Hkv, D, scale, stream);
-    } else if (flash_supports(D) && ctx.attention != AttentionPath::flash_simt &&
-               flash_tc_fits(Tk, Hkv * D) && aligned_to(k, 16) && aligned_to(v, 16)) {
+        decode_attention(out.f32(), ctx.decode_partials, q, k.f32(), v.f32(), positions, Tk, Hq, Hkv, D,
+                         scale, stream);
+    } else if (flash_supports(D) && ctx.attention != AttentionPath::flash_simt && staging_fits && aligned) {
         flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale,
                            ctx.attention == AttentionPath::flash_split, stream);
     } else if (flash_supports(D)) {
-        flash_attention(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        flash_attention(out.f32(), q, k.f32(), v.f32(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
     } else {
         attention_generic(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
     }

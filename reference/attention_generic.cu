@@ -3,7 +3,7 @@
 // split the head dims (lane, lane + 32, ...), a score is a warp-shuffle reduction, and the
 // online softmax runs over the visible keys in registers. Simple and slow by design: it keeps
 // the fused entry exact for every shape a test may ask for, instead of refusing or silently
-// composing.
+// composing. k and v come in f32 or bf16 (KV), out goes out in f32 or rounded to bf16 (Out).
 #include "common.cuh"
 #include "glmasr/cuda_check.h"
 #include "kernels.h"
@@ -15,11 +15,17 @@ namespace {
 constexpr int kMaxDimsPerLane = kAttentionMaxGenericDim / kWarpSize;
 constexpr float kNegInf = -__builtin_huge_valf();
 
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ void store(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store(bf16* p, float x) { *p = __float2bfloat16_rn(x); }
+
 // Grid: (Tq, Hq); block: one warp.
-__global__ void attention_generic_kernel(float* __restrict__ out,            // (Tq, Hq·D)
+template <typename KV, typename Out>
+__global__ void attention_generic_kernel(Out* __restrict__ out,              // (Tq, Hq·D)
                                          const float* __restrict__ q,        // (Tq, Hq·D)
-                                         const float* __restrict__ k,        // (Tk, Hkv·D)
-                                         const float* __restrict__ v,        // (Tk, Hkv·D)
+                                         const KV* __restrict__ k,           // (Tk, Hkv·D)
+                                         const KV* __restrict__ v,           // (Tk, Hkv·D)
                                          const int* __restrict__ positions,  // (Tq) or null
                                          int Tk, int Hq, int Hkv, int D, float scale) {
     const int i = blockIdx.x, h = blockIdx.y, g = h / (Hq / Hkv), lane = threadIdx.x;
@@ -34,13 +40,13 @@ __global__ void attention_generic_kernel(float* __restrict__ out,            // 
     const int valid = positions ? min(positions[i] + 1, Tk) : Tk;
     float m = kNegInf, l = 0.0f;
     for (int j = 0; j < valid; ++j) {
-        const float* kr = k + j * kv_stride + g * D;
-        const float* vr = v + j * kv_stride + g * D;
+        const KV* kr = k + j * kv_stride + g * D;
+        const KV* vr = v + j * kv_stride + g * D;
         float s = 0.0f;
 #pragma unroll
         for (int e = 0; e < kMaxDimsPerLane; ++e) {
             const int d = lane + e * kWarpSize;
-            if (d < D) s = fmaf(qr[e], kr[d], s);
+            if (d < D) s = fmaf(qr[e], to_f32(kr[d]), s);
         }
         s = warp_sum(s);
         const float m_new = fmaxf(m, s);
@@ -50,7 +56,7 @@ __global__ void attention_generic_kernel(float* __restrict__ out,            // 
 #pragma unroll
         for (int e = 0; e < kMaxDimsPerLane; ++e) {
             const int d = lane + e * kWarpSize;
-            if (d < D) acc[e] = fmaf(acc[e], corr, p * vr[d]);
+            if (d < D) acc[e] = fmaf(acc[e], corr, p * to_f32(vr[d]));
         }
         m = m_new;
     }
@@ -58,22 +64,35 @@ __global__ void attention_generic_kernel(float* __restrict__ out,            // 
 #pragma unroll
     for (int e = 0; e < kMaxDimsPerLane; ++e) {
         const int d = lane + e * kWarpSize;
-        if (d < D) out[i * q_stride + h * D + d] = acc[e] * inv;
+        if (d < D) store(&out[i * q_stride + h * D + d], acc[e] * inv);
     }
+}
+
+template <typename KV, typename Out>
+void launch(Out* out, const float* q, const KV* k, const KV* v, const int* positions, int Tq,
+            int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+    attention_generic_kernel<KV, Out><<<dim3(Tq, Hq), kWarpSize, 0, stream>>>(out, q, k, v, positions,
+                                                                              Tk, Hq, Hkv, D, scale);
+    CUDA_CHECK_LAUNCH();
+}
+
+template <typename Out>
+void launch_kv(Out* out, const float* q, Act k, Act v, const int* positions, int Tq, int Tk,
+               int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+    if (k.is_bf16) launch(out, q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else launch(out, q, k.f32(), v.f32(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 
 }  // namespace
 
-void attention_generic(float* out, const float* q, const float* k, const float* v,
-                       const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
-                       cudaStream_t stream) {
+void attention_generic(ActOut out, const float* q, Act k, Act v, const int* positions, int Tq,
+                       int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
     if (Tq == 0 || D == 0) return;
     if (D > kAttentionMaxGenericDim)
         throw Error("attention: head_dim " + std::to_string(D) + " exceeds the reference's " +
                     std::to_string(kAttentionMaxGenericDim));
-    attention_generic_kernel<<<dim3(Tq, Hq), kWarpSize, 0, stream>>>(out, q, k, v, positions, Tk,
-                                                                    Hq, Hkv, D, scale);
-    CUDA_CHECK_LAUNCH();
+    if (out.is_bf16) launch_kv(out.b16(), q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else launch_kv(out.f32(), q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 
 }  // namespace glmasr::reference

@@ -27,6 +27,16 @@ inline bool aligned_to(const void* ptr, int bytes) {
     return (reinterpret_cast<uintptr_t>(ptr) & static_cast<uintptr_t>(bytes - 1)) == 0;
 }
 
+// One RoPE rotation of the pair (a, b) = (x[j], x[j + half]) by (c, s) = (cos, sin):
+//   x0 = a·c − b·s,   x1 = b·c + a·s
+// with its roundings spelled out: the exact sequence ptxas chose for rope_apply.cu's plain
+// expressions, so the kernels that call this (rope_apply.cu, rope_qkv_bf16.cu) give the same bits
+// whatever the compiler would contract in each of them.
+__device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& x0, float& x1) {
+    x0 = __fmaf_rn(a, c, -__fmul_rn(b, s));
+    x1 = __fmaf_rn(a, s, __fmul_rn(b, c));
+}
+
 // A bf16 value is the top half of an f32: widening is a shift. One 32-bit word holds two bf16
 // (element 0 in the low half, little-endian).
 __device__ __forceinline__ float bf16_low(uint32_t word) { return __uint_as_float(word << 16); }

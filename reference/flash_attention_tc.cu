@@ -5,7 +5,9 @@
 // Two kernels, one algorithm:
 //   1. split_kv_kernel converts K and V once to bf16 (hi, and with kSplit the residual lo) in
 //      the context's staging buffers. Every query tile reads every key, so converting inside the
-//      attention kernel would redo it Tq / 64 times.
+//      attention kernel would redo it Tq / 64 times. K and V that arrive in bf16 (the encoder's,
+//      ops.h [act]: rounded by qkv_rope exactly as this kernel would round them) need no pass:
+//      the attention reads them where they are.
 //   2. flash_attention_tc_kernel: a block of 8 warps (plain bf16 at D ≤ 64: the encoder) or 4
 //      owns 16 queries per warp of one head; each warp owns its 16 query rows for the whole
 //      pass, so row statistics never leave the warp. Per tile of kBK keys:
@@ -186,9 +188,12 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 // Grid: (ceil(Tq / kBQ), Hq); block: kThreads; dynamic shared memory: kSmemBytes.
-template <int D, bool kSplit>
+__device__ __forceinline__ void store_out(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store_out(bf16* p, float x) { *p = __float2bfloat16_rn(x); }
+
+template <int D, bool kSplit, typename Out>
 __global__ void __launch_bounds__(TcTile<D, kSplit>::kThreads, TcTile<D, kSplit>::kMinBlocks)
-flash_attention_tc_kernel(float* __restrict__ out,            // (Tq, Hq·D)
+flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f32 or bf16
                           const float* __restrict__ q,        // (Tq, Hq·D)
                           const bf16* __restrict__ k_hi,      // (Tk, Hkv·D)
                           const bf16* __restrict__ k_lo,      // (Tk, Hkv·D), kSplit only
@@ -381,45 +386,60 @@ flash_attention_tc_kernel(float* __restrict__ out,            // (Tq, Hq·D)
     for (int dn = 0; dn < kDimTiles; ++dn) {
         const int col = h * D + dn * 8 + fc;
         if (row0 < Tq) {
-            out[row0 * q_stride + col] = o[dn][0] * inv0;
-            out[row0 * q_stride + col + 1] = o[dn][1] * inv0;
+            store_out(&out[row0 * q_stride + col], o[dn][0] * inv0);
+            store_out(&out[row0 * q_stride + col + 1], o[dn][1] * inv0);
         }
         if (row1 < Tq) {
-            out[row1 * q_stride + col] = o[dn][2] * inv1;
-            out[row1 * q_stride + col + 1] = o[dn][3] * inv1;
+            store_out(&out[row1 * q_stride + col], o[dn][2] * inv1);
+            store_out(&out[row1 * q_stride + col + 1], o[dn][3] * inv1);
         }
     }
 }
 
-template <int D, bool kSplit>
-void launch_tc(Context& ctx, float* out, const float* q, const int* positions, int Tq, int Tk,
-               int Hq, int Hkv, float scale, cudaStream_t stream) {
+// The staged K and V (Tk, Hkv·D) bf16: hi parts, and lo parts with kSplit.
+struct StagedKv {
+    const bf16 *k_hi, *k_lo, *v_hi, *v_lo;
+};
+
+template <int D, bool kSplit, typename Out>
+void launch_tc(Out* out, const float* q, StagedKv kv, const int* positions, int Tq, int Tk, int Hq,
+               int Hkv, float scale, cudaStream_t stream) {
     using C = TcTile<D, kSplit>;
-    const size_t n = static_cast<size_t>(Tk) * Hkv * D;
     const dim3 grid(cuda::blocks_for(Tq, C::kBQ), Hq);
-    flash_attention_tc_kernel<D, kSplit><<<grid, C::kThreads, C::kSmemBytes, stream>>>(
-        out, q, ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n, positions,
-        Tq, Tk, Hq, Hkv, scale * kLog2e);
+    flash_attention_tc_kernel<D, kSplit, Out><<<grid, C::kThreads, C::kSmemBytes, stream>>>(
+        out, q, kv.k_hi, kv.k_lo, kv.v_hi, kv.v_lo, positions, Tq, Tk, Hq, Hkv, scale * kLog2e);
     CUDA_CHECK_LAUNCH();
 }
 
-template <bool kSplit>
-void dispatch(Context& ctx, float* out, const float* q, const int* positions, int Tq, int Tk,
-              int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+template <bool kSplit, typename Out>
+void dispatch(Out* out, const float* q, StagedKv kv, const int* positions, int Tq, int Tk, int Hq,
+              int Hkv, int D, float scale, cudaStream_t stream) {
     switch (D) {
-        case 32: launch_tc<32, kSplit>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
-        case 64: launch_tc<64, kSplit>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
-        case 128: launch_tc<128, kSplit>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
+        case 32: launch_tc<32, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
+        case 64: launch_tc<64, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
+        case 128: launch_tc<128, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
         default: throw Error("flash_attention_tc: head_dim " + std::to_string(D) + " has no kernel");
     }
 }
 
+template <bool kSplit>
+void dispatch_out(ActOut out, const float* q, StagedKv kv, const int* positions, int Tq, int Tk,
+                  int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+    if (out.is_bf16) dispatch<kSplit>(out.b16(), q, kv, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else dispatch<kSplit>(out.f32(), q, kv, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+}
+
+template <int D, bool kSplit>
+void allow_smem() {
+    CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, kSplit, float>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, TcTile<D, kSplit>::kSmemBytes));
+    CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, kSplit, bf16>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, TcTile<D, kSplit>::kSmemBytes));
+}
 template <int D>
 void allow_smem() {
-    CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, true>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, TcTile<D, true>::kSmemBytes));
-    CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, false>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, TcTile<D, false>::kSmemBytes));
+    allow_smem<D, true>();
+    allow_smem<D, false>();
 }
 
 }  // namespace
@@ -434,26 +454,38 @@ bool flash_tc_fits(int Tk, int kv_width) {
     return static_cast<long long>(Tk) * kv_width <= kAttnKvElems;
 }
 
-void flash_attention_tc(Context& ctx, float* out, const float* q, const float* k, const float* v,
+void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
                         const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
                         bool split, cudaStream_t stream) {
     if (Tq == 0) return;
     const int width = Hkv * D;
+    const size_t n = static_cast<size_t>(Tk) * width;
+    const bool aligned = aligned_to(k.data, 16) && aligned_to(v.data, 16);
+    if (k.is_bf16 && split) throw Error("flash_attention_tc: bf16 k and v have no lo parts to split");
+    if (k.is_bf16 && aligned) {  // read in place
+        dispatch_out<false>(out, q, {k.b16(), nullptr, v.b16(), nullptr}, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        return;
+    }
     if (!flash_tc_fits(Tk, width))
         throw Error("flash_attention_tc: a " + std::to_string(Tk) + " x " + std::to_string(width) +
                     " KV cache exceeds the staging buffers (reference/context.h)");
-    if (!aligned_to(k, 16) || !aligned_to(v, 16))
-        throw Error("flash_attention_tc: k and v must be 16-byte aligned");
-    const size_t n = static_cast<size_t>(Tk) * width;
+    const StagedKv staged{ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n};
+    if (k.is_bf16) {  // off 16 bytes: copied to the aligned staging first
+        CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv, k.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv + 2 * n, v.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
+        dispatch_out<false>(out, q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        return;
+    }
+    if (!aligned) throw Error("flash_attention_tc: f32 k and v must be 16-byte aligned");
     const long long chunks = static_cast<long long>(n / 8);
     // Each block also scans the positions, so a few blocks per SM, striding, beat one per chunk.
     const unsigned blocks = static_cast<unsigned>(std::min<long long>(cuda::blocks_for(chunks, kSplitThreads), 256));
     split_kv_kernel<<<std::max(blocks, 1u), kSplitThreads, 0, stream>>>(
-        ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n, k, v, positions, Tq,
-        Tk, width, split);
+        ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n, k.f32(), v.f32(),
+        positions, Tq, Tk, width, split);
     CUDA_CHECK_LAUNCH();
-    if (split) dispatch<true>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-    else dispatch<false>(ctx, out, q, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    if (split) dispatch_out<true>(out, q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else dispatch_out<false>(out, q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 
 }  // namespace glmasr::reference

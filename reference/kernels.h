@@ -2,9 +2,10 @@
 //
 // Conventions (docs/tracks.md): outputs, inputs, sizes, stream; a shape comment on every pointer;
 // row-major, contiguous. Matrix weights are bf16 in PyTorch layout (Linear (out, in), Conv1d
-// (out, in, k)); activations, biases and norm weights are f32; every reduction accumulates in
-// f32. Launchers only enqueue work on `stream` (no sync, no allocation): capture-safe.
-// track.cu validates Tensors against the contract and then calls these.
+// (out, in, k)); activations are f32, or bf16 where the contract allows (ops.h [act]: an Act),
+// biases and norm weights f32; every reduction accumulates in f32. Launchers only enqueue work
+// on `stream` (no sync, no allocation): capture-safe. track.cu validates Tensors against the
+// contract and then calls these.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,6 +14,28 @@
 #include "context.h"
 
 namespace glmasr::reference {
+
+// An activation that may be f32 or bf16 (ops.h [act]): the pointer and which of the two it is,
+// made from either pointer type. A bf16 one holds exactly the values the f32 path rounds to bf16
+// before its products, so both give the same bits.
+struct Act {  // an input
+    const void* data = nullptr;
+    bool is_bf16 = false;
+    Act() = default;
+    Act(const float* ptr) : data(ptr) {}                // NOLINT(google-explicit-constructor)
+    Act(const bf16* ptr) : data(ptr), is_bf16(true) {}  // NOLINT(google-explicit-constructor)
+    const float* f32() const { return static_cast<const float*>(data); }
+    const bf16* b16() const { return static_cast<const bf16*>(data); }
+};
+struct ActOut {  // an output
+    void* data = nullptr;
+    bool is_bf16 = false;
+    ActOut() = default;
+    ActOut(float* ptr) : data(ptr) {}                // NOLINT(google-explicit-constructor)
+    ActOut(bf16* ptr) : data(ptr), is_bf16(true) {}  // NOLINT(google-explicit-constructor)
+    float* f32() const { return static_cast<float*>(data); }
+    bf16* b16() const { return static_cast<bf16*>(data); }
+};
 
 // ---- linear family (linear.cu: picks GEMV or GEMM, chunks rows through the staging buffer)
 
@@ -24,9 +47,10 @@ struct GemvNorm {
     float eps = 0.0f;
 };
 
-// out(M, N) = epilogue(x(M, K) · w(N, K)ᵀ + bias(N)); bias may be null
-void linear(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int M,
-            int N, int K, Epilogue epilogue, cudaStream_t stream);
+// out(M, N) = epilogue(x(M, K) · w(N, K)ᵀ + bias(N)); bias may be null. A bf16 x takes the GEMM
+// at any M (the GEMV reads f32).
+void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N,
+            int K, Epilogue epilogue, cudaStream_t stream);
 // residual(M, N) += x(M, K) · w(N, K)ᵀ (the GEMV's or the GEMM's epilogue adds; no scratch)
 void linear_residual(Context& ctx, float* residual, const float* x, const bf16* w, int M, int N,
                      int K, cudaStream_t stream);
@@ -39,18 +63,21 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
 // out(M, N) = gelu(x(M, K) · w1(F, K)ᵀ + b1(F)) · w2(N, F)ᵀ + b2(N); biases may be null.
 // hidden(M, F) holds the first product in f32 above the GEMV range; the GELU then writes the
 // second product's bf16 operand itself, so the (M, F) activations are not written as f32 again
-void linear_gelu_linear(Context& ctx, float* out, float* hidden, const float* x, const bf16* w1,
+void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf16* w1,
                         const float* b1, const bf16* w2, const float* b2, int M, int F, int N, int K,
                         cudaStream_t stream);
 // The encoder's attention inputs (qkv_rope): q(M, Hq·D) = rope(x · w_qᵀ + b_q), k(M, Hkv·D) =
 // rope(x · w_kᵀ + b_k), v(M, Hkv·D) = x · w_vᵀ + b_v, biases may be null; RoPE as rope_apply.
-// Above the GEMV range x is staged as bf16 once for the three products; one RoPE launch
-// rotates q and k.
+// Above the GEMV range (or with a bf16 x) x is staged as bf16 once for the three products
+// (a bf16 x that is aligned needs no staging); one RoPE launch rotates q and k. With bf16 k
+// and v, their products land in f32 in the staging buffer and one pass rotates k and rounds
+// both (rope_qkv_bf16.cu, which rotates q too): the values the attention's own conversion
+// would have given.
 struct QkvRopeArgs {
     float* q;                           // (M, Hq·D) out
-    float* k;                           // (M, Hkv·D) out
-    float* v;                           // (M, Hkv·D) out
-    const float* x;                     // (M, K)
+    ActOut k;                           // (M, Hkv·D) out; k and v share their dtype
+    ActOut v;                           // (M, Hkv·D) out
+    Act x;                              // (M, K)
     const bf16* w_q;                    // (Hq·D, K)
     const float* b_q;                   // (Hq·D) or null
     const bf16* w_k;                    // (Hkv·D, K)
@@ -113,6 +140,12 @@ void rope_cache(float* q, float* k_cache, float* v_cache, const float* k, const 
                 const float* cos, const float* sin, const int* positions, int T, int n_heads,
                 int n_kv_heads, int head_dim, int half, int n_positions, int cap, cudaStream_t stream);
 
+// q(T, Hq·D) rotated in place, k_out, v_out (T, Hkv·D) bf16 = bf16(rope(k)), bf16(v) of the f32
+// products k, v (T, Hkv·D); RoPE as rope_apply, rounded to nearest even         (rope_qkv_bf16.cu)
+void rope_qkv_bf16(float* q, bf16* k_out, bf16* v_out, const float* k, const float* v,
+                   const float* cos, const float* sin, const int* positions, int T, int n_heads,
+                   int n_kv_heads, int head_dim, int half, int n_positions, cudaStream_t stream);
+
 // ---- operand staging for the GEMM rungs
 
 // out(n) = bf16(x(n)), round to nearest even                                  (convert_bf16.cu)
@@ -149,11 +182,11 @@ void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, floa
 // the same, rounded to bf16 (to nearest even): a GEMM operand staged by the norm
 void rmsnorm_bf16(bf16* out, const float* x, const float* w, int rows, int dim, float eps,
                   cudaStream_t stream);
-// out(rows, dim) = (x − mean) / sqrt(var + eps) · w(dim) + b(dim)
-void layernorm(float* out, const float* x, const float* w, const float* b, int rows, int dim,
+// out(rows, dim) = (x − mean) / sqrt(var + eps) · w(dim) + b(dim), in f32 or rounded to bf16
+void layernorm(ActOut out, const float* x, const float* w, const float* b, int rows, int dim,
                float eps, cudaStream_t stream);
-// residual(rows, dim) += x(rows, dim); normed = layernorm(residual)
-void add_layernorm(float* residual, float* normed, const float* x, const float* w, const float* b,
+// residual(rows, dim) += x(rows, dim); normed = layernorm(residual), in f32 or rounded to bf16
+void add_layernorm(float* residual, ActOut normed, const float* x, const float* w, const float* b,
                    int rows, int dim, float eps, cudaStream_t stream);
 // The widest row the norm kernels hold in registers.
 constexpr int kNormMaxDim = 8192;
@@ -200,19 +233,21 @@ void attention_output(float* out, const float* probs, const float* v, int Tq, in
 // Fused attention, never materialising the scores. Picks, by ctx.attention and the shape:
 // flash-decoding for one query (D ∈ {32, 64, 128}); for many queries the tensor-core flash
 // kernel (flash_bf16, flash_split) or the CUDA-core one (flash_simt), D ∈ {32, 64, 128}; and the
-// one-warp-per-query kernel for any other D ≤ kAttentionMaxGenericDim.     (attention.cu, host)
-void attention(Context& ctx, float* out, const float* q, const float* k, const float* v,
-               const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
-               cudaStream_t stream);
+// one-warp-per-query kernel for any other D ≤ kAttentionMaxGenericDim. bf16 k and v (and a bf16
+// out) take the plain bf16 tensor-core kernel where D allows, the generic one otherwise.
+//                                                                          (attention.cu, host)
+void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions,
+               int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
 constexpr int kAttentionMaxGenericDim = 256;
 bool flash_supports(int D);
 void flash_attention(float* out, const float* q, const float* k, const float* v,
                      const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
                      cudaStream_t stream);                                    // (flash_attention.cu)
-// Tensor cores; k and v are first converted into ctx.attn_kv (bf16, and the lo residual with
-// split). split: three bf16 mma per product (f32-level accuracy) instead of one (bf16 operands,
-// the default path).                                                        (flash_attention_tc.cu)
-void flash_attention_tc(Context& ctx, float* out, const float* q, const float* k, const float* v,
+// Tensor cores; f32 k and v are first converted into ctx.attn_kv (bf16, and the lo residual with
+// split), bf16 ones are read where they are (copied there first if not 16-byte aligned).
+// split (f32 k and v only): three bf16 mma per product (f32-level accuracy) instead of one
+// (bf16 operands, the default path); out in f32 or rounded to bf16.          (flash_attention_tc.cu)
+void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
                         const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
                         bool split, cudaStream_t stream);
 // Whether a (Tk, kv_width) K/V pair fits the staging buffers of flash_attention_tc.
@@ -221,8 +256,8 @@ bool flash_tc_fits(int Tk, int kv_width);
 void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
                       const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
                       cudaStream_t stream);                                  // (decode_attention.cu)
-void attention_generic(float* out, const float* q, const float* k, const float* v,
-                       const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
+void attention_generic(ActOut out, const float* q, Act k, Act v, const int* positions, int Tq,
+                       int Tk, int Hq, int Hkv, int D, float scale,
                        cudaStream_t stream);                                // (attention_generic.cu)
 // Raise the dynamic shared-memory limit of the flash kernels; called once by Context.
 void configure_flash_attention();

@@ -5,9 +5,10 @@
 //
 //   M ≤ 8 rows (decode, lm_head): the bandwidth-bound GEMV (gemv.cu) with the epilogue (and the
 //     RMSNorm of x, where asked) fused.
-//   M > 8 rows (encoder, projector, prefill): stage the activations as bf16 (convert_bf16.cu,
-//     im2col.cu for a convolution, or the RMSNorm writing its rows as bf16 where the entry
-//     normalises x first) in the context's staging buffer, once for all products of the same x
+//   M > 8 rows (encoder, projector, prefill), or x already bf16 (ops.h [act]): stage the
+//     activations as bf16 (convert_bf16.cu, im2col.cu for a convolution, or the RMSNorm writing
+//     its rows as bf16 where the entry normalises x first; a bf16 x as aligned as the staging
+//     buffer is used where it is) in the context's staging buffer, once for all products of the same x
 //     (q/k/v of the encoder and the decoder, gate/up), and run the selected GEMM rung (cuBLASLt by default) with the bias fused
 //     and, for linear_residual, the residual add (the GEMM accumulates into the residual); GELU
 //     and SiLU·up follow as elementwise kernels, except in the MLP (linear_gelu_linear), where
@@ -53,32 +54,55 @@ struct Product {
     int N;
 };
 
+// Whether the GEMM rungs may read the bf16 x of a call where it is, every row chunk included:
+// as aligned as the staging buffer (256 bytes, cudaMalloc's guarantee), so no rung sees an
+// operand it did not see before.
+bool bf16_in_place(Act x, int K) {
+    return x.is_bf16 && aligned_to(x.data, 256) && (static_cast<size_t>(K) * sizeof(bf16)) % 256 == 0;
+}
+
+// The bf16 GEMM operand for rows [r0, r0 + rows) of x(M, K): x itself where bf16_in_place,
+// else written into the staging buffer: rounded from f32 (RMSNorm'd first with a norm), or
+// copied.
+const bf16* stage_rows(Context& ctx, Act x, GemvNorm norm, int r0, int rows, int K,
+                       cudaStream_t stream) {
+    const size_t offset = static_cast<size_t>(r0) * K, n = static_cast<size_t>(rows) * K;
+    if (x.is_bf16) {
+        if (norm.weight) throw Error("linear: the reference normalises only f32 rows");
+        if (bf16_in_place(x, K)) return x.b16() + offset;
+        CUDA_CHECK(cudaMemcpyAsync(ctx.staging, x.b16() + offset, n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
+    } else if (norm.weight) {
+        rmsnorm_bf16(ctx.staging, x.f32() + offset, norm.weight, rows, K, norm.eps, stream);
+    } else {
+        convert_to_bf16(ctx.staging, x.f32() + offset, static_cast<long long>(n), stream);
+    }
+    return ctx.staging;
+}
+
 // Every product of `products` over the same x(M, K), through the staging buffer and the GEMM
 // rung: x is staged as bf16 once per row chunk (with a norm, rmsnorm(x) is written as bf16
 // directly) and every product reads that staging. With `accumulate` the products are added to
 // their outputs (the residual connection, in the GEMM's epilogue).
-void staged_gemms(Context& ctx, std::initializer_list<Product> products, const float* x,
-                  GemvNorm norm, int M, int K, bool accumulate, cudaStream_t stream) {
+void staged_gemms(Context& ctx, std::initializer_list<Product> products, Act x, GemvNorm norm,
+                  int M, int K, bool accumulate, cudaStream_t stream) {
     const GemmFn gemm = gemm_for(ctx.gemm);
     const int chunk = rows_per_chunk("linear", K);
     for (int r0 = 0; r0 < M; r0 += chunk) {
         const int rows = std::min(chunk, M - r0);
-        const float* xr = x + static_cast<size_t>(r0) * K;
-        if (norm.weight) rmsnorm_bf16(ctx.staging, xr, norm.weight, rows, K, norm.eps, stream);
-        else convert_to_bf16(ctx.staging, xr, static_cast<long long>(rows) * K, stream);
+        const bf16* operand = stage_rows(ctx, x, norm, r0, rows, K, stream);
         for (const Product& p : products)
-            gemm(ctx, p.out + static_cast<size_t>(r0) * p.N, ctx.staging, p.w, p.bias, rows, p.N, K,
+            gemm(ctx, p.out + static_cast<size_t>(r0) * p.N, operand, p.w, p.bias, rows, p.N, K,
                  accumulate, stream);
     }
 }
 
 }  // namespace
 
-void linear(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int M,
-            int N, int K, Epilogue epilogue, cudaStream_t stream) {
+void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N,
+            int K, Epilogue epilogue, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
-    if (M <= kGemvMaxRows) {
-        gemv_bf16(out, x, w, nullptr, bias, GemvNorm{}, M, N, K,
+    if (M <= kGemvMaxRows && !x.is_bf16) {
+        gemv_bf16(out, x.f32(), w, nullptr, bias, GemvNorm{}, M, N, K,
                   epilogue == Epilogue::kGelu ? GemvEpilogue::kBiasGelu : GemvEpilogue::kBias, stream);
         return;
     }
@@ -96,10 +120,10 @@ void linear_residual(Context& ctx, float* residual, const float* x, const bf16* 
     staged_gemms(ctx, {{residual, w, nullptr, N}}, x, GemvNorm{}, M, K, true, stream);
 }
 
-void linear_gelu_linear(Context& ctx, float* out, float* hidden, const float* x, const bf16* w1,
+void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf16* w1,
                         const float* b1, const bf16* w2, const float* b2, int M, int F, int N, int K,
                         cudaStream_t stream) {
-    if (M <= kGemvMaxRows || F == 0 || N == 0) {  // GEMVs (or nothing to fuse)
+    if ((M <= kGemvMaxRows && !x.is_bf16) || F == 0 || N == 0) {  // GEMVs (or nothing to fuse)
         linear(ctx, hidden, x, w1, b1, M, F, K, Epilogue::kGelu, stream);
         linear(ctx, out, hidden, w2, b2, M, N, F, Epilogue::kNone, stream);
         return;
@@ -109,8 +133,7 @@ void linear_gelu_linear(Context& ctx, float* out, float* hidden, const float* x,
     for (int r0 = 0; r0 < M; r0 += chunk) {
         const int rows = std::min(chunk, M - r0);
         float* h = hidden + static_cast<size_t>(r0) * F;
-        convert_to_bf16(ctx.staging, x + static_cast<size_t>(r0) * K, static_cast<long long>(rows) * K, stream);
-        gemm(ctx, h, ctx.staging, w1, b1, rows, F, K, false, stream);
+        gemm(ctx, h, stage_rows(ctx, x, GemvNorm{}, r0, rows, K, stream), w1, b1, rows, F, K, false, stream);
         gelu_to_bf16(ctx.staging, h, static_cast<long long>(rows) * F, stream);  // x's staging is consumed
         gemm(ctx, out + static_cast<size_t>(r0) * N, ctx.staging, w2, b2, rows, N, F, false, stream);
     }
@@ -159,18 +182,55 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, f
                a.head_dim, a.half, a.n_positions, a.cap, stream);
 }
 
+namespace {
+
+// qkv_rope with bf16 k and v: per row chunk, q's product into q, k's and v's in f32 into the
+// staging buffer (after x's rows where x is staged too; every region 256-byte aligned, as the
+// f32 outputs were, so the GEMMs choose the same algorithms), then rope_qkv_bf16 rotates q in
+// place and k, and rounds k and v.
+void qkv_rope_bf16_kv(Context& ctx, const QkvRopeArgs& a, int width_q, int width_kv,
+                      cudaStream_t stream) {
+    const GemmFn gemm = gemm_for(ctx.gemm);
+    auto aligned_elems = [](long long bf16_elems) { return (bf16_elems + 127) / 128 * 128; };  // 256 bytes
+    const bool x_staged = !bf16_in_place(a.x, a.K);
+    // bf16 elements of staging per row: x's (if staged) and k's and v's f32 (two each), plus
+    // the most the three regions' alignment can take (counted per row: a smaller chunk, simply).
+    const long long per_row = (x_staged ? a.K : 0) + 4ll * width_kv + 3 * 128;
+    const int chunk = rows_per_chunk("qkv_rope", per_row);
+    for (int r0 = 0; r0 < a.M; r0 += chunk) {
+        const int rows = std::min(chunk, a.M - r0);
+        const bf16* operand = stage_rows(ctx, a.x, GemvNorm{}, r0, rows, a.K, stream);
+        const long long x_elems = x_staged ? aligned_elems(static_cast<long long>(rows) * a.K) : 0;
+        float* k32 = reinterpret_cast<float*>(ctx.staging + x_elems);
+        float* v32 = k32 + aligned_elems(2ll * rows * width_kv) / 2;
+        gemm(ctx, a.q + static_cast<size_t>(r0) * width_q, operand, a.w_q, a.b_q, rows, width_q, a.K, false, stream);
+        gemm(ctx, k32, operand, a.w_k, a.b_k, rows, width_kv, a.K, false, stream);
+        gemm(ctx, v32, operand, a.w_v, a.b_v, rows, width_kv, a.K, false, stream);
+        const size_t kv_offset = static_cast<size_t>(r0) * width_kv;
+        rope_qkv_bf16(a.q + static_cast<size_t>(r0) * width_q, a.k.b16() + kv_offset, a.v.b16() + kv_offset,
+                      k32, v32, a.cos, a.sin, a.positions + r0, rows, a.n_heads, a.n_kv_heads, a.head_dim,
+                      a.half, a.n_positions, stream);
+    }
+}
+
+}  // namespace
+
 void qkv_rope(Context& ctx, const QkvRopeArgs& a, cudaStream_t stream) {
     if (a.M == 0) return;
     const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
-    if (a.M > kGemvMaxRows) {
-        staged_gemms(ctx, {{a.q, a.w_q, a.b_q, width_q}, {a.k, a.w_k, a.b_k, width_kv}, {a.v, a.w_v, a.b_v, width_kv}},
+    if (a.k.is_bf16) {
+        qkv_rope_bf16_kv(ctx, a, width_q, width_kv, stream);
+        return;
+    }
+    if (a.M > kGemvMaxRows || a.x.is_bf16) {
+        staged_gemms(ctx, {{a.q, a.w_q, a.b_q, width_q}, {a.k.f32(), a.w_k, a.b_k, width_kv}, {a.v.f32(), a.w_v, a.b_v, width_kv}},
                      a.x, GemvNorm{}, a.M, a.K, false, stream);
     } else {
         linear(ctx, a.q, a.x, a.w_q, a.b_q, a.M, width_q, a.K, Epilogue::kNone, stream);
-        linear(ctx, a.k, a.x, a.w_k, a.b_k, a.M, width_kv, a.K, Epilogue::kNone, stream);
-        linear(ctx, a.v, a.x, a.w_v, a.b_v, a.M, width_kv, a.K, Epilogue::kNone, stream);
+        linear(ctx, a.k.f32(), a.x, a.w_k, a.b_k, a.M, width_kv, a.K, Epilogue::kNone, stream);
+        linear(ctx, a.v.f32(), a.x, a.w_v, a.b_v, a.M, width_kv, a.K, Epilogue::kNone, stream);
     }
-    rope_apply_qk(a.q, a.k, a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads, a.head_dim, a.half,
+    rope_apply_qk(a.q, a.k.f32(), a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads, a.head_dim, a.half,
                   a.n_positions, stream);
 }
 

@@ -3,7 +3,8 @@
 // decoder's residual adds and most of its RMSNorms live in its GEMVs instead (gemv_core.cuh);
 // the kernel here serves the rest (prefill rows, the final norm). For a prefill product the
 // RMSNorm writes its rows straight as the GEMM's bf16 operand (rmsnorm_bf16), so the product
-// needs no staging pass of its own.
+// needs no staging pass of its own; the encoder's LayerNorms do the same when the driver keeps
+// its activations in bf16 (ops.h [act]).
 //
 // One block per row. The row is read from memory exactly once into registers (up to
 // kNormItems values per thread), so the fused add, the reductions and the normalisation never
@@ -173,14 +174,20 @@ void rmsnorm_bf16(bf16* out, const float* x, const float* w, int rows, int dim, 
     norm_rows<NormKind::kRms, false>("rmsnorm", out, nullptr, x, w, nullptr, rows, dim, eps, stream);
 }
 
-void layernorm(float* out, const float* x, const float* w, const float* b, int rows, int dim,
+void layernorm(ActOut out, const float* x, const float* w, const float* b, int rows, int dim,
                float eps, cudaStream_t stream) {
-    norm_rows<NormKind::kLayer, false>("layernorm", out, nullptr, x, w, b, rows, dim, eps, stream);
+    if (out.is_bf16)
+        norm_rows<NormKind::kLayer, false>("layernorm", out.b16(), nullptr, x, w, b, rows, dim, eps, stream);
+    else
+        norm_rows<NormKind::kLayer, false>("layernorm", out.f32(), nullptr, x, w, b, rows, dim, eps, stream);
 }
 
-void add_layernorm(float* residual, float* normed, const float* x, const float* w, const float* b,
+void add_layernorm(float* residual, ActOut normed, const float* x, const float* w, const float* b,
                    int rows, int dim, float eps, cudaStream_t stream) {
-    norm_rows<NormKind::kLayer, true>("add_layernorm", normed, residual, x, w, b, rows, dim, eps, stream);
+    if (normed.is_bf16)
+        norm_rows<NormKind::kLayer, true>("add_layernorm", normed.b16(), residual, x, w, b, rows, dim, eps, stream);
+    else
+        norm_rows<NormKind::kLayer, true>("add_layernorm", normed.f32(), residual, x, w, b, rows, dim, eps, stream);
 }
 
 }  // namespace glmasr::reference

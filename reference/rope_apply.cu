@@ -39,9 +39,7 @@ __global__ void rope_apply_kernel(float* __restrict__ q,              // (T, HqÂ
     }
     const float c = cos_tab[static_cast<size_t>(p) * half + j];
     const float s = sin_tab[static_cast<size_t>(p) * half + j];
-    const float a = xh[j], b = xh[j + half];
-    xh[j] = a * c - b * s;
-    xh[j + half] = b * c + a * s;
+    rope_rotate(xh[j], xh[j + half], c, s, xh[j], xh[j + half]);
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 // (ops.h), and the place where Tensors become raw pointers.
 //
 // Every entry is installed behind the contract's one check (contract.h: dtype, shape, device),
-// then turns its Tensors into pointers and sizes for the launchers of kernels.h. Precision: matrix weights (linear, conv1d, embedding) are bf16
-// (Track::weight_dtype); activations, biases and norm weights f32; every product and reduction
+// then turns its Tensors into pointers and sizes for the launchers of kernels.h. Precision:
+// matrix weights (linear, conv1d, embedding) are bf16 (Track::weight_dtype); activations f32,
+// or bf16 where ops.h marks them [act] (Track::activation_dtype: bf16 with the default
+// attention, flash_bf16, whose operands are bf16 anyway; f32 under the other attention rungs,
+// which exist to compare f32 paths); biases and norm weights f32; every product and reduction
 // accumulates in f32. Every fused entry (GLMASR_FUSED_OPS) is implemented, except that
 // GLMASR_ATTENTION=three_kernel leaves `attention` null so the driver composes
 // attention_scores → softmax → attention_output, for comparison.
@@ -34,6 +37,15 @@ namespace ref = reference;
 int to_int(int64_t v) { return static_cast<int>(v); }
 const ref::bf16* bf16_of(const Tensor& t) { return reinterpret_cast<const ref::bf16*>(t.bf16_bits()); }
 const float* optional(const Tensor& t) { return t.empty() ? nullptr : t.f32(); }
+// An activation ops.h marks [act]: f32 or bf16, as the Tensor says.
+ref::Act act(const Tensor& t) {
+    if (t.dtype == DType::BF16) return bf16_of(t);
+    return t.f32();
+}
+ref::ActOut act_out(const Tensor& t) {
+    if (t.dtype == DType::BF16) return reinterpret_cast<ref::bf16*>(t.bf16_bits());
+    return t.f32();
+}
 const int* optional_positions(const Tensor& t) { return t.empty() ? nullptr : t.i32(); }
 // The scratch of a product the GEMV path fuses whole: needed only above kGemvMaxRows rows.
 float* scratch_for(const char* op, const Tensor& scratch, int64_t M) {
@@ -47,7 +59,7 @@ float* scratch_for(const char* op, const Tensor& scratch, int64_t M) {
 // ---------------------------------------------------------------- primitives
 
 void linear(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, Stream s) {
-    ref::linear(Context::get(s), out.f32(), x.f32(), bf16_of(w), optional(bias), to_int(x.dim(0)),
+    ref::linear(Context::get(s), out.f32(), act(x), bf16_of(w), optional(bias), to_int(x.dim(0)),
                 to_int(w.dim(0)), to_int(x.dim(1)), ref::Epilogue::kNone, s);
 }
 
@@ -60,7 +72,7 @@ void conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
 
 void layernorm(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, float eps,
                Stream s) {
-    ref::layernorm(out.f32(), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)), to_int(x.dim(1)), eps, s);
+    ref::layernorm(act_out(out), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)), to_int(x.dim(1)), eps, s);
 }
 
 void rmsnorm(const Tensor& out, const Tensor& x, const Tensor& w, float eps, Stream s) {
@@ -125,14 +137,14 @@ void cache_write(const Tensor& cache, const Tensor& rows, const Tensor& position
 void attention(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
                const Tensor& positions, const Tensor& /*scratch: unused, nothing materialised*/,
                int Hq, int Hkv, float scale, Stream s) {
-    ref::attention(Context::get(s), out.f32(), q.f32(), k.f32(), v.f32(),
+    ref::attention(Context::get(s), act_out(out), q.f32(), act(k), act(v),
                    optional_positions(positions), to_int(q.dim(0)), to_int(k.dim(0)), Hq, Hkv,
                    to_int(q.dim(1) / Hq), scale, s);
 }
 
 void add_layernorm(const Tensor& residual, const Tensor& normed, const Tensor& x, const Tensor& w,
                    const Tensor& b, float eps, Stream s) {
-    ref::add_layernorm(residual.f32(), normed.f32(), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)),
+    ref::add_layernorm(residual.f32(), act_out(normed), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)),
                        to_int(x.dim(1)), eps, s);
 }
 
@@ -204,7 +216,7 @@ void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w,
 
 void linear_gelu_linear(const Tensor& out, const Tensor& x, const Tensor& w1, const Tensor& b1,
                         const Tensor& w2, const Tensor& b2, const Tensor& hidden, Stream s) {
-    ref::linear_gelu_linear(Context::get(s), out.f32(), hidden.f32(), x.f32(), bf16_of(w1), optional(b1),
+    ref::linear_gelu_linear(Context::get(s), out.f32(), hidden.f32(), act(x), bf16_of(w1), optional(b1),
                             bf16_of(w2), optional(b2), to_int(x.dim(0)), to_int(w1.dim(0)),
                             to_int(w2.dim(0)), to_int(x.dim(1)), s);
 }
@@ -213,7 +225,7 @@ void qkv_rope(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x
               const Tensor& b_q, const Tensor& w_k, const Tensor& b_k, const Tensor& w_v,
               const Tensor& b_v, const Tensor& cos, const Tensor& sin, const Tensor& positions,
               int Hq, int Hkv, Stream s) {
-    const ref::QkvRopeArgs args{q.f32(), k.f32(), v.f32(), x.f32(), bf16_of(w_q), optional(b_q),
+    const ref::QkvRopeArgs args{q.f32(), act_out(k), act_out(v), act(x), bf16_of(w_q), optional(b_q),
                                 bf16_of(w_k), optional(b_k), bf16_of(w_v), optional(b_v), cos.f32(),
                                 sin.f32(), positions.i32(), to_int(x.dim(0)), to_int(x.dim(1)), Hq, Hkv,
                                 to_int(q.dim(1) / Hq), to_int(cos.dim(1)), to_int(cos.dim(0))};
@@ -223,6 +235,12 @@ void qkv_rope(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x
 void setup(Stream s) { Context::get(s); }
 
 // Track::settings: the ladders' rungs this process uses (read once, context.cu).
+// The activations the reference takes where ops.h allows bf16: bf16 with the default
+// attention (flash_bf16, whose operands are bf16 in any case), f32 under the other rungs.
+DType activation_dtype() {
+    return ref::settings().attention == ref::AttentionPath::flash_bf16 ? DType::BF16 : DType::F32;
+}
+
 std::string settings_text() {
     return std::string("gemm=") + ref::rung_name(ref::settings().gemm) +
            " attention=" + ref::attention_name(ref::settings().attention);
@@ -231,7 +249,7 @@ std::string settings_text() {
 Ops make_ops() {
     Ops ops{};
     // Every entry, fused ones included, behind the contract's one check (contract.h).
-#define GLMASR_REFERENCE_ENTRY(name) ops.name = GLMASR_CHECKED(name, Cuda, BF16, &name);
+#define GLMASR_REFERENCE_ENTRY(name) ops.name = GLMASR_CHECKED(name, Cuda, BF16, BF16, &name);
     GLMASR_OP_ENTRIES(GLMASR_REFERENCE_ENTRY)
 #undef GLMASR_REFERENCE_ENTRY
     if (ref::settings().attention == ref::AttentionPath::three_kernel) ops.attention = nullptr;
@@ -244,7 +262,8 @@ const Track& reference_track() {
     static const Track track{"reference",
                              "fast CUDA: bf16 weights on tensor cores (cuBLASLt), bandwidth-bound "
                              "GEMV decode, flash attention, fused norms",
-                             Device::Cuda, DType::BF16, make_ops(), &setup, &settings_text};
+                             Device::Cuda, DType::BF16, make_ops(), &setup, &settings_text,
+                             activation_dtype()};
     return track;
 }
 

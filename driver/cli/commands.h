@@ -37,8 +37,10 @@ void add_settings_options(CLI::App& command, SettingsArgs& args);
 // anything builds a track (get_track, default_track_name): the tracks read them once.
 void export_settings(const SettingsArgs& args);
 // The settings in effect for a table: {"gemm": "cublas", "attention": "flash_bf16",
-// "sync_check": false}, from every source track's Track::settings and, for a CUDA table,
-// GLMASR_CUDA_SYNC. A setting no track of the table reads is null (the cpu track: all three).
+// "sync_check": false, "activations": "bf16"}, from every source track's Track::settings and,
+// for a CUDA table, GLMASR_CUDA_SYNC and the encoder's activation dtype
+// (OpTable::encoder_activations). A setting no track of the table reads is null (the cpu
+// track: the first three; it has no "activations").
 nlohmann::json settings_json(const OpTable& table);
 // "gemm=cublas attention=flash_bf16 sync_check=off" (null: "n/a"), for text output.
 std::string settings_text(const nlohmann::json& settings);

@@ -109,7 +109,10 @@ nlohmann::json settings_json(const OpTable& table) {
             at = end + 1;
         }
     }
-    if (table.device == Device::Cuda) out["sync_check"] = sync_check_on();
+    if (table.device == Device::Cuda) {
+        out["sync_check"] = sync_check_on();
+        out["activations"] = dtype_name(table.encoder_activations);  // the encoder's, in effect
+    }
     return out;
 }
 

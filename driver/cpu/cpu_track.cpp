@@ -12,7 +12,7 @@ namespace {
 Ops make_cpu_ops() {
     Ops ops{};
     // cpu_ops.h: one function per primitive, each behind the contract's check (contract.h)
-#define GLMASR_CPU_ENTRY(name) ops.name = GLMASR_CHECKED(name, Host, F32, &cpu::name);
+#define GLMASR_CPU_ENTRY(name) ops.name = GLMASR_CHECKED(name, Host, F32, F32, &cpu::name);
     GLMASR_PRIMITIVE_OPS(GLMASR_CPU_ENTRY)
 #undef GLMASR_CPU_ENTRY
     return ops;  // every fused entry (attention, add_layernorm, ...): compositions

@@ -66,6 +66,23 @@ void i32(const char* op, const char* what, const Tensor& t, const TrackKind& kin
          std::initializer_list<int64_t> dims) {
     expect(op, what, t, kind, DType::I32, dims);
 }
+// An activation ops.h marks "f32 or the track's activation dtype": f32, or
+// kind.activation_dtype (bf16 on the reference).
+void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind, int rank) {
+    const bool other = kind.activation_dtype != DType::F32 && t.dtype == kind.activation_dtype;
+    if (kind.activation_dtype != DType::F32 && t.dtype != DType::F32 && !other)
+        fail(op, std::string(what) + " must be f32 or " + dtype_name(kind.activation_dtype) + ", got " + t.str());
+    expect(op, what, t, kind, other ? kind.activation_dtype : DType::F32, rank);
+}
+void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
+                std::initializer_list<int64_t> dims) {
+    activation(op, what, t, kind, static_cast<int>(dims.size()));
+    expect(op, what, t, kind, t.dtype, dims);
+}
+// k and v of one call share their dtype (attention, qkv_rope).
+void same_dtype(const char* op, const Tensor& k, const Tensor& v) {
+    if (k.dtype != v.dtype) fail(op, "v must have k's dtype, got k " + k.str() + " and v " + v.str());
+}
 // A matrix weight: the track's weight dtype.
 void weight(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
             std::initializer_list<int64_t> dims) {
@@ -145,20 +162,24 @@ void binary(const char* op, const char* a_name, const char* b_name, const Tensor
     whole_or_apart(op, "out", out, b_name, b);
 }
 
-// rmsnorm and layernorm: x(R, D), out(R, D), weight(D) [, bias(D)].
+// rmsnorm and layernorm: x(R, D), out(R, D), weight(D) [, bias(D)]; a layernorm's out (bias
+// given) in f32 or the track's activation dtype.
 void norm(const char* op, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
           const TrackKind& kind) {
     f32(op, "x", x, kind, 2);
-    f32(op, "out", out, kind, {x.dim(0), x.dim(1)});
+    if (bias) activation(op, "out", out, kind, {x.dim(0), x.dim(1)});
+    else f32(op, "out", out, kind, {x.dim(0), x.dim(1)});
     f32(op, "weight", w, kind, {x.dim(1)});
     if (bias) f32(op, "bias", *bias, kind, {x.dim(1)});
     apart(op, "out", out, {{"x", &x}, {"weight", &w}, {"bias", bias ? bias : &x}});
 }
 
-// linear and linear_gelu: x(M, K), weight(N, K), out(M, N), bias(N) optional.
+// linear and linear_gelu: x(M, K), weight(N, K), out(M, N), bias(N) optional; linear's x in
+// f32 or the track's activation dtype (x_activation).
 void linear_like(const char* op, const Tensor& out, const Tensor& x, const Tensor& w,
-                 const Tensor& bias, const TrackKind& kind) {
-    f32(op, "x", x, kind, 2);
+                 const Tensor& bias, const TrackKind& kind, bool x_activation) {
+    if (x_activation) activation(op, "x", x, kind, 2);
+    else f32(op, "x", x, kind, 2);
     weight(op, "weight", w, kind, 2);
     weight(op, "weight", w, kind, {w.dim(0), x.dim(1)});
     f32(op, "out", out, kind, {x.dim(0), w.dim(0)});
@@ -185,8 +206,9 @@ void gate_up(const char* op, const Tensor& out, const Tensor& x, const Tensor& w
 void qkv_inputs(const char* op, const Tensor& q, const Tensor& x, int64_t width_kv,
                 const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
                 const Tensor& sin, const Tensor& positions, int n_heads, int n_kv_heads,
-                const TrackKind& kind) {
-    f32(op, "x", x, kind, 2);
+                const TrackKind& kind, bool x_activation) {
+    if (x_activation) activation(op, "x", x, kind, 2);
+    else f32(op, "x", x, kind, 2);
     f32(op, "q", q, kind, 2);
     const int64_t T = x.dim(0), K = x.dim(1), width_q = q.dim(1);
     const int64_t D = head_dim(op, width_q, width_kv, n_heads, n_kv_heads);
@@ -205,7 +227,8 @@ void qkv(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v
          const Tensor& v, int n_heads, int n_kv_heads, const TrackKind& kind) {
     f32(op, "k_cache", k_cache, kind, 2);
     const int64_t width_kv = k_cache.dim(1);
-    qkv_inputs(op, q, x, width_kv, w_q, w_k, w_v, cos, sin, positions, n_heads, n_kv_heads, kind);
+    qkv_inputs(op, q, x, width_kv, w_q, w_k, w_v, cos, sin, positions, n_heads, n_kv_heads, kind,
+               false);
     const int64_t T = x.dim(0);
     f32(op, "v_cache", v_cache, kind, {k_cache.dim(0), width_kv});
     f32(op, "k", k, kind, {T, width_kv});
@@ -229,7 +252,7 @@ void qkv(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v
 
 void check_linear(const TrackKind& kind, const Tensor& out, const Tensor& x, const Tensor& w,
                   const Tensor& bias, Stream) {
-    linear_like("linear", out, x, w, bias, kind);
+    linear_like("linear", out, x, w, bias, kind, true);
 }
 
 void check_conv1d(const TrackKind& kind, const Tensor& out, const Tensor& x, const Tensor& w,
@@ -354,10 +377,11 @@ void check_attention(const TrackKind& kind, const Tensor& out, const Tensor& q, 
                      int n_kv_heads, float, Stream) {
     const char* op = "attention";
     f32(op, "q", q, kind, 2);
-    f32(op, "k", k, kind, 2);
+    activation(op, "k", k, kind, 2);
     head_dim(op, q.dim(1), k.dim(1), n_heads, n_kv_heads);
-    f32(op, "v", v, kind, {k.dim(0), k.dim(1)});
-    f32(op, "out", out, kind, {q.dim(0), q.dim(1)});
+    activation(op, "v", v, kind, {k.dim(0), k.dim(1)});
+    same_dtype(op, k, v);
+    activation(op, "out", out, kind, {q.dim(0), q.dim(1)});
     if (!positions.empty()) i32(op, "positions", positions, kind, {q.dim(0)});
     optional_f32(op, "scratch", scratch, kind, {n_heads, q.dim(0), k.dim(0)});
     const Named inputs = {{"q", &q}, {"k", &k}, {"v", &v}, {"positions", &positions}};
@@ -376,7 +400,7 @@ void check_add_layernorm(const TrackKind& kind, const Tensor& residual, const Te
 
 void check_linear_gelu(const TrackKind& kind, const Tensor& out, const Tensor& x, const Tensor& w,
                        const Tensor& bias, Stream) {
-    linear_like("linear_gelu", out, x, w, bias, kind);
+    linear_like("linear_gelu", out, x, w, bias, kind, false);
 }
 
 void check_gate_up_silu(const TrackKind& kind, const Tensor& out, const Tensor& x,
@@ -435,7 +459,7 @@ void check_linear_gelu_linear(const TrackKind& kind, const Tensor& out, const Te
                               const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
                               const Tensor& hidden, Stream) {
     const char* op = "linear_gelu_linear";
-    f32(op, "x", x, kind, 2);
+    activation(op, "x", x, kind, 2);
     weight(op, "w1", w1, kind, 2);
     weight(op, "w1", w1, kind, {w1.dim(0), x.dim(1)});
     optional_f32(op, "b1", b1, kind, {w1.dim(0)});
@@ -454,12 +478,14 @@ void check_qkv_rope(const TrackKind& kind, const Tensor& q, const Tensor& k, con
                     const Tensor& sin, const Tensor& positions, int n_heads, int n_kv_heads,
                     Stream) {
     const char* op = "qkv_rope";
-    f32(op, "k", k, kind, 2);
+    activation(op, "k", k, kind, 2);
     const int64_t width_kv = k.dim(1);
-    qkv_inputs(op, q, x, width_kv, w_q, w_k, w_v, cos, sin, positions, n_heads, n_kv_heads, kind);
+    qkv_inputs(op, q, x, width_kv, w_q, w_k, w_v, cos, sin, positions, n_heads, n_kv_heads, kind,
+               true);
     const int64_t T = x.dim(0);
-    f32(op, "k", k, kind, {T, width_kv});
-    f32(op, "v", v, kind, {T, width_kv});
+    activation(op, "k", k, kind, {T, width_kv});
+    activation(op, "v", v, kind, {T, width_kv});
+    same_dtype(op, k, v);
     optional_f32(op, "b_q", b_q, kind, {q.dim(1)});
     optional_f32(op, "b_k", b_k, kind, {width_kv});
     optional_f32(op, "b_v", b_v, kind, {width_kv});

@@ -139,6 +139,7 @@ struct Model::Impl {
     void encode_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops);
     void project_window(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
                         const Tensor& out);
+    void download_encoder_output(float* host_out);
     void reserve_audio(int64_t rows, int64_t width);
     void check_current(const AudioEmbeddings& audio) const;
 
@@ -185,11 +186,12 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
     m.mel_host = Buffer(backend, m.mel.bytes(), true);
     m.conv1_out = m.make(DType::F32, {t_mel, e.hidden_size});
     m.enc_x = m.make(DType::F32, {t_enc, e.hidden_size});
-    m.enc_normed = m.make(DType::F32, {t_enc, e.hidden_size});
+    const DType act = table_.encoder_activations;  // bf16 on the reference alone (track.h)
+    m.enc_normed = m.make(act, {t_enc, e.hidden_size});
     m.enc_q = m.make(DType::F32, {t_enc, q_width});
-    m.enc_k = m.make(DType::F32, {t_enc, kv_width});
-    m.enc_v = m.make(DType::F32, {t_enc, kv_width});
-    m.enc_attn = m.make(DType::F32, {t_enc, q_width});
+    m.enc_k = m.make(act, {t_enc, kv_width});
+    m.enc_v = m.make(act, {t_enc, kv_width});
+    m.enc_attn = m.make(act, {t_enc, q_width});
     m.enc_proj = m.make(DType::F32, {t_enc, e.hidden_size});
     m.enc_ffn = m.make(DType::F32, {t_enc, e.intermediate_size});
     if (!table_.ops.attention) m.enc_scores = m.make(DType::F32, {e.num_heads, t_enc, t_enc});
@@ -234,9 +236,7 @@ AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<f
         m.enter(Stage::encoder);
         m.upload_window(features, win);
         m.encode_window(config_, weights_, table_.ops);
-        if (encoder_out)
-            m.backend.download(encoder_out->data() + static_cast<size_t>(win) * t_enc * e.hidden_size,
-                               m.enc_normed.data, m.enc_normed.bytes(), m.stream);
+        if (encoder_out) m.download_encoder_output(encoder_out->data() + static_cast<size_t>(win) * t_enc * e.hidden_size);
 
         // The projector on this window's valid tokens, appended to the audio embeddings.
         const int n_tokens = features.audio_tokens[win];
@@ -359,6 +359,19 @@ void Model::Impl::project_window(const ModelConfig& config, const ModelWeights& 
                                                 config.merge_factor * config.audio.hidden_size});
     run_linear_gelu_linear(ops, out, merged.rows(0, n_tokens), w.proj1_w, w.proj1_b, w.proj2_w,
                            w.proj2_b, m.proj_hidden.rows(0, n_tokens), m.stream);
+}
+
+// The window's encoder output (enc_normed, T × De) into host_out as f32: widened from bf16
+// where the encoder's activations are bf16 (exact).
+void Model::Impl::download_encoder_output(float* host_out) {
+    const size_t n = static_cast<size_t>(enc_normed.numel());
+    if (enc_normed.dtype == DType::F32) {
+        backend.download(host_out, enc_normed.data, enc_normed.bytes(), stream);
+        return;
+    }
+    std::vector<uint16_t> bits(n);
+    backend.download(bits.data(), enc_normed.data, enc_normed.bytes(), stream);
+    std::transform(bits.begin(), bits.end(), host_out, bf16_to_f32);
 }
 
 StageTimes Model::last_encode_times() const { return impl_->last_encode; }

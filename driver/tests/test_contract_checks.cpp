@@ -17,7 +17,7 @@ namespace glmasr {
 namespace {
 
 constexpr TrackKind kF32Host{Device::Host, DType::F32};
-constexpr TrackKind kBf16Cuda{Device::Cuda, DType::BF16};
+constexpr TrackKind kBf16Cuda{Device::Cuda, DType::BF16, DType::BF16};  // the reference's
 
 // Tensors of any shape, each in memory of its own within one arena (the checks never read it;
 // they do compare addresses, for the in-place rules).
@@ -33,6 +33,7 @@ struct Maker {
         return t;
     }
     Tensor f32(std::initializer_list<int64_t> dims) { return make(DType::F32, kind.device, dims); }
+    Tensor bf16(std::initializer_list<int64_t> dims) { return make(DType::BF16, kind.device, dims); }
     Tensor i32(std::initializer_list<int64_t> dims) { return make(DType::I32, kind.device, dims); }
     Tensor w(std::initializer_list<int64_t> dims) { return make(kind.weight_dtype, kind.device, dims); }
 };
@@ -267,6 +268,41 @@ TEST_P(Contract, InPlaceRules) {
         check_add_layernorm(kind, y, y, x, m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
 }
 
+// The activations ops.h marks [act] take the kind's activation dtype besides f32 (bf16 on the
+// reference, nothing more elsewhere); every other tensor stays f32 on every kind, and k and v
+// of one call share their dtype.
+TEST_P(Contract, Bf16ActivationsOnlyWhereMarked) {
+    const bool takes = kind.activation_dtype == DType::BF16;
+    auto marked = [&](const std::string& op, const std::string& what, const std::function<void()>& call) {
+        if (takes) call();
+        else expect_refused(op, what + " must be a 2-D f32 tensor", call);
+    };
+    marked("layernorm", "out", [&] { check_layernorm(kind, m.bf16({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
+    marked("add_layernorm", "out", [&] { check_add_layernorm(kind, m.f32({2, 4}), m.bf16({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
+    marked("linear", "x", [&] { check_linear(kind, m.f32({2, 4}), m.bf16({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    marked("linear_gelu_linear", "x", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.bf16({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, m.f32({2, 5}), nullptr); });
+    marked("attention", "k", [&] { check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.bf16({5, 6}), m.bf16({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+    marked("attention", "out", [&] { check_attention(kind, m.bf16({2, 12}), m.f32({2, 12}), m.f32({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+    auto qkv_rope = [&](const Tensor& x, const Tensor& k, const Tensor& v) {
+        check_qkv_rope(kind, m.f32({2, 16}), k, v, x, m.w({16, 3}), Tensor{}, m.w({8, 3}), Tensor{}, m.w({8, 3}),
+                       Tensor{}, m.f32({6, 2}), m.f32({6, 2}), m.i32({2}), 4, 2, nullptr);
+    };
+    marked("qkv_rope", "x", [&] { qkv_rope(m.bf16({2, 3}), m.f32({2, 8}), m.f32({2, 8})); });
+    marked("qkv_rope", "k", [&] { qkv_rope(m.f32({2, 3}), m.bf16({2, 8}), m.bf16({2, 8})); });
+    if (takes) {
+        expect_refused("attention", "v must have k's dtype", [&] { check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.bf16({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+        expect_refused("qkv_rope", "v must have k's dtype", [&] { qkv_rope(m.f32({2, 3}), m.f32({2, 8}), m.bf16({2, 8})); });
+        expect_refused("linear", "x must be f32 or bf16", [&] { check_linear(kind, m.f32({2, 4}), m.make(DType::F16, kind.device, {2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    }
+    // Never bf16: queries, residuals, the decoder's norms and every other entry's tensors.
+    expect_refused("attention", "q", [&] { check_attention(kind, m.f32({2, 12}), m.bf16({2, 12}), m.f32({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+    expect_refused("add_layernorm", "residual", [&] { check_add_layernorm(kind, m.bf16({2, 4}), m.f32({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
+    expect_refused("rmsnorm", "out", [&] { check_rmsnorm(kind, m.bf16({2, 4}), m.f32({2, 4}), m.f32({4}), 1e-5f, nullptr); });
+    expect_refused("linear", "out", [&] { check_linear(kind, m.bf16({2, 4}), m.f32({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    expect_refused("linear_gelu", "x", [&] { check_linear_gelu(kind, m.f32({2, 4}), m.bf16({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
+    expect_refused("gelu", "x", [&] { check_gelu(kind, m.bf16({2, 4}), m.bf16({2, 4}), nullptr); });
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, Contract, ::testing::Values(kF32Host, kBf16Cuda),
                          [](const auto& info) { return info.param.device == Device::Host ? "f32_host" : "bf16_cuda"; });
 
@@ -276,7 +312,7 @@ void counting_gelu(const Tensor&, const Tensor&, Stream) { ++ran; }
 
 TEST(Checked, ChecksThenRuns) {
     Ops ops{};
-    ops.gelu = GLMASR_CHECKED(gelu, Host, F32, &counting_gelu);
+    ops.gelu = GLMASR_CHECKED(gelu, Host, F32, F32, &counting_gelu);
     Maker m{kF32Host};
     ops.gelu(m.f32({4}), m.f32({4}), nullptr);
     EXPECT_EQ(ran, 1);

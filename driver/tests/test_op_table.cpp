@@ -206,6 +206,28 @@ TEST(OpTableMix, ACompositionCountsTheTracksOfItsParts) {
     EXPECT_EQ(get_entry(table.ops, OpId::rmsnorm_gate_up_silu), nullptr);
 }
 
+// The encoder's activations are bf16 only where every encoder entry is a kernel of a
+// bf16-activation track: an override of an encoder op, or of a primitive inside one, makes them
+// f32 again; one outside the encoder (the decoder's rmsnorm) keeps them bf16.
+TEST(OpTableMix, EncoderActivationsAreBf16OnlyWhenBf16TracksRunTheWholeEncoder) {
+    static const Track bf16_base = [] {
+        Track track = fake_track("bf16_base", every_fused());
+        track.activation_dtype = DType::BF16;
+        return track;
+    }();
+    EXPECT_EQ(OpTable::mix(base(), {}).encoder_activations, DType::F32);
+    EXPECT_EQ(OpTable::mix(bf16_base, {}).encoder_activations, DType::BF16);
+    EXPECT_EQ(OpTable::mix(bf16_base, {{OpId::rmsnorm, &other()}}).encoder_activations, DType::BF16);
+    for (OpId op : {OpId::layernorm, OpId::linear, OpId::gelu, OpId::softmax, OpId::add, OpId::rope_apply})
+        EXPECT_EQ(OpTable::mix(bf16_base, {{op, &other()}}).encoder_activations, DType::F32) << op_name(op);
+    static const Track no_attention = [] {  // GLMASR_ATTENTION=three_kernel: attention composed
+        Track track = bf16_base;
+        track.ops.attention = nullptr;
+        return track;
+    }();
+    EXPECT_EQ(OpTable::mix(no_attention, {}).encoder_activations, DType::F32);
+}
+
 // Asking for a fused entry a track does not have is a clear input error, not a quiet run of
 // the composition on other tracks' kernels.
 TEST(OpTableMix, AskingForAMissingFusedKernelIsAnInputError) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -285,6 +286,72 @@ TEST(AudioEmbeddings, AreTiedToTheirEncodeCall) {
         EXPECT_EQ(second.host(), first_host);
         expect_error([&] { other->generate(prompt, second, options); }, "another model");
         EXPECT_EQ(other->generate(prompt, first_host, options).tokens, model->generate(prompt, second, options).tokens);
+    }
+}
+
+// The reference keeps the encoder's activations in bf16 where its products round them anyway
+// (ops.h [act]). With the tensor-core attention (head dims 32, 64, 128: the shipped model's and
+// Nano's) that changes no bit: the encoder's output is the f32 path's rounded to bf16, the audio
+// embeddings and the tokens are equal. The parity fixtures' small head dims (16, 24) take the
+// generic attention, which computes in f32 from f32 k and v but from bf16 ones here: there only
+// the tokens must agree.
+TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
+    if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
+    bool linked = false;
+    for (const Track* track : available_tracks()) linked = linked || std::string(track->name) == "reference";
+    if (!linked) GTEST_SKIP() << "the reference is not linked into this program";
+    const OpTable bf16_table = OpTable::build("reference");
+    if (bf16_table.encoder_activations != DType::BF16) GTEST_SKIP() << "GLMASR_ATTENTION is not flash_bf16";
+    OpTable f32_table = bf16_table;
+    f32_table.encoder_activations = DType::F32;
+
+    auto check = [&](const fs::path& model_dir, const fs::path& clip, bool bitwise) {
+        SCOPED_TRACE(clip.string());
+        const ModelConfig config = ModelConfig::load((model_dir / "config.json").string());
+        const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
+        FeatureConfig feature_config;
+        feature_config.n_mels = config.audio.num_mel_bins;
+        const AudioFeatures features = LogMelExtractor(feature_config).extract(load_audio(clip.string(), 16000).samples);
+        const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
+        GenerateOptions options;
+        options.max_new_tokens = 8;
+        options.ignore_eos = true;
+        struct Run {
+            std::vector<float> encoder_out, embeddings;
+            std::vector<int> tokens;
+        };
+        auto run = [&](const OpTable& table) {
+            Model model(config, load_weights(Checkpoint::find_in(model_dir), config, table, backend_for(table.device)),
+                        table);
+            Run r;
+            const AudioEmbeddings audio = model.encode_audio(features, &r.encoder_out);
+            r.embeddings = audio.host();
+            r.tokens = model.generate(prompt, audio, options).tokens;
+            return r;
+        };
+        const Run f32 = run(f32_table), bf16 = run(bf16_table);
+        EXPECT_EQ(f32.tokens, bf16.tokens);
+        ASSERT_EQ(f32.encoder_out.size(), bf16.encoder_out.size());
+        ASSERT_EQ(f32.embeddings.size(), bf16.embeddings.size());
+        if (!bitwise) {
+            EXPECT_LE(compare(bf16.embeddings.data(), f32.embeddings.data(), f32.embeddings.size()).rel_l2, 1e-2);
+            return;
+        }
+        size_t differ = 0;
+        for (size_t i = 0; i < f32.encoder_out.size(); ++i)
+            differ += f32_to_bf16(f32.encoder_out[i]) != f32_to_bf16(bf16.encoder_out[i]) ||
+                      bf16_to_f32(f32_to_bf16(bf16.encoder_out[i])) != bf16.encoder_out[i];
+        EXPECT_EQ(differ, 0u) << "encoder outputs that are not the f32 path's, rounded to bf16";
+        EXPECT_EQ(0, std::memcmp(f32.embeddings.data(), bf16.embeddings.data(), f32.embeddings.size() * sizeof(float)))
+            << "audio embeddings differ";
+    };
+    for (const char* clip : {"clip_01.wav", "clip_07.wav", "clip_13.wav"})
+        check(source_dir() / "assets/models/glm-asr-tiny", source_dir() / "assets/audio" / clip, true);
+    for (const std::string& name : parity_cases()) {
+        const fs::path dir = source_dir() / "tests/fixtures/parity" / name;
+        nlohmann::json expected;
+        std::ifstream(dir / "expected.json") >> expected;
+        check(dir / expected["model"].get<std::string>(), dir / "clip.wav", false);
     }
 }
 

@@ -64,10 +64,21 @@ public:
     Tensor f32(const Vec& host, std::initializer_list<int64_t> shape, size_t pad_front = 0) {
         return upload(host.data(), host.size() * 4, DType::F32, shape, pad_front * 4);
     }
-    Tensor bf16(const Vec& host, std::initializer_list<int64_t> shape) {
+    Tensor bf16(const Vec& host, std::initializer_list<int64_t> shape, size_t pad_front = 0) {
         std::vector<uint16_t> bits(host.size());
         for (size_t i = 0; i < host.size(); ++i) bits[i] = f32_to_bf16(host[i]);
-        return upload(bits.data(), bits.size() * 2, DType::BF16, shape, 0);
+        return upload(bits.data(), bits.size() * 2, DType::BF16, shape, pad_front * 2);
+    }
+    // A bf16 output filled with NaN.
+    Tensor bf16_poisoned(std::initializer_list<int64_t> shape, size_t pad_front = 0) {
+        Tensor t(nullptr, DType::BF16, glmasr::Device::Cuda, shape);
+        return bf16(Vec(t.numel(), kNaN), shape, pad_front);
+    }
+    static std::vector<uint16_t> get_bits(const Tensor& t) {  // a bf16 tensor's raw bits
+        std::vector<uint16_t> host(t.numel());
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaMemcpy(host.data(), t.data, t.bytes(), cudaMemcpyDeviceToHost));
+        return host;
     }
     Tensor i32(const std::vector<int32_t>& host, std::initializer_list<int64_t> shape) {
         return upload(host.data(), host.size() * 4, DType::I32, shape, 0);
@@ -737,6 +748,165 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::Values(
     AttnCase{1, 9, 2, 1, 16, 4},         // generic kernel, one query
     AttnCase{200, 260, 16, 4, 128, 60},  // tensor-core tiles with a ragged causal edge
     AttnCase{3, 5, 2, 2, 64, -1}));      // fewer keys than one tile
+
+// ----------------------------------------------------------------------------- bf16 activations
+//
+// The activations ops.h marks [act] may be bf16 on the reference; they hold exactly what the f32
+// path rounds before its products, so every entry must give the f32 path's bits: a bf16 output
+// is the f32 output rounded to nearest even, a bf16 input gives what its f32 widening gives.
+// Aligned and off-alignment (pad) views both; the encoder's shapes among them.
+
+std::vector<uint16_t> rounded_bits(const Vec& v) {
+    std::vector<uint16_t> bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bits[i] = f32_to_bf16(v[i]);
+    return bits;
+}
+
+void expect_same_bits(const std::vector<uint16_t>& got, const Vec& f32_path, const std::string& what) {
+    ASSERT_EQ(got.size(), f32_path.size()) << what;
+    for (const float value : f32_path) ASSERT_TRUE(std::isfinite(value)) << what;
+    const std::vector<uint16_t> want = rounded_bits(f32_path);
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += got[i] != want[i];
+    EXPECT_EQ(differ, 0u) << what << ": elements that are not the f32 path's, rounded";
+}
+
+void expect_same_floats(const Vec& got, const Vec& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (const float value : got) ASSERT_TRUE(std::isfinite(value)) << what;
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << what;
+}
+
+class Bf16Activations : public Reference {
+protected:
+    void SetUp() override {
+        Reference::SetUp();
+        if (IsSkipped()) return;
+        if (reference_track().activation_dtype != DType::BF16)
+            GTEST_SKIP() << "the reference takes bf16 activations with GLMASR_ATTENTION=flash_bf16 only";
+    }
+};
+
+TEST_F(Bf16Activations, LayerNormsWriteTheF32RowsRounded) {
+    for (const auto& [rows, dim, pad] : {std::tuple{37, 1280, 0}, std::tuple{1500, 1280, 0}, std::tuple{5, 30, 1}}) {
+        const std::string tag = " " + std::to_string(rows) + " x " + std::to_string(dim) + " pad " + std::to_string(pad);
+        const Vec x = random_vec(static_cast<size_t>(rows) * dim, 71, -3, 3), r = random_vec(x.size(), 72);
+        const Tensor tx = dev_.f32(x, {rows, dim}), w = dev_.f32(random_vec(dim, 73), {dim});
+        const Tensor b = dev_.f32(random_vec(dim, 74), {dim});
+        const Tensor f32_out = dev_.poisoned({rows, dim}), bf16_out = dev_.bf16_poisoned({rows, dim}, pad);
+        ops().layernorm(f32_out, tx, w, b, 1e-5f, stream_);
+        ops().layernorm(bf16_out, tx, w, b, 1e-5f, stream_);
+        expect_same_bits(Device::get_bits(bf16_out), Device::get(f32_out), "layernorm" + tag);
+
+        const Tensor res32 = dev_.f32(r, {rows, dim}), res16 = dev_.f32(r, {rows, dim});
+        ops().add_layernorm(res32, f32_out, tx, w, b, 1e-5f, stream_);
+        ops().add_layernorm(res16, bf16_out, tx, w, b, 1e-5f, stream_);
+        expect_same_bits(Device::get_bits(bf16_out), Device::get(f32_out), "add_layernorm" + tag);
+        expect_same_floats(Device::get(res16), Device::get(res32), "add_layernorm's residual" + tag);
+    }
+}
+
+TEST_F(Bf16Activations, ProductsOfABf16XAreThoseOfItsWidening) {
+    // M > 8: both take the GEMM (a bf16 x of any M does; the GEMV of an f32 x ≤ 8 rows is
+    // another summation order, checked against the loop instead).
+    for (const auto& [M, K, N, pad] : {std::tuple{40, 30, 24, 0}, std::tuple{300, 1280, 1280, 0},
+                                       std::tuple{33, 1280, 96, 1}, std::tuple{3, 64, 48, 0}}) {
+        const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K) + " pad " + std::to_string(pad);
+        const Vec x = round_bf16(random_vec(static_cast<size_t>(M) * K, 81)), bias = random_vec(N, 82);
+        const Vec w = round_bf16(random_vec(static_cast<size_t>(N) * K, 83));
+        const Tensor x32 = dev_.f32(x, {M, K}), x16 = dev_.bf16(x, {M, K}, pad);
+        const Tensor tw = dev_.bf16(w, {N, K}), tb = dev_.f32(bias, {N});
+        const Tensor out32 = dev_.poisoned({M, N}), out16 = dev_.poisoned({M, N});
+        ops().linear(out32, x32, tw, tb, stream_);
+        ops().linear(out16, x16, tw, tb, stream_);
+        if (M > reference::kGemvMaxRows) {
+            expect_same_floats(Device::get(out16), Device::get(out32), "linear" + tag);
+        } else {
+            Vec want, mag;
+            cpu_linear(x, w, &bias, M, N, K, &want, &mag);
+            expect_close(Device::get(out16), want, 1e-5, 1e-5, "linear" + tag, &mag);
+        }
+
+        if (M <= reference::kGemvMaxRows) continue;
+        const int F = 2 * N;
+        const Vec w1 = round_bf16(random_vec(static_cast<size_t>(F) * K, 84)), b1 = random_vec(F, 85);
+        const Vec w2 = round_bf16(random_vec(static_cast<size_t>(N) * F, 86));
+        const Tensor tw1 = dev_.bf16(w1, {F, K}), tb1 = dev_.f32(b1, {F}), tw2 = dev_.bf16(w2, {N, F});
+        const Tensor hidden = dev_.poisoned({M, F}), mlp32 = dev_.poisoned({M, N}), mlp16 = dev_.poisoned({M, N});
+        ops().linear_gelu_linear(mlp32, x32, tw1, tb1, tw2, tb, hidden, stream_);
+        ops().linear_gelu_linear(mlp16, x16, tw1, tb1, tw2, tb, hidden, stream_);
+        expect_same_floats(Device::get(mlp16), Device::get(mlp32), "linear_gelu_linear" + tag);
+    }
+}
+
+TEST_F(Bf16Activations, QkvRopeRoundsKAndVAsTheAttentionWould) {
+    // (M, K, Hq, Hkv, D, half, k bias, x bf16, pad): the encoder's layer (1500 rows, 20 heads of
+    // 64, 16 rotated pairs, no k bias) with x in bf16 as the driver passes it, odd shapes, an f32
+    // x, an x off alignment.
+    for (const auto& [M, K, Hq, Hkv, D, half, k_bias, x_bf16, pad] :
+         {std::tuple{1500, 1280, 20, 20, 64, 16, false, true, 0}, std::tuple{9, 30, 3, 1, 6, 3, true, true, 0},
+          std::tuple{40, 64, 4, 2, 16, 8, false, false, 0}, std::tuple{33, 1280, 20, 20, 64, 16, true, true, 1}}) {
+        const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K) + " pad " + std::to_string(pad);
+        const int Wq = Hq * D, Wkv = Hkv * D, P = M + 3;
+        const Vec x = round_bf16(random_vec(static_cast<size_t>(M) * K, 91));
+        const Vec wq = round_bf16(random_vec(static_cast<size_t>(Wq) * K, 92));
+        const Vec wk = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 93));
+        const Vec wv = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 94));
+        std::vector<int32_t> positions(static_cast<size_t>(M));
+        for (int t = 0; t < M; ++t) positions[static_cast<size_t>(t)] = (5 * t + 1) % P;
+        const Tensor x32 = dev_.f32(x, {M, K}), xin = x_bf16 ? dev_.bf16(x, {M, K}, pad) : x32;
+        const Tensor twq = dev_.bf16(wq, {Wq, K}), twk = dev_.bf16(wk, {Wkv, K}), twv = dev_.bf16(wv, {Wkv, K});
+        const Tensor tbq = dev_.f32(random_vec(Wq, 95), {Wq}), tbv = dev_.f32(random_vec(Wkv, 96), {Wkv});
+        const Tensor tbk = k_bias ? dev_.f32(random_vec(Wkv, 97), {Wkv}) : Tensor{};
+        const Tensor cos = dev_.poisoned({P, half}), sin = dev_.poisoned({P, half}), pos = dev_.i32(positions, {M});
+        ops().rope_freqs(cos, sin, 10000.0f, stream_);
+        const Tensor q32 = dev_.poisoned({M, Wq}), k32 = dev_.poisoned({M, Wkv}), v32 = dev_.poisoned({M, Wkv});
+        const Tensor q = dev_.poisoned({M, Wq}), k = dev_.bf16_poisoned({M, Wkv}), v = dev_.bf16_poisoned({M, Wkv});
+        ops().qkv_rope(q32, k32, v32, x32, twq, tbq, twk, tbk, twv, tbv, cos, sin, pos, Hq, Hkv, stream_);
+        ops().qkv_rope(q, k, v, xin, twq, tbq, twk, tbk, twv, tbv, cos, sin, pos, Hq, Hkv, stream_);
+        expect_same_floats(Device::get(q), Device::get(q32), "q" + tag);
+        expect_same_bits(Device::get_bits(k), Device::get(k32), "k" + tag);
+        expect_same_bits(Device::get_bits(v), Device::get(v32), "v" + tag);
+    }
+}
+
+TEST_F(Bf16Activations, AttentionOfBf16KvIsTheF32PathsRounded) {
+    // Many queries: the same tensor-core kernel as f32 k and v after their conversion, so the
+    // same bits; one query (flash-decoding for f32) and other head dims (the generic kernel)
+    // against the loop.
+    for (const AttnCase& c : {AttnCase{100, 100, 4, 4, 64, -1}, AttnCase{1500, 1500, 20, 20, 64, -1},
+                              AttnCase{70, 90, 8, 2, 128, 0}, AttnCase{150, 150, 2, 2, 32, -1},
+                              AttnCase{1, 200, 16, 4, 128, 57}, AttnCase{5, 20, 4, 2, 48, 3}}) {
+        const auto [Tq, Tk, Hq, Hkv, D, first_pos] = c;
+        for (const size_t pad : {size_t{0}, size_t{1}}) {
+            const std::string tag = " Tq=" + std::to_string(Tq) + " D=" + std::to_string(D) + " pad " + std::to_string(pad);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+            const Vec q = random_vec(static_cast<size_t>(Tq) * Hq * D, 101, -2, 2);
+            const Vec k = round_bf16(random_vec(static_cast<size_t>(Tk) * Hkv * D, 102, -2, 2));
+            const Vec v = round_bf16(random_vec(k.size(), 103));
+            std::vector<int32_t> pos;
+            for (int i = 0; first_pos >= 0 && i < Tq; ++i) pos.push_back(first_pos + i);
+            const Tensor tq = dev_.f32(q, {Tq, Hq * D}), tpos = first_pos >= 0 ? dev_.i32(pos, {Tq}) : Tensor{};
+            const Tensor k32 = dev_.f32(k, {Tk, Hkv * D}), v32 = dev_.f32(v, {Tk, Hkv * D});
+            const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad), v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
+            const Tensor out32 = dev_.poisoned({Tq, Hq * D}), out16 = dev_.bf16_poisoned({Tq, Hq * D}, pad);
+            const Tensor out16_f32 = dev_.poisoned({Tq, Hq * D});
+            ops().attention(out32, tq, k32, v32, tpos, Tensor{}, Hq, Hkv, scale, stream_);
+            ops().attention(out16, tq, k16, v16, tpos, Tensor{}, Hq, Hkv, scale, stream_);
+            ops().attention(out16_f32, tq, k16, v16, tpos, Tensor{}, Hq, Hkv, scale, stream_);
+            if (Tq > 1 && reference::flash_supports(D)) {
+                expect_same_bits(Device::get_bits(out16), Device::get(out32), "attention" + tag);
+                expect_same_floats(Device::get(out16_f32), Device::get(out32), "attention, f32 out" + tag);
+            } else {
+                const Vec want = cpu_attention(q, k, v, first_pos >= 0 ? &pos : nullptr, Tq, Tk, Hq, Hkv, D, scale);
+                Vec widened;
+                for (const uint16_t bits : Device::get_bits(out16)) widened.push_back(bf16_to_f32(bits));
+                expect_close(widened, want, 1e-2, 1e-2, "attention" + tag);
+                expect_close(Device::get(out16_f32), want, 1e-2, 1e-2, "attention, f32 out" + tag);
+            }
+        }
+    }
+}
 
 // Stand-in for a q/k/v kernel that moves the position while decode attention is already
 // running its pre-wait code (programmatic dependent launch): after ~50 µs it appends the new key

@@ -17,11 +17,13 @@
 
 namespace glmasr {
 
-// What the contract depends on besides the shapes: where the track's tensors live and the dtype
-// of its matrix weights (linear, conv1d, embedding).
+// What the contract depends on besides the shapes: where the track's tensors live, the dtype
+// of its matrix weights (linear, conv1d, embedding), and the dtype its entries also take for
+// the activations ops.h marks "f32 or the track's activation dtype" (Track::activation_dtype).
 struct TrackKind {
     Device device;
     DType weight_dtype;
+    DType activation_dtype = DType::F32;
 };
 
 namespace contract_detail {
@@ -38,13 +40,15 @@ struct CheckOf<void (*)(Args...)> {
 GLMASR_OP_ENTRIES(GLMASR_DECLARE_CHECK)
 #undef GLMASR_DECLARE_CHECK
 
-// Checked<op, device, weight dtype, fn>::call has the entry's exact type: check_<op>, then fn.
-template <OpId op, Device device, DType weight_dtype, auto fn>
+// Checked<op, device, weight dtype, activation dtype, fn>::call has the entry's exact type:
+// check_<op>, then fn.
+template <OpId op, Device device, DType weight_dtype, DType activation_dtype, auto fn>
 struct Checked;
-template <OpId op, Device device, DType weight_dtype, class... Args, void (*fn)(Args...)>
-struct Checked<op, device, weight_dtype, fn> {
+template <OpId op, Device device, DType weight_dtype, DType activation_dtype, class... Args,
+          void (*fn)(Args...)>
+struct Checked<op, device, weight_dtype, activation_dtype, fn> {
     static void call(Args... args) {
-        constexpr TrackKind kind{device, weight_dtype};
+        constexpr TrackKind kind{device, weight_dtype, activation_dtype};
 #define GLMASR_CHECK_IF(name) \
     if constexpr (op == OpId::name) check_##name(kind, args...);
         GLMASR_OP_ENTRIES(GLMASR_CHECK_IF)
@@ -53,8 +57,10 @@ struct Checked<op, device, weight_dtype, fn> {
     }
 };
 
-// The table entry for `name`: fn, checked. E.g. ops.linear = GLMASR_CHECKED(linear, Cuda, BF16, &linear);
-#define GLMASR_CHECKED(name, device, weight_dtype, fn) \
-    (&::glmasr::Checked<::glmasr::OpId::name, ::glmasr::Device::device, ::glmasr::DType::weight_dtype, fn>::call)
+// The table entry for `name`: fn, checked. E.g.
+// ops.linear = GLMASR_CHECKED(linear, Cuda, BF16, BF16, &linear);
+#define GLMASR_CHECKED(name, device, weight_dtype, activation_dtype, fn)                          \
+    (&::glmasr::Checked<::glmasr::OpId::name, ::glmasr::Device::device,                          \
+                        ::glmasr::DType::weight_dtype, ::glmasr::DType::activation_dtype, fn>::call)
 
 }  // namespace glmasr

@@ -22,8 +22,13 @@
 //     attention's Tq and Tk, softmax's C) and reach the KV-cache capacity, at most
 //     text.max_positions (8192 for GLM-ASR-Nano; 630 s of audio fill 7875 of it); the tests
 //     go 45 rows past it;
-//   * activations are always f32; "matrix" weights (linear, conv1d, embedding) are f32 or bf16,
-//     as the track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
+//   * activations are f32, except those marked [act] below, which may also come in the track's
+//     `activation_dtype` (track.h: bf16 on the reference, f32 elsewhere, so only f32): the
+//     encoder's normed rows, k and v, attention's output and the products' x. The driver passes
+//     bf16 there only when every encoder entry is a bf16-activation track's kernel
+//     (OpTable::encoder_activations); queries, residuals and every output the driver adds or
+//     reads back stay f32. "Matrix" weights (linear, conv1d, embedding) are f32 or bf16, as the
+//     track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
 //   * an optional input is an empty Tensor: the biases of linear, conv1d, linear_gelu,
 //     linear_gelu_linear and qkv_rope (not layernorm's), attention's positions, and the scratch
 //     of a fused entry where the track needs none (the reference's GEMV paths up to 8 rows; a
@@ -56,6 +61,7 @@ struct Ops {
     // ---------------------------------------------------------------- primitives (required)
 
     // out(M, N) = x(M, K) · weight(N, K)ᵀ + bias(N)        [PyTorch nn.Linear; bias optional]
+    // x [act]
     void (*linear)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
                    Stream stream);
 
@@ -66,7 +72,7 @@ struct Ops {
                    int stride, int padding, Stream stream);
 
     // out(R, D) = (x − mean) / sqrt(var + eps) · weight(D) + bias(D), biased variance; out must
-    // not overlap x (not in place)                                           [nn.LayerNorm]
+    // not overlap x (not in place); out [act]                                [nn.LayerNorm]
     void (*layernorm)(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias,
                       float eps, Stream stream);
 
@@ -129,11 +135,12 @@ struct Ops {
 
     // Whole attention. scratch(Hq, Tq, Tk) f32 is provided for the 3-kernel composition
     // (attention_scores → softmax → attention_output); a flash-style kernel ignores it.
+    // k and v [act] (one dtype), out [act]
     void (*attention)(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& positions, const Tensor& scratch, int n_heads, int n_kv_heads,
                       float scale, Stream stream);
 
-    // residual += x; normed = layernorm(residual)        (composition: add, layernorm)
+    // residual += x; normed = layernorm(residual); normed [act]   (composition: add, layernorm)
     void (*add_layernorm)(const Tensor& residual, const Tensor& normed, const Tensor& x,
                           const Tensor& weight, const Tensor& bias, float eps, Stream stream);
 
@@ -183,7 +190,7 @@ struct Ops {
                                    int n_kv_heads, Stream stream);
     // The encoder's and the projector's MLP, whose hidden activations never need to be f32 in
     // memory: out(M, N) = gelu(x(M, K)·w1(F, K)ᵀ + b1(F))·w2(N, F)ᵀ + b2(N), biases optional;
-    // hidden(M, F) is scratch                            (composition: linear_gelu, linear)
+    // hidden(M, F) is scratch; x [act]                   (composition: linear_gelu, linear)
     void (*linear_gelu_linear)(const Tensor& out, const Tensor& x, const Tensor& w1,
                                const Tensor& b1, const Tensor& w2, const Tensor& b2,
                                const Tensor& hidden, Stream stream);
@@ -191,7 +198,8 @@ struct Ops {
     //   q(T, Hq·D) = rope(x·w_qᵀ + b_q),  k(T, Hkv·D) = rope(x·w_kᵀ + b_k),
     //   v(T, Hkv·D) = x·w_vᵀ + b_v;  x(T, K), w_q(Hq·D, K), b_q(Hq·D), w_k/w_v(Hkv·D, K),
     //   b_k/b_v(Hkv·D), Hkv dividing Hq as for attention; cos/sin(P, half) and positions(T) as
-    //   for rope_apply                           (composition: linear ×3, rope_apply ×2)
+    //   for rope_apply; x [act], k and v [act] (one dtype)
+    //                                            (composition: linear ×3, rope_apply ×2)
     void (*qkv_rope)(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x,
                      const Tensor& w_q, const Tensor& b_q, const Tensor& w_k, const Tensor& b_k,
                      const Tensor& w_v, const Tensor& b_v, const Tensor& cos, const Tensor& sin,

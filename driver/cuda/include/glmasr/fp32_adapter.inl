@@ -85,7 +85,7 @@ template <const Fp32Kernels& K>
 Ops fp32_ops() {
     using A = fp32_adapter_detail::Adapter<K>;
     Ops ops{};
-#define GLMASR_ADAPTER_ENTRY(name) ops.name = GLMASR_CHECKED(name, Cuda, F32, &A::name);
+#define GLMASR_ADAPTER_ENTRY(name) ops.name = GLMASR_CHECKED(name, Cuda, F32, F32, &A::name);
     GLMASR_PRIMITIVE_OPS(GLMASR_ADAPTER_ENTRY)
 #undef GLMASR_ADAPTER_ENTRY
     return ops;  // fused entries stay null: the driver composes them (dispatch.h)
