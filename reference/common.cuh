@@ -30,7 +30,7 @@ inline bool aligned_to(const void* ptr, int bytes) {
 // One RoPE rotation of the pair (a, b) = (x[j], x[j + half]) by (c, s) = (cos, sin):
 //   x0 = a·c − b·s,   x1 = b·c + a·s
 // with its roundings spelled out: the exact sequence ptxas chose for rope_apply.cu's plain
-// expressions, so the kernels that call this (rope_apply.cu, rope_qkv_bf16.cu) give the same bits
+// expressions, so the kernels that call this (rope_apply.cu, rope_cache.cu) give the same bits
 // whatever the compiler would contract in each of them.
 __device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& x0, float& x1) {
     x0 = __fmaf_rn(a, c, -__fmul_rn(b, s));

@@ -71,7 +71,7 @@ void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf
 // Above the GEMV range (or with a bf16 x) x is staged as bf16 once for the three products
 // (a bf16 x that is aligned needs no staging); one RoPE launch rotates q and k. With bf16 k
 // and v, their products land in f32 in the staging buffer and one pass rotates k and rounds
-// both (rope_qkv_bf16.cu, which rotates q too): the values the attention's own conversion
+// both (rope_qkv_bf16 in rope_cache.cu, which rotates q too): the values the attention's own conversion
 // would have given.
 struct QkvRopeArgs {
     float* q;                           // (M, Hq·D) out
@@ -141,7 +141,7 @@ void rope_cache(float* q, float* k_cache, float* v_cache, const float* k, const 
                 int n_kv_heads, int head_dim, int half, int n_positions, int cap, cudaStream_t stream);
 
 // q(T, Hq·D) rotated in place, k_out, v_out (T, Hkv·D) bf16 = bf16(rope(k)), bf16(v) of the f32
-// products k, v (T, Hkv·D); RoPE as rope_apply, rounded to nearest even         (rope_qkv_bf16.cu)
+// products k, v (T, Hkv·D); RoPE as rope_apply, rounded to nearest even            (rope_cache.cu)
 void rope_qkv_bf16(float* q, bf16* k_out, bf16* v_out, const float* k, const float* v,
                    const float* cos, const float* sin, const int* positions, int T, int n_heads,
                    int n_kv_heads, int head_dim, int half, int n_positions, cudaStream_t stream);
