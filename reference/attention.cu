@@ -7,10 +7,9 @@
 //                                                   when K/V exceed the tensor-core staging
 //                                                   buffers or are not 16-byte aligned
 //   any other head dim ≤ 256                      → attention_generic.cu (one warp per query)
-//   bf16 k and v or a bf16 out (ops.h [act])      → flash_attention_tc.cu's plain bf16 kernel
-//                                                   (the split with f32 k and v under
-//                                                   flash_split), attention_generic.cu where
-//                                                   it cannot take them
+//   bf16 k, v and out (ops.h [act])               → flash_attention_tc.cu's plain bf16 kernel
+//                                                   (any ctx.attention), attention_generic.cu
+//                                                   where it cannot take them
 // All of them compute the same function as attention_scores → softmax → attention_output.
 #include <string>
 
@@ -21,12 +20,13 @@ namespace glmasr::reference {
 void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions,
                int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
     if (Tq == 0) return;
+    if (k.is_bf16 != v.is_bf16 || k.is_bf16 != out.is_bf16)
+        throw Error("attention: k, v and out must share their dtype (ops.h)");
     const bool aligned = aligned_to(k.data, 16) && aligned_to(v.data, 16);
     const bool staging_fits = flash_tc_fits(Tk, Hkv * D);
-    if (k.is_bf16 || out.is_bf16) {
-        if (flash_supports(D) && (k.is_bf16 ? aligned || staging_fits : aligned && staging_fits))
-            flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale,
-                               !k.is_bf16 && ctx.attention == AttentionPath::flash_split, stream);
+    if (k.is_bf16) {
+        if (flash_supports(D) && (aligned || staging_fits))
+            flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, false, stream);
         else
             attention_generic(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
         return;

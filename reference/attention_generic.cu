@@ -3,7 +3,7 @@
 // split the head dims (lane, lane + 32, ...), a score is a warp-shuffle reduction, and the
 // online softmax runs over the visible keys in registers. Simple and slow by design: it keeps
 // the fused entry exact for every shape a test may ask for, instead of refusing or silently
-// composing. k and v come in f32 or bf16 (KV), out goes out in f32 or rounded to bf16 (Out).
+// composing. k, v and out are all f32, or all bf16 (T; out rounded to nearest even).
 #include "common.cuh"
 #include "glmasr/cuda_check.h"
 #include "kernels.h"
@@ -21,11 +21,11 @@ __device__ __forceinline__ void store(float* p, float x) { *p = x; }
 __device__ __forceinline__ void store(bf16* p, float x) { *p = __float2bfloat16_rn(x); }
 
 // Grid: (Tq, Hq); block: one warp.
-template <typename KV, typename Out>
-__global__ void attention_generic_kernel(Out* __restrict__ out,              // (Tq, Hq·D)
+template <typename T>
+__global__ void attention_generic_kernel(T* __restrict__ out,                // (Tq, Hq·D)
                                          const float* __restrict__ q,        // (Tq, Hq·D)
-                                         const KV* __restrict__ k,           // (Tk, Hkv·D)
-                                         const KV* __restrict__ v,           // (Tk, Hkv·D)
+                                         const T* __restrict__ k,            // (Tk, Hkv·D)
+                                         const T* __restrict__ v,            // (Tk, Hkv·D)
                                          const int* __restrict__ positions,  // (Tq) or null
                                          int Tk, int Hq, int Hkv, int D, float scale) {
     const int i = blockIdx.x, h = blockIdx.y, g = h / (Hq / Hkv), lane = threadIdx.x;
@@ -40,8 +40,8 @@ __global__ void attention_generic_kernel(Out* __restrict__ out,              // 
     const int valid = positions ? min(positions[i] + 1, Tk) : Tk;
     float m = kNegInf, l = 0.0f;
     for (int j = 0; j < valid; ++j) {
-        const KV* kr = k + j * kv_stride + g * D;
-        const KV* vr = v + j * kv_stride + g * D;
+        const T* kr = k + j * kv_stride + g * D;
+        const T* vr = v + j * kv_stride + g * D;
         float s = 0.0f;
 #pragma unroll
         for (int e = 0; e < kMaxDimsPerLane; ++e) {
@@ -68,19 +68,12 @@ __global__ void attention_generic_kernel(Out* __restrict__ out,              // 
     }
 }
 
-template <typename KV, typename Out>
-void launch(Out* out, const float* q, const KV* k, const KV* v, const int* positions, int Tq,
-            int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
-    attention_generic_kernel<KV, Out><<<dim3(Tq, Hq), kWarpSize, 0, stream>>>(out, q, k, v, positions,
-                                                                              Tk, Hq, Hkv, D, scale);
+template <typename T>
+void launch(T* out, const float* q, const T* k, const T* v, const int* positions, int Tq, int Tk,
+            int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+    attention_generic_kernel<T><<<dim3(Tq, Hq), kWarpSize, 0, stream>>>(out, q, k, v, positions, Tk, Hq,
+                                                                        Hkv, D, scale);
     CUDA_CHECK_LAUNCH();
-}
-
-template <typename Out>
-void launch_kv(Out* out, const float* q, Act k, Act v, const int* positions, int Tq, int Tk,
-               int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
-    if (k.is_bf16) launch(out, q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-    else launch(out, q, k.f32(), v.f32(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 
 }  // namespace
@@ -91,8 +84,10 @@ void attention_generic(ActOut out, const float* q, Act k, Act v, const int* posi
     if (D > kAttentionMaxGenericDim)
         throw Error("attention: head_dim " + std::to_string(D) + " exceeds the reference's " +
                     std::to_string(kAttentionMaxGenericDim));
-    if (out.is_bf16) launch_kv(out.b16(), q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-    else launch_kv(out.f32(), q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    if (k.is_bf16 != v.is_bf16 || k.is_bf16 != out.is_bf16)
+        throw Error("attention_generic: k, v and out must share their dtype");
+    if (k.is_bf16) launch(out.b16(), q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else launch(out.f32(), q, k.f32(), v.f32(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 
 }  // namespace glmasr::reference

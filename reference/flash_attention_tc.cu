@@ -422,24 +422,16 @@ void dispatch(Out* out, const float* q, StagedKv kv, const int* positions, int T
     }
 }
 
-template <bool kSplit>
-void dispatch_out(ActOut out, const float* q, StagedKv kv, const int* positions, int Tq, int Tk,
-                  int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
-    if (out.is_bf16) dispatch<kSplit>(out.b16(), q, kv, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-    else dispatch<kSplit>(out.f32(), q, kv, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-}
-
-template <int D, bool kSplit>
+template <int D, bool kSplit, typename Out>
 void allow_smem() {
-    CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, kSplit, float>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, TcTile<D, kSplit>::kSmemBytes));
-    CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, kSplit, bf16>,
+    CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, kSplit, Out>,
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, TcTile<D, kSplit>::kSmemBytes));
 }
 template <int D>
 void allow_smem() {
-    allow_smem<D, true>();
-    allow_smem<D, false>();
+    allow_smem<D, true, float>();
+    allow_smem<D, false, float>();
+    allow_smem<D, false, bf16>();  // bf16 k, v and out: never split
 }
 
 }  // namespace
@@ -461,9 +453,11 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
     const int width = Hkv * D;
     const size_t n = static_cast<size_t>(Tk) * width;
     const bool aligned = aligned_to(k.data, 16) && aligned_to(v.data, 16);
+    if (k.is_bf16 != v.is_bf16 || k.is_bf16 != out.is_bf16)
+        throw Error("flash_attention_tc: k, v and out must share their dtype");
     if (k.is_bf16 && split) throw Error("flash_attention_tc: bf16 k and v have no lo parts to split");
     if (k.is_bf16 && aligned) {  // read in place
-        dispatch_out<false>(out, q, {k.b16(), nullptr, v.b16(), nullptr}, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        dispatch<false>(out.b16(), q, {k.b16(), nullptr, v.b16(), nullptr}, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
         return;
     }
     if (!flash_tc_fits(Tk, width))
@@ -473,7 +467,7 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
     if (k.is_bf16) {  // off 16 bytes: copied to the aligned staging first
         CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv, k.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
         CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv + 2 * n, v.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
-        dispatch_out<false>(out, q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        dispatch<false>(out.b16(), q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
         return;
     }
     if (!aligned) throw Error("flash_attention_tc: f32 k and v must be 16-byte aligned");
@@ -484,8 +478,8 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
         ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n, k.f32(), v.f32(),
         positions, Tq, Tk, width, split);
     CUDA_CHECK_LAUNCH();
-    if (split) dispatch_out<true>(out, q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-    else dispatch_out<false>(out, q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    if (split) dispatch<true>(out.f32(), q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else dispatch<false>(out.f32(), q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 
 }  // namespace glmasr::reference

@@ -70,8 +70,8 @@ void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf
 // rope(x · w_kᵀ + b_k), v(M, Hkv·D) = x · w_vᵀ + b_v, biases may be null; RoPE as rope_apply.
 // Above the GEMV range (or with a bf16 x) x is staged as bf16 once for the three products
 // (a bf16 x that is aligned needs no staging); one RoPE launch rotates q and k. With bf16 k
-// and v, their products land in f32 in the staging buffer and one pass rotates k and rounds
-// both (rope_qkv_bf16 in rope_cache.cu, which rotates q too): the values the attention's own conversion
+// and v, their products land in f32 in the attention's K/V staging (ctx.attn_kv) and one pass
+// rotates k and rounds both (rope_qkv_bf16 in rope_cache.cu, which rotates q too): the values the attention's own conversion
 // would have given.
 struct QkvRopeArgs {
     float* q;                           // (M, Hq·D) out
@@ -233,8 +233,9 @@ void attention_output(float* out, const float* probs, const float* v, int Tq, in
 // Fused attention, never materialising the scores. Picks, by ctx.attention and the shape:
 // flash-decoding for one query (D ∈ {32, 64, 128}); for many queries the tensor-core flash
 // kernel (flash_bf16, flash_split) or the CUDA-core one (flash_simt), D ∈ {32, 64, 128}; and the
-// one-warp-per-query kernel for any other D ≤ kAttentionMaxGenericDim. bf16 k and v (and a bf16
-// out) take the plain bf16 tensor-core kernel where D allows, the generic one otherwise.
+// one-warp-per-query kernel for any other D ≤ kAttentionMaxGenericDim. bf16 k, v and out (one
+// dtype for the three) take the plain bf16 tensor-core kernel where D allows, whatever
+// ctx.attention says (one query included), the generic one otherwise.
 //                                                                          (attention.cu, host)
 void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions,
                int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
@@ -246,7 +247,7 @@ void flash_attention(float* out, const float* q, const float* k, const float* v,
 // Tensor cores; f32 k and v are first converted into ctx.attn_kv (bf16, and the lo residual with
 // split), bf16 ones are read where they are (copied there first if not 16-byte aligned).
 // split (f32 k and v only): three bf16 mma per product (f32-level accuracy) instead of one
-// (bf16 operands, the default path); out in f32 or rounded to bf16.          (flash_attention_tc.cu)
+// (bf16 operands, the default path); out has k's dtype.                      (flash_attention_tc.cu)
 void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
                         const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
                         bool split, cudaStream_t stream);

@@ -184,25 +184,26 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, f
 
 namespace {
 
-// qkv_rope with bf16 k and v: per row chunk, q's product into q, k's and v's in f32 into the
-// staging buffer (after x's rows where x is staged too; every region 256-byte aligned, as the
-// f32 outputs were, so the GEMMs choose the same algorithms), then rope_qkv_bf16 rotates q in
-// place and k, and rounds k and v.
+// qkv_rope with bf16 k and v: per row chunk (as staged_gemms chunks x, so the GEMMs have the
+// f32 path's shapes and choose its algorithms), q's product into q, k's and v's in f32 into the
+// attention's K/V staging (ctx.attn_kv, idle until the attention, which reads these k and v in
+// place), then rope_qkv_bf16 rotates q in place and k, and rounds k and v.
 void qkv_rope_bf16_kv(Context& ctx, const QkvRopeArgs& a, int width_q, int width_kv,
                       cudaStream_t stream) {
     const GemmFn gemm = gemm_for(ctx.gemm);
-    auto aligned_elems = [](long long bf16_elems) { return (bf16_elems + 127) / 128 * 128; };  // 256 bytes
-    const bool x_staged = !bf16_in_place(a.x, a.K);
-    // bf16 elements of staging per row: x's (if staged) and k's and v's f32 (two each), plus
-    // the most the three regions' alignment can take (counted per row: a smaller chunk, simply).
-    const long long per_row = (x_staged ? a.K : 0) + 4ll * width_kv + 3 * 128;
-    const int chunk = rows_per_chunk("qkv_rope", per_row);
+    // Rows whose f32 k and v fit ctx.attn_kv (4·kAttnKvElems bf16), v's region starting 256-byte
+    // aligned (up to 63 floats of padding) as the f32 outputs were.
+    const long long kv_floats = 4 * kAttnKvElems / 2;
+    const int kv_rows = static_cast<int>(std::min<long long>((kv_floats - 64) / (2ll * width_kv), 1 << 30));
+    if (kv_rows < 1)
+        throw Error("qkv_rope: k and v rows of " + std::to_string(width_kv) + " values exceed the reference's "
+                    "K/V staging (reference/context.h)");
+    const int chunk = std::min(rows_per_chunk("qkv_rope", a.K), kv_rows);
     for (int r0 = 0; r0 < a.M; r0 += chunk) {
         const int rows = std::min(chunk, a.M - r0);
         const bf16* operand = stage_rows(ctx, a.x, GemvNorm{}, r0, rows, a.K, stream);
-        const long long x_elems = x_staged ? aligned_elems(static_cast<long long>(rows) * a.K) : 0;
-        float* k32 = reinterpret_cast<float*>(ctx.staging + x_elems);
-        float* v32 = k32 + aligned_elems(2ll * rows * width_kv) / 2;
+        float* k32 = reinterpret_cast<float*>(ctx.attn_kv);
+        float* v32 = k32 + (static_cast<long long>(rows) * width_kv + 63) / 64 * 64;
         gemm(ctx, a.q + static_cast<size_t>(r0) * width_q, operand, a.w_q, a.b_q, rows, width_q, a.K, false, stream);
         gemm(ctx, k32, operand, a.w_k, a.b_k, rows, width_kv, a.K, false, stream);
         gemm(ctx, v32, operand, a.w_v, a.b_v, rows, width_kv, a.K, false, stream);
@@ -218,6 +219,7 @@ void qkv_rope_bf16_kv(Context& ctx, const QkvRopeArgs& a, int width_q, int width
 void qkv_rope(Context& ctx, const QkvRopeArgs& a, cudaStream_t stream) {
     if (a.M == 0) return;
     const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
+    if (a.k.is_bf16 != a.v.is_bf16) throw Error("qkv_rope: k and v must share their dtype");
     if (a.k.is_bf16) {
         qkv_rope_bf16_kv(ctx, a, width_q, width_kv, stream);
         return;

@@ -63,11 +63,13 @@ rope_rows_kernel(float* __restrict__ q,              // (T, Hq·D), in place
     for (int e = threadIdx.x; e < width; e += kRopeRowsThreads) {
         const int d = e % head_dim;
         float out = kr[e];
-        if (d < 2 * half) {
+        if (d < 2 * half && !in_table) {
+            out = nan;
+        } else if (d < 2 * half) {
             const int j = d < half ? d : d - half;  // the pair (j, j + half) this element belongs to
             float x0, x1;
             rope_rotate(kr[e - d + j], kr[e - d + j + half], c[j], s[j], x0, x1);
-            out = !in_table ? nan : d < half ? x0 : x1;
+            out = d < half ? x0 : x1;
         }
         store(&k_out[dest + e], out);
         store(&v_out[dest + e], vr[e]);

@@ -39,7 +39,7 @@ void export_settings(const SettingsArgs& args);
 // The settings in effect for a table: {"gemm": "cublas", "attention": "flash_bf16",
 // "sync_check": false, "activations": "bf16"}, from every source track's Track::settings and,
 // for a CUDA table, GLMASR_CUDA_SYNC and the encoder's activation dtype
-// (OpTable::encoder_activations). A setting no track of the table reads is null (the cpu
+// (OpTable::encoder_activations()). A setting no track of the table reads is null (the cpu
 // track: the first three; it has no "activations").
 nlohmann::json settings_json(const OpTable& table);
 // "gemm=cublas attention=flash_bf16 sync_check=off" (null: "n/a"), for text output.

@@ -111,7 +111,7 @@ nlohmann::json settings_json(const OpTable& table) {
     }
     if (table.device == Device::Cuda) {
         out["sync_check"] = sync_check_on();
-        out["activations"] = dtype_name(table.encoder_activations);  // the encoder's, in effect
+        out["activations"] = dtype_name(table.encoder_activations());  // the encoder's, in effect
     }
     return out;
 }

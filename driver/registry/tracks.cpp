@@ -200,12 +200,14 @@ OpTable OpTable::mix(const Track& base, const std::map<OpId, const Track*>& chos
         else
             for (OpId part : fused_parts(op)) runs_on[i].merge(std::set(runs_on[static_cast<int>(part)]));
     }
-    bool bf16_encoder = true;
-    for (OpId op : kEncoderEntries)
-        bf16_encoder = bf16_encoder && get_entry(table.ops, op) &&
-                       table.source[static_cast<int>(op)]->activation_dtype == DType::BF16;
-    table.encoder_activations = bf16_encoder ? DType::BF16 : DType::F32;
     return table;
+}
+
+DType OpTable::encoder_activations() const {
+    for (OpId op : kEncoderEntries)
+        if (!get_entry(ops, op) || source[static_cast<int>(op)]->activation_dtype != DType::BF16)
+            return DType::F32;
+    return DType::BF16;
 }
 
 std::string OpTable::describe() const {

@@ -66,8 +66,7 @@ void i32(const char* op, const char* what, const Tensor& t, const TrackKind& kin
          std::initializer_list<int64_t> dims) {
     expect(op, what, t, kind, DType::I32, dims);
 }
-// An activation ops.h marks "f32 or the track's activation dtype": f32, or
-// kind.activation_dtype (bf16 on the reference).
+// An activation ops.h marks [act]: f32, or kind.activation_dtype (bf16 on the reference).
 void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind, int rank) {
     const bool other = kind.activation_dtype != DType::F32 && t.dtype == kind.activation_dtype;
     if (kind.activation_dtype != DType::F32 && t.dtype != DType::F32 && !other)
@@ -79,9 +78,10 @@ void activation(const char* op, const char* what, const Tensor& t, const TrackKi
     activation(op, what, t, kind, static_cast<int>(dims.size()));
     expect(op, what, t, kind, t.dtype, dims);
 }
-// k and v of one call share their dtype (attention, qkv_rope).
-void same_dtype(const char* op, const Tensor& k, const Tensor& v) {
-    if (k.dtype != v.dtype) fail(op, "v must have k's dtype, got k " + k.str() + " and v " + v.str());
+// `what` has k's dtype (attention's v and out, qkv_rope's v).
+void same_dtype(const char* op, const char* what, const Tensor& t, const Tensor& k) {
+    if (t.dtype != k.dtype)
+        fail(op, std::string(what) + " must have k's dtype, got k " + k.str() + " and " + what + " " + t.str());
 }
 // A matrix weight: the track's weight dtype.
 void weight(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
@@ -162,16 +162,16 @@ void binary(const char* op, const char* a_name, const char* b_name, const Tensor
     whole_or_apart(op, "out", out, b_name, b);
 }
 
-// rmsnorm and layernorm: x(R, D), out(R, D), weight(D) [, bias(D)]; a layernorm's out (bias
-// given) in f32 or the track's activation dtype.
-void norm(const char* op, const Tensor& out, const Tensor& x, const Tensor& w, const Tensor* bias,
-          const TrackKind& kind) {
+// rmsnorm and layernorm: x(R, D), out(R, D) (called out_name), weight(D) [, bias(D)]; a
+// layernorm's out (bias given) is [act].
+void norm(const char* op, const char* out_name, const Tensor& out, const Tensor& x, const Tensor& w,
+          const Tensor* bias, const TrackKind& kind) {
     f32(op, "x", x, kind, 2);
-    if (bias) activation(op, "out", out, kind, {x.dim(0), x.dim(1)});
-    else f32(op, "out", out, kind, {x.dim(0), x.dim(1)});
+    if (bias) activation(op, out_name, out, kind, {x.dim(0), x.dim(1)});
+    else f32(op, out_name, out, kind, {x.dim(0), x.dim(1)});
     f32(op, "weight", w, kind, {x.dim(1)});
     if (bias) f32(op, "bias", *bias, kind, {x.dim(1)});
-    apart(op, "out", out, {{"x", &x}, {"weight", &w}, {"bias", bias ? bias : &x}});
+    apart(op, out_name, out, {{"x", &x}, {"weight", &w}, {"bias", bias ? bias : &x}});
 }
 
 // linear and linear_gelu: x(M, K), weight(N, K), out(M, N), bias(N) optional; linear's x in
@@ -275,12 +275,12 @@ void check_conv1d(const TrackKind& kind, const Tensor& out, const Tensor& x, con
 
 void check_layernorm(const TrackKind& kind, const Tensor& out, const Tensor& x, const Tensor& w,
                      const Tensor& bias, float, Stream) {
-    norm("layernorm", out, x, w, &bias, kind);
+    norm("layernorm", "out", out, x, w, &bias, kind);
 }
 
 void check_rmsnorm(const TrackKind& kind, const Tensor& out, const Tensor& x, const Tensor& w,
                    float, Stream) {
-    norm("rmsnorm", out, x, w, nullptr, kind);
+    norm("rmsnorm", "out", out, x, w, nullptr, kind);
 }
 
 void check_gelu(const TrackKind& kind, const Tensor& out, const Tensor& x, Stream) {
@@ -380,8 +380,9 @@ void check_attention(const TrackKind& kind, const Tensor& out, const Tensor& q, 
     activation(op, "k", k, kind, 2);
     head_dim(op, q.dim(1), k.dim(1), n_heads, n_kv_heads);
     activation(op, "v", v, kind, {k.dim(0), k.dim(1)});
-    same_dtype(op, k, v);
+    same_dtype(op, "v", v, k);
     activation(op, "out", out, kind, {q.dim(0), q.dim(1)});
+    same_dtype(op, "out", out, k);
     if (!positions.empty()) i32(op, "positions", positions, kind, {q.dim(0)});
     optional_f32(op, "scratch", scratch, kind, {n_heads, q.dim(0), k.dim(0)});
     const Named inputs = {{"q", &q}, {"k", &k}, {"v", &v}, {"positions", &positions}};
@@ -392,7 +393,7 @@ void check_attention(const TrackKind& kind, const Tensor& out, const Tensor& q, 
 
 void check_add_layernorm(const TrackKind& kind, const Tensor& residual, const Tensor& normed,
                          const Tensor& x, const Tensor& w, const Tensor& bias, float, Stream) {
-    norm("add_layernorm", normed, x, w, &bias, kind);
+    norm("add_layernorm", "normed", normed, x, w, &bias, kind);
     f32("add_layernorm", "residual", residual, kind, {x.dim(0), x.dim(1)});
     apart("add_layernorm", "residual", residual, {{"x", &x}, {"weight", &w}, {"bias", &bias}});
     apart("add_layernorm", "normed", normed, {{"residual", &residual}});
@@ -485,7 +486,7 @@ void check_qkv_rope(const TrackKind& kind, const Tensor& q, const Tensor& k, con
     const int64_t T = x.dim(0);
     activation(op, "k", k, kind, {T, width_kv});
     activation(op, "v", v, kind, {T, width_kv});
-    same_dtype(op, k, v);
+    same_dtype(op, "v", v, k);
     optional_f32(op, "b_q", b_q, kind, {q.dim(1)});
     optional_f32(op, "b_k", b_k, kind, {width_kv});
     optional_f32(op, "b_v", b_v, kind, {width_kv});

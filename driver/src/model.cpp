@@ -186,7 +186,7 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
     m.mel_host = Buffer(backend, m.mel.bytes(), true);
     m.conv1_out = m.make(DType::F32, {t_mel, e.hidden_size});
     m.enc_x = m.make(DType::F32, {t_enc, e.hidden_size});
-    const DType act = table_.encoder_activations;  // bf16 on the reference alone (track.h)
+    const DType act = table_.encoder_activations();  // bf16 on the reference alone (track.h)
     m.enc_normed = m.make(act, {t_enc, e.hidden_size});
     m.enc_q = m.make(DType::F32, {t_enc, q_width});
     m.enc_k = m.make(act, {t_enc, kv_width});

@@ -278,11 +278,10 @@ TEST_P(Contract, Bf16ActivationsOnlyWhereMarked) {
         else expect_refused(op, what + " must be a 2-D f32 tensor", call);
     };
     marked("layernorm", "out", [&] { check_layernorm(kind, m.bf16({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
-    marked("add_layernorm", "out", [&] { check_add_layernorm(kind, m.f32({2, 4}), m.bf16({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
+    marked("add_layernorm", "normed", [&] { check_add_layernorm(kind, m.f32({2, 4}), m.bf16({2, 4}), m.f32({2, 4}), m.f32({4}), m.f32({4}), 1e-5f, nullptr); });
     marked("linear", "x", [&] { check_linear(kind, m.f32({2, 4}), m.bf16({2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
     marked("linear_gelu_linear", "x", [&] { check_linear_gelu_linear(kind, m.f32({2, 4}), m.bf16({2, 3}), m.w({5, 3}), Tensor{}, m.w({4, 5}), Tensor{}, m.f32({2, 5}), nullptr); });
-    marked("attention", "k", [&] { check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.bf16({5, 6}), m.bf16({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
-    marked("attention", "out", [&] { check_attention(kind, m.bf16({2, 12}), m.f32({2, 12}), m.f32({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+    marked("attention", "k", [&] { check_attention(kind, m.bf16({2, 12}), m.f32({2, 12}), m.bf16({5, 6}), m.bf16({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
     auto qkv_rope = [&](const Tensor& x, const Tensor& k, const Tensor& v) {
         check_qkv_rope(kind, m.f32({2, 16}), k, v, x, m.w({16, 3}), Tensor{}, m.w({8, 3}), Tensor{}, m.w({8, 3}),
                        Tensor{}, m.f32({6, 2}), m.f32({6, 2}), m.i32({2}), 4, 2, nullptr);
@@ -290,7 +289,8 @@ TEST_P(Contract, Bf16ActivationsOnlyWhereMarked) {
     marked("qkv_rope", "x", [&] { qkv_rope(m.bf16({2, 3}), m.f32({2, 8}), m.f32({2, 8})); });
     marked("qkv_rope", "k", [&] { qkv_rope(m.f32({2, 3}), m.bf16({2, 8}), m.bf16({2, 8})); });
     if (takes) {
-        expect_refused("attention", "v must have k's dtype", [&] { check_attention(kind, m.f32({2, 12}), m.f32({2, 12}), m.bf16({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+        expect_refused("attention", "v must have k's dtype", [&] { check_attention(kind, m.bf16({2, 12}), m.f32({2, 12}), m.bf16({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
+        expect_refused("attention", "out must have k's dtype", [&] { check_attention(kind, m.bf16({2, 12}), m.f32({2, 12}), m.f32({5, 6}), m.f32({5, 6}), Tensor{}, Tensor{}, 4, 2, 0.5f, nullptr); });
         expect_refused("qkv_rope", "v must have k's dtype", [&] { qkv_rope(m.f32({2, 3}), m.f32({2, 8}), m.bf16({2, 8})); });
         expect_refused("linear", "x must be f32 or bf16", [&] { check_linear(kind, m.f32({2, 4}), m.make(DType::F16, kind.device, {2, 3}), m.w({4, 3}), Tensor{}, nullptr); });
     }

@@ -215,17 +215,20 @@ TEST(OpTableMix, EncoderActivationsAreBf16OnlyWhenBf16TracksRunTheWholeEncoder) 
         track.activation_dtype = DType::BF16;
         return track;
     }();
-    EXPECT_EQ(OpTable::mix(base(), {}).encoder_activations, DType::F32);
-    EXPECT_EQ(OpTable::mix(bf16_base, {}).encoder_activations, DType::BF16);
-    EXPECT_EQ(OpTable::mix(bf16_base, {{OpId::rmsnorm, &other()}}).encoder_activations, DType::BF16);
+    EXPECT_EQ(OpTable::mix(base(), {}).encoder_activations(), DType::F32);
+    EXPECT_EQ(OpTable::mix(bf16_base, {}).encoder_activations(), DType::BF16);
+    EXPECT_EQ(OpTable::mix(bf16_base, {{OpId::rmsnorm, &other()}}).encoder_activations(), DType::BF16);
     for (OpId op : {OpId::layernorm, OpId::linear, OpId::gelu, OpId::softmax, OpId::add, OpId::rope_apply})
-        EXPECT_EQ(OpTable::mix(bf16_base, {{op, &other()}}).encoder_activations, DType::F32) << op_name(op);
+        EXPECT_EQ(OpTable::mix(bf16_base, {{op, &other()}}).encoder_activations(), DType::F32) << op_name(op);
     static const Track no_attention = [] {  // GLMASR_ATTENTION=three_kernel: attention composed
         Track track = bf16_base;
         track.ops.attention = nullptr;
         return track;
     }();
-    EXPECT_EQ(OpTable::mix(no_attention, {}).encoder_activations, DType::F32);
+    EXPECT_EQ(OpTable::mix(no_attention, {}).encoder_activations(), DType::F32);
+    OpTable nulled = OpTable::mix(bf16_base, {});  // an entry nulled after mix (kernel-bench)
+    nulled.ops.qkv_rope = nullptr;
+    EXPECT_EQ(nulled.encoder_activations(), DType::F32);
 }
 
 // Asking for a fused entry a track does not have is a clear input error, not a quiet run of

@@ -332,7 +332,31 @@ void bench_model(Context& ctx, cudaStream_t s) {
         linear_gelu_linear(ctx, proj_out, proj_hidden, en, proj1_w, enc[0].vec, proj2_w, enc[0].vec, kTokens, kProj,
                            kD, kEffn, s);
     };
+    // As the driver runs it by default: the activations ops.h marks [act] in bf16 (flash_bf16).
+    bf16 *en16 = weights(size_t{kT} * kE), *ek16 = weights(size_t{kT} * kE), *ev16 = weights(size_t{kT} * kE);
+    bf16* ea16 = weights(size_t{kT} * kE);
+    auto encoder_bf16 = [&] {
+        conv1d(ctx, conv1_out, mel, conv1_w, enc[0].vec, kFrames, kMel, kE, 3, 1, 1, kFrames, s);
+        gelu(conv1_out, conv1_out, static_cast<long long>(kFrames) * kE, s);
+        conv1d(ctx, ex, conv1_out, conv2_w, enc[0].vec, kFrames, kE, kE, 3, 2, 1, kT, s);
+        gelu(ex, ex, static_cast<long long>(kT) * kE, s);
+        layernorm(en16, ex, enc[0].vec, enc[0].vec, kT, kE, 1e-5f, s);
+        for (const EncLayer& l : enc) {
+            qkv_rope(ctx, QkvRopeArgs{eq, ek16, ev16, en16, l.q, l.vec, l.k, nullptr, l.v, l.vec, ecos, esin,
+                                      enc_pos, kT, kE, kHeads, kHeads, kEhd, 16, kT}, s);
+            attention(ctx, ea16, eq, ek16, ev16, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
+            linear(ctx, ep, ea16, l.o, l.vec, kT, kE, kE, Epilogue::kNone, s);
+            add_layernorm(ex, en16, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
+            linear_gelu_linear(ctx, ep, effn, en16, l.fc1, l.vec, l.fc2, l.vec, kT, kEffn, kE, kE, s);
+            add_layernorm(ex, en16, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
+        }
+        linear_gelu_linear(ctx, proj_out, proj_hidden, en16, proj1_w, enc[0].vec, proj2_w, enc[0].vec, kTokens,
+                           kProj, kD, kEffn, s);
+    };
     const AttentionPath chosen = ctx.attention;
+    ctx.attention = AttentionPath::flash_bf16;
+    printf("encoder + projector, one 30 s window (attention flash_bf16, bf16 activations: the default): %8.3f ms\n",
+           time_ms(s, encoder_bf16, 3));
     for (AttentionPath path : {AttentionPath::flash_bf16, AttentionPath::flash_split, AttentionPath::flash_simt}) {
         ctx.attention = path;
         const double attn_ms = time_ms(s, [&] {
@@ -340,7 +364,7 @@ void bench_model(Context& ctx, cudaStream_t s) {
                 attention(ctx, ea, eq, ek, ev, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
         }, 3);
         ms = time_ms(s, encoder, 3);
-        printf("encoder + projector, one 30 s window (attention %s): %8.3f ms, attention %8.3f ms of it\n",
+        printf("encoder + projector, one 30 s window (attention %s, f32 activations): %8.3f ms, attention %8.3f ms of it\n",
                attention_name(path), ms, attn_ms);
     }
     ctx.attention = chosen;

@@ -18,8 +18,8 @@
 namespace glmasr {
 
 // What the contract depends on besides the shapes: where the track's tensors live, the dtype
-// of its matrix weights (linear, conv1d, embedding), and the dtype its entries also take for
-// the activations ops.h marks "f32 or the track's activation dtype" (Track::activation_dtype).
+// of its matrix weights (linear, conv1d, embedding), and the dtype its entries also take, besides
+// f32, for the activations ops.h marks [act] (bf16 for the reference's entries).
 struct TrackKind {
     Device device;
     DType weight_dtype;

@@ -26,7 +26,7 @@
 //     `activation_dtype` (track.h: bf16 on the reference, f32 elsewhere, so only f32): the
 //     encoder's normed rows, k and v, attention's output and the products' x. The driver passes
 //     bf16 there only when every encoder entry is a bf16-activation track's kernel
-//     (OpTable::encoder_activations); queries, residuals and every output the driver adds or
+//     (OpTable::encoder_activations()); queries, residuals and every output the driver adds or
 //     reads back stay f32. "Matrix" weights (linear, conv1d, embedding) are f32 or bf16, as the
 //     track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
 //   * an optional input is an empty Tensor: the biases of linear, conv1d, linear_gelu,
@@ -135,7 +135,7 @@ struct Ops {
 
     // Whole attention. scratch(Hq, Tq, Tk) f32 is provided for the 3-kernel composition
     // (attention_scores → softmax → attention_output); a flash-style kernel ignores it.
-    // k and v [act] (one dtype), out [act]
+    // k, v and out [act] (one dtype)
     void (*attention)(const Tensor& out, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& positions, const Tensor& scratch, int n_heads, int n_kv_heads,
                       float scale, Stream stream);

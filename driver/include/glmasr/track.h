@@ -81,11 +81,12 @@ struct Track {
     // the CLI's --gemm and --attention, which set them). Null for a track without any. Reports
     // (--json, --verbose, the grader's) record it next to OpTable::describe().
     std::string (*settings)() = nullptr;
-    // The dtype its entries also take, besides f32, for the activations ops.h marks [act] (the
-    // encoder's normed rows, k and v, attention's output, the products' x). F32 for every track
-    // but the reference, which takes bf16 there: the values its tensor-core products round to
-    // bf16 anyway, so storing them rounded changes no bit of the result (at the head dims of its
-    // tensor-core attention; docs/tracks.md, "Precision policy").
+    // The dtype it wants the activations ops.h marks [act] in (the encoder's normed rows, k and
+    // v, attention's output, the products' x) when it runs the whole encoder. F32 for every
+    // track but the reference under its default attention (flash_bf16), which wants bf16 there:
+    // the values its tensor-core products round to bf16 anyway, so storing them rounded changes
+    // no bit of the result (at the head dims of its tensor-core attention; docs/tracks.md,
+    // "Precision policy"). Its entries accept bf16 [act] tensors under every attention rung.
     DType activation_dtype = DType::F32;
 };
 
@@ -103,7 +104,7 @@ std::vector<const Track*> available_tracks();
 std::string default_track_name();
 
 // The entries the encoder (its layers and the projector, model.cpp) calls with the activations
-// of OpTable::encoder_activations: every one must be a kernel of a bf16-activation track for
+// of OpTable::encoder_activations(): every one must be a kernel of a bf16-activation track for
 // them to be bf16.
 inline constexpr std::array<OpId, 6> kEncoderEntries = {
     OpId::layernorm, OpId::add_layernorm, OpId::qkv_rope,
@@ -116,11 +117,6 @@ struct OpTable {
                                                   // entries left null keep the default's track)
     const Track* base = nullptr;  // the default track ("default=" in the spec)
     Device device = Device::Host;
-    // The dtype of the encoder's activations between its entries (enc_normed, enc_k, enc_v,
-    // enc_attn in model.cpp): BF16 when every encoder entry (kEncoderEntries) is
-    // a kernel of a track whose activation_dtype is BF16, F32 otherwise: a table that mixes in
-    // another track's encoder op, or runs one as a composition, keeps every activation f32.
-    DType encoder_activations = DType::F32;
 
     // spec: "" (all from default_track) or "rmsnorm=student,gelu=baseline,default=reference".
     // Throws InputError for unknown op or track names, mixed devices, or a missing primitive.
@@ -132,6 +128,12 @@ struct OpTable {
 
     // dtype that the weights consumed by `op` must be stored in (its track's weight_dtype).
     DType weight_dtype(OpId op) const;
+    // The dtype of the encoder's activations between its entries (enc_normed, enc_k, enc_v,
+    // enc_attn in model.cpp), from the table as it is now: BF16 when every encoder entry
+    // (kEncoderEntries) is a kernel of a track whose activation_dtype is BF16, F32 otherwise: a
+    // table that mixes in another track's encoder op, or runs one as a composition (an entry
+    // nulled after build(), as kernel-bench does), keeps every activation f32.
+    DType encoder_activations() const;
     // "cpu", or "reference" or "reference (rmsnorm=student)" for reports.
     std::string describe() const;
     // Calls every distinct source track's setup hook.
