@@ -22,13 +22,14 @@
 //     attention's Tq and Tk, softmax's C) and reach the KV-cache capacity, at most
 //     text.max_positions (8192 for GLM-ASR-Nano; 630 s of audio fill 7875 of it); the tests
 //     go 45 rows past it;
-//   * activations are f32, except those marked [act] below, which may also come in the track's
-//     `activation_dtype` (track.h: bf16 on the reference, f32 elsewhere, so only f32): the
-//     encoder's normed rows, k and v, attention's output and the products' x. The driver passes
-//     bf16 there only when every encoder entry is a bf16-activation track's kernel
-//     (OpTable::encoder_activations()); queries, residuals and every output the driver adds or
-//     reads back stay f32. "Matrix" weights (linear, conv1d, embedding) are f32 or bf16, as the
-//     track's `weight_dtype` says; vectors (biases, norm weights) are always f32;
+//   * activations are f32. Those marked [act] below (the encoder's normed rows, k and v,
+//     attention's output, the products' x) may instead be bf16 on a track whose entries take it
+//     (the reference's: contract.h's TrackKind); the driver passes bf16 only when a
+//     bf16-activation track runs every encoder entry (OpTable::encoder_activations(), track.h),
+//     so the student, baseline and cpu tracks always see f32. Queries, residuals and every
+//     output the driver adds or reads back stay f32. "Matrix" weights (linear, conv1d,
+//     embedding) are f32 or bf16, as the track's `weight_dtype` says; vectors (biases, norm
+//     weights) are always f32;
 //   * an optional input is an empty Tensor: the biases of linear, conv1d, linear_gelu,
 //     linear_gelu_linear and qkv_rope (not layernorm's), attention's positions, and the scratch
 //     of a fused entry where the track needs none (the reference's GEMV paths up to 8 rows; a
