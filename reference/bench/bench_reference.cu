@@ -314,45 +314,31 @@ void bench_model(Context& ctx, cudaStream_t s) {
     int* enc_pos = iota_positions(kT);
     rope_freqs(ecos, esin, kT, 16, 10000.0f, s);  // partial RoPE: 32 of 64 dims
 
-    auto encoder = [&] {
+    // The encoder and projector as model.cpp calls them, with the activations ops.h marks [act]
+    // (normed rows, k, v, the attention's output) in f32 or, as the driver runs the reference by
+    // default, in bf16 (float or bf16 pointers).
+    auto encoder_with = [&](auto* normed, auto* k, auto* v, auto* attn) {
         conv1d(ctx, conv1_out, mel, conv1_w, enc[0].vec, kFrames, kMel, kE, 3, 1, 1, kFrames, s);
         gelu(conv1_out, conv1_out, static_cast<long long>(kFrames) * kE, s);
         conv1d(ctx, ex, conv1_out, conv2_w, enc[0].vec, kFrames, kE, kE, 3, 2, 1, kT, s);
         gelu(ex, ex, static_cast<long long>(kT) * kE, s);
-        layernorm(en, ex, enc[0].vec, enc[0].vec, kT, kE, 1e-5f, s);
+        layernorm(normed, ex, enc[0].vec, enc[0].vec, kT, kE, 1e-5f, s);
         for (const EncLayer& l : enc) {
-            qkv_rope(ctx, QkvRopeArgs{eq, ek, ev, en, l.q, l.vec, l.k, nullptr, l.v, l.vec, ecos, esin, enc_pos,
+            qkv_rope(ctx, QkvRopeArgs{eq, k, v, normed, l.q, l.vec, l.k, nullptr, l.v, l.vec, ecos, esin, enc_pos,
                                       kT, kE, kHeads, kHeads, kEhd, 16, kT}, s);
-            attention(ctx, ea, eq, ek, ev, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
-            linear(ctx, ep, ea, l.o, l.vec, kT, kE, kE, Epilogue::kNone, s);
-            add_layernorm(ex, en, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
-            linear_gelu_linear(ctx, ep, effn, en, l.fc1, l.vec, l.fc2, l.vec, kT, kEffn, kE, kE, s);
-            add_layernorm(ex, en, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
+            attention(ctx, attn, eq, k, v, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
+            linear(ctx, ep, attn, l.o, l.vec, kT, kE, kE, Epilogue::kNone, s);
+            add_layernorm(ex, normed, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
+            linear_gelu_linear(ctx, ep, effn, normed, l.fc1, l.vec, l.fc2, l.vec, kT, kEffn, kE, kE, s);
+            add_layernorm(ex, normed, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
         }
-        linear_gelu_linear(ctx, proj_out, proj_hidden, en, proj1_w, enc[0].vec, proj2_w, enc[0].vec, kTokens, kProj,
-                           kD, kEffn, s);
-    };
-    // As the driver runs it by default: the activations ops.h marks [act] in bf16 (flash_bf16).
-    bf16 *en16 = weights(size_t{kT} * kE), *ek16 = weights(size_t{kT} * kE), *ev16 = weights(size_t{kT} * kE);
-    bf16* ea16 = weights(size_t{kT} * kE);
-    auto encoder_bf16 = [&] {
-        conv1d(ctx, conv1_out, mel, conv1_w, enc[0].vec, kFrames, kMel, kE, 3, 1, 1, kFrames, s);
-        gelu(conv1_out, conv1_out, static_cast<long long>(kFrames) * kE, s);
-        conv1d(ctx, ex, conv1_out, conv2_w, enc[0].vec, kFrames, kE, kE, 3, 2, 1, kT, s);
-        gelu(ex, ex, static_cast<long long>(kT) * kE, s);
-        layernorm(en16, ex, enc[0].vec, enc[0].vec, kT, kE, 1e-5f, s);
-        for (const EncLayer& l : enc) {
-            qkv_rope(ctx, QkvRopeArgs{eq, ek16, ev16, en16, l.q, l.vec, l.k, nullptr, l.v, l.vec, ecos, esin,
-                                      enc_pos, kT, kE, kHeads, kHeads, kEhd, 16, kT}, s);
-            attention(ctx, ea16, eq, ek16, ev16, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
-            linear(ctx, ep, ea16, l.o, l.vec, kT, kE, kE, Epilogue::kNone, s);
-            add_layernorm(ex, en16, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
-            linear_gelu_linear(ctx, ep, effn, en16, l.fc1, l.vec, l.fc2, l.vec, kT, kEffn, kE, kE, s);
-            add_layernorm(ex, en16, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
-        }
-        linear_gelu_linear(ctx, proj_out, proj_hidden, en16, proj1_w, enc[0].vec, proj2_w, enc[0].vec, kTokens,
+        linear_gelu_linear(ctx, proj_out, proj_hidden, normed, proj1_w, enc[0].vec, proj2_w, enc[0].vec, kTokens,
                            kProj, kD, kEffn, s);
     };
+    auto encoder = [&] { encoder_with(en, ek, ev, ea); };
+    bf16 *en16 = weights(size_t{kT} * kE), *ek16 = weights(size_t{kT} * kE), *ev16 = weights(size_t{kT} * kE);
+    bf16* ea16 = weights(size_t{kT} * kE);
+    auto encoder_bf16 = [&] { encoder_with(en16, ek16, ev16, ea16); };
     const AttentionPath chosen = ctx.attention;
     ctx.attention = AttentionPath::flash_bf16;
     printf("encoder + projector, one 30 s window (attention flash_bf16, bf16 activations: the default): %8.3f ms\n",
