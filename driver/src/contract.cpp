@@ -68,10 +68,11 @@ void i32(const char* op, const char* what, const Tensor& t, const TrackKind& kin
 }
 // An activation ops.h marks [act]: f32, or kind.activation_dtype (bf16 on the reference).
 void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind, int rank) {
-    const bool other = kind.activation_dtype != DType::F32 && t.dtype == kind.activation_dtype;
-    if (kind.activation_dtype != DType::F32 && t.dtype != DType::F32 && !other)
+    const bool takes_other = kind.activation_dtype != DType::F32;
+    if (takes_other && t.dtype == kind.activation_dtype) return expect(op, what, t, kind, t.dtype, rank);
+    if (takes_other && t.dtype != DType::F32)
         fail(op, std::string(what) + " must be f32 or " + dtype_name(kind.activation_dtype) + ", got " + t.str());
-    expect(op, what, t, kind, other ? kind.activation_dtype : DType::F32, rank);
+    expect(op, what, t, kind, DType::F32, rank);
 }
 void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
                 std::initializer_list<int64_t> dims) {
