@@ -6,6 +6,9 @@
 //                                                   cores) with GLMASR_ATTENTION=flash_simt, or
 //                                                   when K/V exceed the tensor-core staging
 //                                                   buffers or are not 16-byte aligned
+//     of which D = 64 without positions (the        → flash_attention_wgmma.cu (Hopper's wgmma)
+//     encoder), plain bf16, flash_bf16, on sm_90      from flash_attention_tc.cu; flash_mma
+//                                                     keeps mma.sync
 //   any other head dim ≤ 256                      → attention_generic.cu (one warp per query)
 //   bf16 k, v and out (ops.h [act])               → flash_attention_tc.cu's plain bf16 kernel
 //                                                   (any ctx.attention), attention_generic.cu

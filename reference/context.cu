@@ -42,6 +42,7 @@ const char* attention_name(AttentionPath path) {
         case AttentionPath::three_kernel: return "three_kernel";
         case AttentionPath::flash_simt: return "flash_simt";
         case AttentionPath::flash_split: return "flash_split";
+        case AttentionPath::flash_mma: return "flash_mma";
         case AttentionPath::flash_bf16: return "flash_bf16";
     }
     return "?";
@@ -68,7 +69,8 @@ Settings read_settings() {
         const std::string v = attn;
         bool found = false;
         for (AttentionPath a : {AttentionPath::three_kernel, AttentionPath::flash_simt,
-                                AttentionPath::flash_split, AttentionPath::flash_bf16}) {
+                                AttentionPath::flash_split, AttentionPath::flash_mma,
+                                AttentionPath::flash_bf16}) {
             if (v == attention_name(a)) {
                 s.attention = a;
                 found = true;
@@ -76,7 +78,7 @@ Settings read_settings() {
         }
         if (!found)
             throw InputError("GLMASR_ATTENTION: unknown attention path '" + v +
-                             "' (choose three_kernel, flash_simt, flash_split or flash_bf16)");
+                             "' (choose three_kernel, flash_simt, flash_split, flash_mma or flash_bf16)");
     }
     return s;
 }
@@ -100,6 +102,14 @@ Context::Context() {
                                                 (kMaxDecodeHeadDim + 2)));
     configure_flash_attention();
     configure_flash_attention_tc();
+#if GLMASR_WGMMA_ATTENTION
+    int device = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    wgmma_attention = major == 9 && minor == 0;  // sm_90a code runs on 9.0 alone
+    if (wgmma_attention) configure_flash_attention_wgmma();
+#endif
     pdl_supported();  // queries the device once, here rather than inside a graph capture
 }
 

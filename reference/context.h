@@ -47,14 +47,16 @@ void check_cublas(cublasStatus_t status, const char* expr, const char* file, int
 // GLMASR_GEMM=naive|smem|regtile|wmma|cublas (default cublas); applies to linear/conv1d with
 // more than kGemvMaxRows rows. Decode-sized products (≤ kGemvMaxRows rows) always use the GEMV.
 enum class GemmRung { naive, smem, regtile, wmma, cublas };
-// The attention ladder, GLMASR_ATTENTION=three_kernel|flash_simt|flash_split|flash_bf16
+// The attention ladder, GLMASR_ATTENTION=three_kernel|flash_simt|flash_split|flash_mma|flash_bf16
 // (default flash_bf16): three_kernel leaves the fused `attention` entry null, so the driver
 // composes attention_scores → softmax → attention_output; flash_simt is the fused online softmax
 // on CUDA cores (f32); flash_split moves both products to tensor cores and splits every operand
-// into two bf16 to keep f32-level accuracy (3 mma per product); flash_bf16 takes them in plain
+// into two bf16 to keep f32-level accuracy (3 mma per product); flash_mma takes them in plain
 // bf16, the precision of PyTorch's bf16 SDPA that transformers runs (docs/tracks.md, "Precision
-// policy"). Decode steps (one query) use flash-decoding, in f32, in every fused variant.
-enum class AttentionPath { three_kernel, flash_simt, flash_split, flash_bf16 };
+// policy"), on mma.sync (sm_80 and later); flash_bf16 is flash_mma with the encoder's shape on
+// Hopper's wgmma where the GPU has it (the same bits, faster). Decode steps (one query) use
+// flash-decoding, in f32, in every fused variant.
+enum class AttentionPath { three_kernel, flash_simt, flash_split, flash_mma, flash_bf16 };
 
 struct Settings {
     GemmRung gemm = GemmRung::cublas;
@@ -93,6 +95,9 @@ public:
     float* argmax_partials = nullptr;       // kArgmaxSplitRows·kArgmaxSplits (value, index) pairs
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
+    // Whether this library has the wgmma attention (a build for sm_90) and this GPU runs it
+    // (compute capability 9.0); flash_bf16 takes it then.
+    bool wgmma_attention = false;
 
     // cuBLASLt's heuristic search costs tens of microseconds of host time; its answer depends
     // only on the problem and the pointer alignments, so it is remembered per key.

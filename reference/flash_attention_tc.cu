@@ -422,6 +422,23 @@ void dispatch(Out* out, const float* q, StagedKv kv, const int* positions, int T
     }
 }
 
+// The plain bf16 kernel over bf16 K and V (Tk, Hkv·D): on Hopper's wgmma where the context has
+// it and the shape is one that kernel covers (the encoder's; flash_attention_wgmma.cu), on
+// mma.sync otherwise. The two give the same bits.
+template <typename Out>
+void plain_bf16(const Context& ctx, Out* out, const float* q, const bf16* k, const bf16* v,
+                const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
+                cudaStream_t stream) {
+#if GLMASR_WGMMA_ATTENTION
+    if (ctx.wgmma_attention && ctx.attention == AttentionPath::flash_bf16 && D == 64 &&
+        !positions && aligned_to(q, 16)) {
+        flash_attention_wgmma(out, q, k, v, Tq, Tk, Hq, Hkv, scale, stream);
+        return;
+    }
+#endif
+    dispatch<false>(out, q, {k, nullptr, v, nullptr}, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+}
+
 template <int D, bool kSplit, typename Out>
 void allow_smem() {
     CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, kSplit, Out>,
@@ -457,7 +474,7 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
         throw Error("flash_attention_tc: k, v and out must share their dtype");
     if (k.is_bf16 && split) throw Error("flash_attention_tc: bf16 k and v have no lo parts to split");
     if (k.is_bf16 && aligned) {  // read in place
-        dispatch<false>(out.b16(), q, {k.b16(), nullptr, v.b16(), nullptr}, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        plain_bf16(ctx, out.b16(), q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
         return;
     }
     if (!flash_tc_fits(Tk, width))
@@ -467,7 +484,7 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
     if (k.is_bf16) {  // off 16 bytes: copied to the aligned staging first
         CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv, k.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
         CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv + 2 * n, v.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
-        dispatch<false>(out.b16(), q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        plain_bf16(ctx, out.b16(), q, staged.k_hi, staged.v_hi, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
         return;
     }
     if (!aligned) throw Error("flash_attention_tc: f32 k and v must be 16-byte aligned");
@@ -479,7 +496,7 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
         positions, Tq, Tk, width, split);
     CUDA_CHECK_LAUNCH();
     if (split) dispatch<true>(out.f32(), q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-    else dispatch<false>(out.f32(), q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else plain_bf16(ctx, out.f32(), q, staged.k_hi, staged.v_hi, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 
 }  // namespace glmasr::reference

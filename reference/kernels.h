@@ -232,7 +232,8 @@ void attention_output(float* out, const float* probs, const float* v, int Tq, in
                       int Hkv, int D, cudaStream_t stream);
 // Fused attention, never materialising the scores. Picks, by ctx.attention and the shape:
 // flash-decoding for one query (D ∈ {32, 64, 128}); for many queries the tensor-core flash
-// kernel (flash_bf16, flash_split) or the CUDA-core one (flash_simt), D ∈ {32, 64, 128}; and the
+// kernel (flash_bf16, flash_mma, flash_split; with flash_bf16 on an sm_90 GPU the encoder's shape
+// takes the wgmma kernel) or the CUDA-core one (flash_simt), D ∈ {32, 64, 128}; and the
 // one-warp-per-query kernel for any other D ≤ kAttentionMaxGenericDim. bf16 k, v and out (one
 // dtype for the three) take the plain bf16 tensor-core kernel where D allows, whatever
 // ctx.attention says (one query included), the generic one otherwise.
@@ -253,6 +254,12 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
                         bool split, cudaStream_t stream);
 // Whether a (Tk, kv_width) K/V pair fits the staging buffers of flash_attention_tc.
 bool flash_tc_fits(int Tk, int kv_width);
+// The same function, and the same bits, as flash_attention_tc's plain bf16 kernel, on Hopper's
+// wgmma: D = 64, no positions, bf16 k and v and q 16-byte aligned; out f32 or bf16. Only in a
+// build that targets sm_90 (GLMASR_WGMMA_ATTENTION), for a compute-capability 9.0 GPU
+// (ctx.wgmma_attention).                                                  (flash_attention_wgmma.cu)
+void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq,
+                           int Tk, int Hq, int Hkv, float scale, cudaStream_t stream);
 // partials: kMaxDecodeHeads·kMaxDecodePartials·(D + 2) floats of scratch (Context)
 void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
                       const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
@@ -263,5 +270,6 @@ void attention_generic(ActOut out, const float* q, Act k, Act v, const int* posi
 // Raise the dynamic shared-memory limit of the flash kernels; called once by Context.
 void configure_flash_attention();
 void configure_flash_attention_tc();
+void configure_flash_attention_wgmma();  // only with GLMASR_WGMMA_ATTENTION
 
 }  // namespace glmasr::reference

@@ -4,16 +4,17 @@
 // Every entry is installed behind the contract's one check (contract.h: dtype, shape, device),
 // then turns its Tensors into pointers and sizes for the launchers of kernels.h. Precision:
 // matrix weights (linear, conv1d, embedding) are bf16 (Track::weight_dtype); activations f32,
-// or bf16 where ops.h marks them [act] (Track::activation_dtype: bf16 with the default
-// attention, flash_bf16, whose operands are bf16 anyway; f32 under the other attention rungs,
-// which exist to compare f32 paths); biases and norm weights f32; every product and reduction
+// or bf16 where ops.h marks them [act] (Track::activation_dtype: bf16 with the plain bf16
+// attention rungs, flash_bf16 (the default) and flash_mma, whose operands are bf16 anyway; f32
+// under the other rungs, which exist to compare f32 paths); biases and norm weights f32; every product and reduction
 // accumulates in f32. Every fused entry (GLMASR_FUSED_OPS) is implemented, except that
 // GLMASR_ATTENTION=three_kernel leaves `attention` null so the driver composes
 // attention_scores → softmax → attention_output, for comparison.
 //
 // Usage: `glmasr transcribe clip.wav --track reference`. Two ladders are selectable at run time
 // (context.h): GLMASR_GEMM=naive|smem|regtile|wmma|cublas picks the GEMM rung used for products
-// of more than 8 rows; GLMASR_ATTENTION=three_kernel|flash_simt|flash_split|flash_bf16 the attention.
+// of more than 8 rows; GLMASR_ATTENTION=three_kernel|flash_simt|flash_split|flash_mma|flash_bf16
+// the attention.
 // Both variables are read once, when the track is first used; `glmasr transcribe|bench|profile`
 // set them from --gemm and --attention before any track exists, and record the values in effect
 // (Track::settings) in their --json and --verbose output.
@@ -235,10 +236,13 @@ void qkv_rope(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x
 void setup(Stream s) { Context::get(s); }
 
 // Track::settings: the ladders' rungs this process uses (read once, context.cu).
-// The activations the reference takes where ops.h allows bf16: bf16 with the default
-// attention (flash_bf16, whose operands are bf16 in any case), f32 under the other rungs.
+// The activations the reference takes where ops.h allows bf16: bf16 with the plain bf16
+// attention rungs (flash_bf16, the default, and flash_mma: their operands are bf16 in any case),
+// f32 under the other rungs.
 DType activation_dtype() {
-    return ref::settings().attention == ref::AttentionPath::flash_bf16 ? DType::BF16 : DType::F32;
+    const ref::AttentionPath a = ref::settings().attention;
+    return a == ref::AttentionPath::flash_bf16 || a == ref::AttentionPath::flash_mma ? DType::BF16
+                                                                                     : DType::F32;
 }
 
 std::string settings_text() {

@@ -34,7 +34,7 @@ namespace {
 // checks that they match context.h).
 const std::vector<std::string> kGemmRungs = {"naive", "smem", "regtile", "wmma", "cublas"};
 const std::vector<std::string> kAttentionPaths = {"three_kernel", "flash_simt", "flash_split",
-                                                  "flash_bf16"};
+                                                  "flash_mma", "flash_bf16"};
 
 // "a, b, c or d"
 std::string choices(const std::vector<std::string>& values) {

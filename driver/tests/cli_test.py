@@ -27,7 +27,7 @@ SMALL_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/small.json")
 # What --json records for a table none of whose tracks reads a GPU setting (the cpu track).
 NO_SETTINGS = {"gemm": None, "attention": None, "sync_check": None}
 GEMM_CHOICES = "naive, smem, regtile, wmma or cublas"
-ATTENTION_CHOICES = "three_kernel, flash_simt, flash_split or flash_bf16"
+ATTENTION_CHOICES = "three_kernel, flash_simt, flash_split, flash_mma or flash_bf16"
 
 
 def run(*args, timeout=600, env=None):

@@ -181,10 +181,21 @@ void bench_ladders(Context& ctx, cudaStream_t s) {
     printf("attention three_kernel, encoder: %8.3f ms\n", ms);
     ms = time_ms(s, [&] { flash_attention(o, q, k, k, nullptr, T, T, 20, 20, 64, 0.125f, s); });
     printf("attention flash_simt,   encoder: %8.3f ms  %6.1f TFLOP/s\n", ms, flops / ms / 1e9);
-    for (bool split : {false, true}) {
+    // f32 k and v (converted by the kernel's first pass), then bf16 ones read in place (the
+    // model's encoder); flash_bf16 is flash_mma on wgmma where the GPU has it.
+    const AttentionPath chosen = ctx.attention;
+    bf16 *k16 = weights(size_t{T} * 1280), *o16 = weights(size_t{T} * 1280);
+    for (AttentionPath path : {AttentionPath::flash_split, AttentionPath::flash_mma, AttentionPath::flash_bf16}) {
+        ctx.attention = path;
+        const bool split = path == AttentionPath::flash_split;
         ms = time_ms(s, [&] { flash_attention_tc(ctx, o, q, k, k, nullptr, T, T, 20, 20, 64, 0.125f, split, s); });
-        printf("attention %-12s encoder: %8.3f ms  %6.1f TFLOP/s\n", split ? "flash_split," : "flash_bf16,", ms, flops / ms / 1e9);
+        printf("attention %-11s encoder: %8.3f ms  %6.1f TFLOP/s\n", attention_name(path), ms, flops / ms / 1e9);
+        if (split) continue;
+        ms = time_ms(s, [&] { flash_attention_tc(ctx, o16, q, k16, k16, nullptr, T, T, 20, 20, 64, 0.125f, false, s); });
+        printf("attention %-11s encoder, bf16 k/v/out in place: %8.3f ms  %6.1f TFLOP/s%s\n", attention_name(path), ms,
+               flops / ms / 1e9, path == AttentionPath::flash_bf16 && ctx.wgmma_attention ? " (wgmma)" : "");
     }
+    ctx.attention = chosen;
     for (int S : {400, 2000}) {
         const double causal_flops = 2.0 * S * S * 128 * 16;
         ms = time_ms(s, [&] { flash_attention(o, q, k, v, pos, S, S + 100, 16, 4, 128, 0.088f, s); });
@@ -343,7 +354,11 @@ void bench_model(Context& ctx, cudaStream_t s) {
     ctx.attention = AttentionPath::flash_bf16;
     printf("encoder + projector, one 30 s window (attention flash_bf16, bf16 activations: the default): %8.3f ms\n",
            time_ms(s, encoder_bf16, 3));
-    for (AttentionPath path : {AttentionPath::flash_bf16, AttentionPath::flash_split, AttentionPath::flash_simt}) {
+    ctx.attention = AttentionPath::flash_mma;
+    printf("encoder + projector, one 30 s window (attention flash_mma, bf16 activations): %8.3f ms\n",
+           time_ms(s, encoder_bf16, 3));
+    for (AttentionPath path : {AttentionPath::flash_bf16, AttentionPath::flash_mma, AttentionPath::flash_split,
+                               AttentionPath::flash_simt}) {
         ctx.attention = path;
         const double attn_ms = time_ms(s, [&] {
             for (int i = 0; i < kEncLayers; ++i)

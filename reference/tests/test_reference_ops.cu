@@ -712,7 +712,8 @@ TEST_P(Attention, FusedAndThreeKernelMatchLoop) {
     ops().attention(fused, tq, tk, tv, tpos, Tensor{}, Hq, Hkv, scale, stream_);
     // bf16 operands (the default path) keep ~3 significant digits; the grader's attention test
     // holds them to a rounding model (grader/tests/test_attention.cpp).
-    const bool bf16 = ctx().attention == reference::AttentionPath::flash_bf16;
+    const bool bf16 = ctx().attention == reference::AttentionPath::flash_bf16 ||
+                      ctx().attention == reference::AttentionPath::flash_mma;
     expect_close(Device::get(fused), want, bf16 ? 1e-2 : 1e-5, bf16 ? 1e-2 : 1e-4, "attention" + tag);
 
     if (reference::flash_supports(D)) {
@@ -783,7 +784,7 @@ protected:
         Reference::SetUp();
         if (IsSkipped()) return;
         if (reference_track().activation_dtype != DType::BF16)
-            GTEST_SKIP() << "the reference takes bf16 activations with GLMASR_ATTENTION=flash_bf16 only";
+            GTEST_SKIP() << "the reference takes bf16 activations with GLMASR_ATTENTION=flash_bf16 or flash_mma only";
     }
 };
 
@@ -905,6 +906,82 @@ TEST_F(Bf16Activations, AttentionOfBf16KvIsTheF32PathsRounded) {
             }
         }
     }
+}
+
+// ------------------------------------------------------------------ the Hopper attention kernel
+//
+// flash_attention_wgmma.cu computes what the mma.sync kernel computes with the same roundings in
+// the same order: the same bits. At the encoder's shape and at the edges (a partial last query
+// block and key tile, fewer keys than one tile, one query, GQA); out bf16 and f32; and through
+// flash_attention_tc's choice (flash_bf16 against flash_mma) with bf16 k and v read in place,
+// copied off alignment, and f32 ones converted.
+
+// Sets ctx.attention for one scope.
+reference::bf16* b16(const Tensor& t) { return reinterpret_cast<reference::bf16*>(t.bf16_bits()); }
+
+class AttentionPathFor {
+public:
+    AttentionPathFor(reference::Context& ctx, reference::AttentionPath path) : ctx_(ctx), saved_(ctx.attention) {
+        ctx_.attention = path;
+    }
+    ~AttentionPathFor() { ctx_.attention = saved_; }
+    AttentionPathFor(const AttentionPathFor&) = delete;
+    AttentionPathFor& operator=(const AttentionPathFor&) = delete;
+
+private:
+    reference::Context& ctx_;
+    reference::AttentionPath saved_;
+};
+
+TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
+#if GLMASR_WGMMA_ATTENTION
+    if (!ctx().wgmma_attention) GTEST_SKIP() << "wgmma needs a compute-capability 9.0 GPU";
+    using reference::AttentionPath;
+    for (const auto& [Tq, Tk, Hq, Hkv] : {std::tuple{1500, 1500, 20, 20}, std::tuple{129, 200, 4, 2},
+                                          std::tuple{77, 33, 2, 2}, std::tuple{1, 64, 2, 1},
+                                          std::tuple{200, 65, 3, 3}}) {
+        const int D = 64;
+        const float scale = 0.125f;
+        const std::string tag = " Tq=" + std::to_string(Tq) + " Tk=" + std::to_string(Tk) +
+                                " Hq=" + std::to_string(Hq) + " Hkv=" + std::to_string(Hkv);
+        const Vec q = random_vec(static_cast<size_t>(Tq) * Hq * D, 111, -3, 3);
+        const Vec k = round_bf16(random_vec(static_cast<size_t>(Tk) * Hkv * D, 112, -3, 3));
+        const Vec v = round_bf16(random_vec(k.size(), 113));
+        const Tensor tq = dev_.f32(q, {Tq, Hq * D});
+        const Tensor k32 = dev_.f32(k, {Tk, Hkv * D}), v32 = dev_.f32(v, {Tk, Hkv * D});
+        for (const size_t pad : {size_t{0}, size_t{1}}) {
+            const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad), v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
+            const Tensor mma = dev_.bf16_poisoned({Tq, Hq * D}), chosen = dev_.bf16_poisoned({Tq, Hq * D});
+            {
+                AttentionPathFor path(ctx(), AttentionPath::flash_mma);
+                reference::flash_attention_tc(ctx(), b16(mma), tq.f32(), b16(k16), b16(v16), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+            }
+            {
+                AttentionPathFor path(ctx(), AttentionPath::flash_bf16);
+                reference::flash_attention_tc(ctx(), b16(chosen), tq.f32(), b16(k16), b16(v16), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+            }
+            const std::vector<uint16_t> want = Device::get_bits(mma);
+            EXPECT_EQ(Device::get_bits(chosen), want) << "flash_bf16 against flash_mma, bf16 k/v, pad " << pad << tag;
+            if (pad == 0) {  // the kernel itself
+                const Tensor direct = dev_.bf16_poisoned({Tq, Hq * D});
+                reference::flash_attention_wgmma(b16(direct), tq.f32(), b16(k16), b16(v16), Tq, Tk, Hq, Hkv, scale, stream_);
+                EXPECT_EQ(Device::get_bits(direct), want) << "flash_attention_wgmma, bf16 out" << tag;
+            }
+        }
+        const Tensor mma = dev_.poisoned({Tq, Hq * D}), chosen = dev_.poisoned({Tq, Hq * D});
+        {
+            AttentionPathFor path(ctx(), AttentionPath::flash_mma);
+            reference::flash_attention_tc(ctx(), mma.f32(), tq.f32(), k32.f32(), v32.f32(), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+        }
+        {
+            AttentionPathFor path(ctx(), AttentionPath::flash_bf16);
+            reference::flash_attention_tc(ctx(), chosen.f32(), tq.f32(), k32.f32(), v32.f32(), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+        }
+        expect_same_floats(Device::get(chosen), Device::get(mma), "flash_bf16 against flash_mma, f32 k/v, f32 out" + tag);
+    }
+#else
+    GTEST_SKIP() << "a build without sm_90 has no wgmma attention";
+#endif
 }
 
 // Stand-in for a q/k/v kernel that moves the position while decode attention is already
