@@ -431,7 +431,7 @@ void plain_bf16(const Context& ctx, Out* out, const float* q, const bf16* k, con
                 cudaStream_t stream) {
 #if GLMASR_WGMMA_ATTENTION
     if (ctx.wgmma_attention && ctx.attention == AttentionPath::flash_bf16 && D == 64 &&
-        !positions && aligned_to(q, 16)) {
+        !positions && aligned_to(q, 16) && aligned_to(out, 2 * sizeof(Out))) {
         flash_attention_wgmma(out, q, k, v, Tq, Tk, Hq, Hkv, scale, stream);
         return;
     }

@@ -255,7 +255,8 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
 // Whether a (Tk, kv_width) K/V pair fits the staging buffers of flash_attention_tc.
 bool flash_tc_fits(int Tk, int kv_width);
 // The same function, and the same bits, as flash_attention_tc's plain bf16 kernel, on Hopper's
-// wgmma: D = 64, no positions, bf16 k and v and q 16-byte aligned; out f32 or bf16. Only in a
+// wgmma: D = 64, no positions, bf16 k and v and q 16-byte aligned; out f32 or bf16, aligned to
+// two elements (it stores pairs). Only in a
 // build that targets sm_90 (GLMASR_WGMMA_ATTENTION), for a compute-capability 9.0 GPU
 // (ctx.wgmma_attention).                                                  (flash_attention_wgmma.cu)
 void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq,

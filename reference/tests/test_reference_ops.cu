@@ -914,7 +914,7 @@ TEST_F(Bf16Activations, AttentionOfBf16KvIsTheF32PathsRounded) {
 // the same order: the same bits. At the encoder's shape and at the edges (a partial last query
 // block and key tile, fewer keys than one tile, one query, GQA); out bf16 and f32; and through
 // flash_attention_tc's choice (flash_bf16 against flash_mma) with bf16 k and v read in place,
-// copied off alignment, and f32 ones converted.
+// copied off alignment, and f32 ones converted; an output off alignment takes mma.sync.
 
 // Sets ctx.attention for one scope.
 reference::bf16* b16(const Tensor& t) { return reinterpret_cast<reference::bf16*>(t.bf16_bits()); }
@@ -951,7 +951,7 @@ TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
         const Tensor k32 = dev_.f32(k, {Tk, Hkv * D}), v32 = dev_.f32(v, {Tk, Hkv * D});
         for (const size_t pad : {size_t{0}, size_t{1}}) {
             const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad), v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
-            const Tensor mma = dev_.bf16_poisoned({Tq, Hq * D}), chosen = dev_.bf16_poisoned({Tq, Hq * D});
+            const Tensor mma = dev_.bf16_poisoned({Tq, Hq * D}, pad), chosen = dev_.bf16_poisoned({Tq, Hq * D}, pad);
             {
                 AttentionPathFor path(ctx(), AttentionPath::flash_mma);
                 reference::flash_attention_tc(ctx(), b16(mma), tq.f32(), b16(k16), b16(v16), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
