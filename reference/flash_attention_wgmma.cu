@@ -1,8 +1,8 @@
 // flash_attention_wgmma.cu — the encoder's attention on Hopper's warpgroup tensor-core
 // instructions (wgmma, sm_90a): the same online-softmax algorithm as flash_attention_tc.cu's
 // plain bf16 kernel (read that first), with the same roundings in the same order, so the two
-// give the same bits (ReferenceWgmma.* in tests/test_reference_ops.cu); only the instructions
-// that multiply differ.
+// give the same bits (Reference.WgmmaAttentionGivesTheBitsOfMmaSync in
+// tests/test_reference_ops.cu); only the instructions that multiply differ.
 //
 // Why another kernel: mma.sync makes every warp load its K and V fragments from shared memory
 // itself (ldmatrix) and issue one 16 × 8 × 16 product at a time; Nsight Compute found the
