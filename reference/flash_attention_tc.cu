@@ -45,6 +45,7 @@
 #include <string>
 
 #include "common.cuh"
+#include "flash_softmax.cuh"
 #include "glmasr/cuda_check.h"
 #include "kernels.h"
 
@@ -53,7 +54,6 @@ namespace glmasr::reference {
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kNegInf = -__builtin_huge_valf();
 constexpr int kSplitThreads = 256;
 
 template <int D, bool kSplit>
@@ -70,7 +70,7 @@ struct TcTile {
     // rounding of p to bf16, then moves exactly as with 32-key tiles. (Updating per 64 keys
     // measured 0.071 against 0.073 ms and moved one greedy choice of the shipped clips off
     // transformers'.)
-    static constexpr int kSubKeys = 32;
+    static constexpr int kSubKeys = flash::kSoftmaxKeys;
     static constexpr int kStages = kSplit ? 2 : 3;    // K/V tiles in flight (cp.async ring)
     // 16 warps per SM: the encoder's 240 blocks in one wave on 132 SMs; caps registers at 128
     // per thread, which D = 128 cannot meet.
@@ -179,14 +179,6 @@ split_kv_kernel(bf16* __restrict__ k_hi, bf16* __restrict__ k_lo,  // (Tk, width
     }
 }
 
-// 2^x by the SFU's approximation (relative error ~2^−22, far below the bf16 rounding of p);
-// 2^−inf = +0, which the masked keys rely on.
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
 // Grid: (ceil(Tq / kBQ), Hq); block: kThreads; dynamic shared memory: kSmemBytes.
 __device__ __forceinline__ void store_out(float* p, float x) { *p = x; }
 __device__ __forceinline__ void store_out(bf16* p, float x) { *p = __float2bfloat16_rn(x); }
@@ -270,7 +262,7 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
     float o[kDimTiles][4];
 #pragma unroll
     for (int dn = 0; dn < kDimTiles; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
-    float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;
+    flash::RowPairStats stats;
     // ldmatrix addressing: lane supplies row lane % 8 of matrix lane / 8.
     const int lm_row = lane % 8, lm_mat = lane / 8;
 
@@ -303,54 +295,16 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
                     mma_acc<kSplit>(s[nt + 1], qh[ks], ql[ks], bh[2], bh[3], bl[2], bl[3]);
                 }
 
-            // Online softmax on rows row0 (s[·][0..1]) and row1 (s[·][2..3]). Only a tile reaching
-            // past warp_lim (the encoder's last, the causal diagonal) hides keys.
-            if (kv0 + C::kSubKeys > warp_lim) {
-#pragma unroll
-                for (int nt = 0; nt < kKeyTiles; ++nt)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int key = kv0 + nt * 8 + fc + e;
-                        if (key >= lim0) s[nt][e] = kNegInf;
-                        if (key >= lim1) s[nt][2 + e] = kNegInf;
-                    }
-            }
-            float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-            for (int nt = 0; nt < kKeyTiles; ++nt) {
-                mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
-                mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
-            }
-#pragma unroll
-            for (int x = 1; x <= 2; x <<= 1) {
-                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
-                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
-            }
-            const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-            const float corr0 = m0 == mn0 ? 1.0f : fast_exp2(m0 - mn0);
-            const float corr1 = m1 == mn1 ? 1.0f : fast_exp2(m1 - mn1);
-            m0 = mn0;
-            m1 = mn1;
-            // A row with every key so far hidden has m = −inf: subtract 0 instead (2^−inf = 0).
-            const float base0 = mn0 == kNegInf ? 0.0f : mn0, base1 = mn1 == kNegInf ? 0.0f : mn1;
-            float sum0 = 0.0f, sum1 = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < kKeyTiles; ++nt)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    s[nt][e] = fast_exp2(s[nt][e] - base0);
-                    s[nt][2 + e] = fast_exp2(s[nt][2 + e] - base1);
-                    sum0 += s[nt][e];
-                    sum1 += s[nt][2 + e];
-                }
-            l0 = l0 * corr0 + sum0;  // per-lane share; the 4 lanes of a row are summed at the end
-            l1 = l1 * corr1 + sum1;
+            // Online softmax on rows row0 (s[·][0..1]) and row1 (s[·][2..3]) (flash_softmax.cuh).
+            // Only a tile reaching past warp_lim (the encoder's last, the causal diagonal) hides keys.
+            const float2 corr = flash::online_softmax_update(&s[0][0], stats, kv0, fc, lim0, lim1,
+                                                             kv0 + C::kSubKeys > warp_lim);
             // Once the running maxima settle, most tiles change no row's maximum: skip the rescale.
-            if (__any_sync(0xffffffffu, corr0 != 1.0f || corr1 != 1.0f)) {
+            if (__any_sync(0xffffffffu, corr.x != 1.0f || corr.y != 1.0f)) {
 #pragma unroll
                 for (int dn = 0; dn < kDimTiles; ++dn) {
-                    o[dn][0] *= corr0; o[dn][1] *= corr0;
-                    o[dn][2] *= corr1; o[dn][3] *= corr1;
+                    o[dn][0] *= corr.x; o[dn][1] *= corr.x;
+                    o[dn][2] *= corr.y; o[dn][3] *= corr.y;
                 }
             }
 
@@ -376,12 +330,8 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
         }
     }
 
-#pragma unroll
-    for (int x = 1; x <= 2; x <<= 1) {
-        l0 += __shfl_xor_sync(0xffffffffu, l0, x);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, x);
-    }
-    const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    const float2 inv = flash::inverse_sums(stats);
+    const float inv0 = inv.x, inv1 = inv.y;
 #pragma unroll
     for (int dn = 0; dn < kDimTiles; ++dn) {
         const int col = h * D + dn * 8 + fc;

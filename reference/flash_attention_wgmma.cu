@@ -20,9 +20,10 @@
 //     16-byte chunks of row r at chunk ^ (r % 8) — the "128-byte swizzle", which lets the
 //     tensor cores read 8 rows of a column block without bank conflicts.
 //   * Per tile, S (64 × 64 per warpgroup, f32) = four wgmma over the 64 dims; then, 32 keys at a
-//     time (kSubKeys, as the mma.sync kernel, so every rounding of p is the same), the online
-//     softmax on S's registers and O += P·V: P from registers (S's accumulator layout is the
-//     A-operand layout), V from shared memory read transposed (the descriptor's tnspB).
+//     time, the online softmax on S's registers (flash_softmax.cuh, the mma.sync kernel's own
+//     step, so every rounding of p is the same) and O += P·V: P from registers (S's accumulator
+//     layout is the A-operand layout), V from shared memory read transposed (the descriptor's
+//     tnspB).
 //
 // wgmma operands in shared memory are described by a 64-bit descriptor (PTX ISA, "Matrix
 // Descriptor Format"): start address >> 4 in bits 0–13, leading-dimension byte offset >> 4 in
@@ -39,6 +40,7 @@
 //
 // Measured (H100 80GB HBM3, 1500 × 1500, 20 heads × 64, standalone): 0.046 ms (249 TFLOP/s),
 // against 0.064 ms for the mma.sync kernel inside the model.
+#include "flash_softmax.cuh"
 #include "kernels.h"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -54,13 +56,12 @@ constexpr int kWarpgroups = 2;
 constexpr int kThreads = kWarpgroups * 128;
 constexpr int kBQ = kWarpgroups * 64;   // queries per block
 constexpr int kBK = 64;                 // keys per staged tile
-constexpr int kSubKeys = 32;            // keys per online-softmax update (flash_attention_tc.cu)
+constexpr int kSubKeys = flash::kSoftmaxKeys;  // keys per online-softmax update
 constexpr int kStages = 3;              // K/V tiles in flight
 constexpr int kTileBytes = kBK * kD * static_cast<int>(sizeof(bf16));  // 8 KB: one K, V or Q tile
 // Q tiles, then the K/V ring; +1 KB to align the start to the swizzle's 1024-byte period.
 constexpr int kSmemBytes = (kWarpgroups + 2 * kStages) * kTileBytes + 1024;
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kNegInf = -__builtin_huge_valf();
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -80,13 +81,6 @@ __device__ __forceinline__ uint64_t descriptor(uint32_t addr) {
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-// 2^x by the SFU (as flash_attention_tc.cu); 2^−inf = +0.
-__device__ __forceinline__ float fast_exp2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
 }
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
@@ -204,7 +198,7 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
     Acc o;
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[i] = 0.0f;
-    float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;
+    flash::RowPairStats stats;
 
     for (int t = 0; t < n_tiles; ++t) {
         asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));  // this thread's copies of tile t
@@ -229,49 +223,15 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
         for (int sub = 0; sub < kBK / kSubKeys; ++sub) {
             float* ss = s + sub * 16;  // the 4 column blocks of 8 keys of this update
             const int kv0 = t * kBK + sub * kSubKeys;
-            if (kv0 + kSubKeys > Tk) {  // the last tile: keys past Tk are hidden
-#pragma unroll
-                for (int j = 0; j < 4; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        if (kv0 + 8 * j + fc + e >= Tk) ss[4 * j + e] = ss[4 * j + 2 + e] = kNegInf;
-            }
-            float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                mx0 = fmaxf(mx0, fmaxf(ss[4 * j], ss[4 * j + 1]));
-                mx1 = fmaxf(mx1, fmaxf(ss[4 * j + 2], ss[4 * j + 3]));
-            }
-#pragma unroll
-            for (int x = 1; x <= 2; x <<= 1) {
-                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, x));
-                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, x));
-            }
-            const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-            const float corr0 = m0 == mn0 ? 1.0f : fast_exp2(m0 - mn0);
-            const float corr1 = m1 == mn1 ? 1.0f : fast_exp2(m1 - mn1);
-            m0 = mn0;
-            m1 = mn1;
-            const float base0 = mn0 == kNegInf ? 0.0f : mn0, base1 = mn1 == kNegInf ? 0.0f : mn1;
-            float sum0 = 0.0f, sum1 = 0.0f;
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    ss[4 * j + e] = fast_exp2(ss[4 * j + e] - base0);
-                    ss[4 * j + 2 + e] = fast_exp2(ss[4 * j + 2 + e] - base1);
-                    sum0 += ss[4 * j + e];
-                    sum1 += ss[4 * j + 2 + e];
-                }
-            l0 = l0 * corr0 + sum0;
-            l1 = l1 * corr1 + sum1;
-            if (__any_sync(0xffffffffu, corr0 != 1.0f || corr1 != 1.0f)) {
+            // Only the last tile reaches past Tk and hides keys.
+            const float2 corr = flash::online_softmax_update(ss, stats, kv0, fc, Tk, Tk, kv0 + kSubKeys > Tk);
+            if (__any_sync(0xffffffffu, corr.x != 1.0f || corr.y != 1.0f)) {
 #pragma unroll
                 for (int j = 0; j < 8; ++j) {
-                    o[4 * j] *= corr0;
-                    o[4 * j + 1] *= corr0;
-                    o[4 * j + 2] *= corr1;
-                    o[4 * j + 3] *= corr1;
+                    o[4 * j] *= corr.x;
+                    o[4 * j + 1] *= corr.x;
+                    o[4 * j + 2] *= corr.y;
+                    o[4 * j + 3] *= corr.y;
                 }
             }
             // O += P·V, 16 keys per wgmma: P's A fragment for keys 16·step.. is (row0, block
@@ -292,17 +252,12 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
         }
     }
 
-#pragma unroll
-    for (int x = 1; x <= 2; x <<= 1) {
-        l0 += __shfl_xor_sync(0xffffffffu, l0, x);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, x);
-    }
-    const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    const float2 inv = flash::inverse_sums(stats);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
         const int col = h * kD + 8 * j + fc;
-        if (row0 < Tq) store_pair(out + row0 * q_stride + col, o[4 * j] * inv0, o[4 * j + 1] * inv0);
-        if (row1 < Tq) store_pair(out + row1 * q_stride + col, o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
+        if (row0 < Tq) store_pair(out + row0 * q_stride + col, o[4 * j] * inv.x, o[4 * j + 1] * inv.x);
+        if (row1 < Tq) store_pair(out + row1 * q_stride + col, o[4 * j + 2] * inv.y, o[4 * j + 3] * inv.y);
     }
 }
 
