@@ -34,12 +34,14 @@
 // 16 rows, 2048 bytes.
 //
 // Built for sm_90a alone (reference/CMakeLists.txt: its own object library, when the build
-// targets sm_90); attention.cu takes it on a compute-capability 9.0 GPU for the shapes it
-// covers: D = 64, no positions (every key visible), bf16 k and v and f32 q 16-byte aligned, out
+// targets sm_90); flash_attention_tc.cu (plain_bf16) takes it under flash_bf16 on a
+// compute-capability 9.0 GPU for the shapes it covers: D = 64, no positions (every key visible), bf16 k and v and f32 q 16-byte aligned, out
 // aligned to a pair of its elements.
 //
 // Measured (H100 80GB HBM3, 1500 × 1500, 20 heads × 64, standalone): 0.046 ms (249 TFLOP/s),
 // against 0.064 ms for the mma.sync kernel inside the model.
+#include <string>
+
 #include "flash_softmax.cuh"
 #include "kernels.h"
 
@@ -130,11 +132,15 @@ __device__ __forceinline__ void wgmma_rs(Acc& d, const uint32_t (&a)[4], uint64_
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-// The compiler sees a wgmma's accumulators as written when it issues; this keeps every use of
-// them on its side of the wait.
+// The compiler sees a wgmma's accumulators as written when it issues, and its register A
+// operand as read then; this keeps every use of them on its side of the fence or the wait.
 __device__ __forceinline__ void pin(Acc& d) {
 #pragma unroll
     for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+__device__ __forceinline__ void pin(uint32_t (&a)[2][4]) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) asm volatile("" : "+r"(a[i / 4][i % 4])::"memory");
 }
 
 __device__ __forceinline__ void store_pair(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
@@ -149,7 +155,8 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
                              const bf16* __restrict__ v,      // (Tk, Hkv·64)
                              int Tq, int Tk, int Hq, int Hkv, float scale_log2) {
     extern __shared__ uint8_t smem_raw[];
-    uint8_t* q_tiles = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    // The swizzle repeats every 1024 bytes of shared address: start the tiles on such a boundary.
+    uint8_t* q_tiles = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
     uint8_t* ring = q_tiles + kWarpgroups * kTileBytes;  // [kStages][K, V]
 
     const int tid = threadIdx.x, lane = tid % kWarpSize, wg = tid / 128, warp = (tid % 128) / kWarpSize;
@@ -241,6 +248,7 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
             for (int step = 0; step < 2; ++step)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) p[step][i] = pack_bf16(ss[8 * step + 2 * i], ss[8 * step + 2 * i + 1]);
+            pin(p);
             pin(o);
             wgmma_fence();
 #pragma unroll
@@ -281,6 +289,12 @@ void configure_flash_attention_wgmma() {
 
 void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq,
                            int Tk, int Hq, int Hkv, float scale, cudaStream_t stream) {
+    if (Hkv <= 0 || Hq % Hkv != 0)
+        throw Error("flash_attention_wgmma: " + std::to_string(Hq) + " query heads are not a multiple of " +
+                    std::to_string(Hkv) + " kv heads");
+    if (!aligned_to(q, 16) || !aligned_to(k, 16) || !aligned_to(v, 16) ||
+        !aligned_to(out.data, out.is_bf16 ? 4 : 8))
+        throw Error("flash_attention_wgmma: q, k and v must be 16-byte aligned and out aligned to a pair");
     if (Tq == 0) return;
     if (out.is_bf16) launch(out.b16(), q, k, v, Tq, Tk, Hq, Hkv, scale, stream);
     else launch(out.f32(), q, k, v, Tq, Tk, Hq, Hkv, scale, stream);

@@ -254,13 +254,15 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
                         bool split, cudaStream_t stream);
 // Whether a (Tk, kv_width) K/V pair fits the staging buffers of flash_attention_tc.
 bool flash_tc_fits(int Tk, int kv_width);
+#if GLMASR_WGMMA_ATTENTION
 // The same function, and the same bits, as flash_attention_tc's plain bf16 kernel, on Hopper's
 // wgmma: D = 64, no positions, bf16 k and v and q 16-byte aligned; out f32 or bf16, aligned to
-// two elements (it stores pairs). Only in a
-// build that targets sm_90 (GLMASR_WGMMA_ATTENTION), for a compute-capability 9.0 GPU
-// (ctx.wgmma_attention).                                                  (flash_attention_wgmma.cu)
+// two elements (it stores pairs); Hq a multiple of Hkv. Only in a build that targets sm_90
+// (GLMASR_WGMMA_ATTENTION), for a compute-capability 9.0 GPU (ctx.wgmma_attention); throws
+// Error on a precondition it does not meet.                               (flash_attention_wgmma.cu)
 void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq,
                            int Tk, int Hq, int Hkv, float scale, cudaStream_t stream);
+#endif
 // partials: kMaxDecodeHeads·kMaxDecodePartials·(D + 2) floats of scratch (Context)
 void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
                       const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
@@ -271,6 +273,8 @@ void attention_generic(ActOut out, const float* q, Act k, Act v, const int* posi
 // Raise the dynamic shared-memory limit of the flash kernels; called once by Context.
 void configure_flash_attention();
 void configure_flash_attention_tc();
-void configure_flash_attention_wgmma();  // only with GLMASR_WGMMA_ATTENTION
+#if GLMASR_WGMMA_ATTENTION
+void configure_flash_attention_wgmma();
+#endif
 
 }  // namespace glmasr::reference

@@ -301,7 +301,7 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
     for (const Track* track : available_tracks()) linked = linked || std::string(track->name) == "reference";
     if (!linked) GTEST_SKIP() << "the reference is not linked into this program";
     const Track& reference = get_track("reference");
-    if (reference.activation_dtype != DType::BF16) GTEST_SKIP() << "GLMASR_ATTENTION is not flash_bf16";
+    if (reference.activation_dtype != DType::BF16) GTEST_SKIP() << "GLMASR_ATTENTION is not flash_bf16 or flash_mma";
     const OpTable bf16_table = OpTable::build("reference");
     ASSERT_EQ(bf16_table.encoder_activations(), DType::BF16);
     // The same kernels, from a copy of the track that asks for f32 activations.

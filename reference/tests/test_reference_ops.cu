@@ -688,6 +688,24 @@ Vec cpu_attention(const Vec& q, const Vec& k, const Vec& v, const std::vector<in
 
 class Attention : public Reference, public ::testing::WithParamInterface<AttnCase> {};
 
+// A bf16 tensor's data as the reference's launchers take it.
+reference::bf16* b16(const Tensor& t) { return reinterpret_cast<reference::bf16*>(t.bf16_bits()); }
+
+// Sets ctx.attention for one scope.
+class AttentionPathFor {
+public:
+    AttentionPathFor(reference::Context& ctx, reference::AttentionPath path) : ctx_(ctx), saved_(ctx.attention) {
+        ctx_.attention = path;
+    }
+    ~AttentionPathFor() { ctx_.attention = saved_; }
+    AttentionPathFor(const AttentionPathFor&) = delete;
+    AttentionPathFor& operator=(const AttentionPathFor&) = delete;
+
+private:
+    reference::Context& ctx_;
+    reference::AttentionPath saved_;
+};
+
 TEST_P(Attention, FusedAndThreeKernelMatchLoop) {
     const auto [Tq, Tk, Hq, Hkv, D, first_pos] = GetParam();
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
@@ -720,13 +738,16 @@ TEST_P(Attention, FusedAndThreeKernelMatchLoop) {
         // Every rung of the attention ladder, whatever GLMASR_ATTENTION selects.
         const int* p = first_pos >= 0 ? tpos.i32() : nullptr;
         const Tensor simt = dev_.poisoned({Tq, Hq * D}), tc = dev_.poisoned({Tq, Hq * D});
-        const Tensor tc16 = dev_.poisoned({Tq, Hq * D});
         reference::flash_attention(simt.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D, scale, stream_);
         reference::flash_attention_tc(ctx(), tc.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D, scale, true, stream_);
-        reference::flash_attention_tc(ctx(), tc16.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
         expect_close(Device::get(simt), want, 1e-5, 1e-4, "flash_simt" + tag);
         expect_close(Device::get(tc), want, 1e-5, 1e-4, "flash_split" + tag);
-        expect_close(Device::get(tc16), want, 1e-2, 1e-2, "flash_bf16" + tag);
+        for (const reference::AttentionPath path : {reference::AttentionPath::flash_mma, reference::AttentionPath::flash_bf16}) {
+            AttentionPathFor chosen(ctx(), path);
+            const Tensor tc16 = dev_.poisoned({Tq, Hq * D});
+            reference::flash_attention_tc(ctx(), tc16.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+            expect_close(Device::get(tc16), want, 1e-2, 1e-2, reference::attention_name(path) + tag);
+        }
     }
 
     Ops composed = ops();
@@ -914,24 +935,8 @@ TEST_F(Bf16Activations, AttentionOfBf16KvIsTheF32PathsRounded) {
 // the same order: the same bits. At the encoder's shape and at the edges (a partial last query
 // block and key tile, fewer keys than one tile, one query, GQA); out bf16 and f32; and through
 // flash_attention_tc's choice (flash_bf16 against flash_mma) with bf16 k and v read in place,
-// copied off alignment, and f32 ones converted; an output off alignment takes mma.sync.
-
-// Sets ctx.attention for one scope.
-reference::bf16* b16(const Tensor& t) { return reinterpret_cast<reference::bf16*>(t.bf16_bits()); }
-
-class AttentionPathFor {
-public:
-    AttentionPathFor(reference::Context& ctx, reference::AttentionPath path) : ctx_(ctx), saved_(ctx.attention) {
-        ctx_.attention = path;
-    }
-    ~AttentionPathFor() { ctx_.attention = saved_; }
-    AttentionPathFor(const AttentionPathFor&) = delete;
-    AttentionPathFor& operator=(const AttentionPathFor&) = delete;
-
-private:
-    reference::Context& ctx_;
-    reference::AttentionPath saved_;
-};
+// copied off alignment (then wgmma reads the copy), and f32 ones converted; an output off
+// alignment takes mma.sync. And the kernel's own entry refuses what it cannot take.
 
 TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
 #if GLMASR_WGMMA_ATTENTION
@@ -949,9 +954,10 @@ TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
         const Vec v = round_bf16(random_vec(k.size(), 113));
         const Tensor tq = dev_.f32(q, {Tq, Hq * D});
         const Tensor k32 = dev_.f32(k, {Tk, Hkv * D}), v32 = dev_.f32(v, {Tk, Hkv * D});
-        for (const size_t pad : {size_t{0}, size_t{1}}) {
+        for (const auto& [pad, out_pad] : {std::pair{size_t{0}, size_t{0}}, std::pair{size_t{1}, size_t{0}},
+                                           std::pair{size_t{0}, size_t{1}}}) {
             const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad), v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
-            const Tensor mma = dev_.bf16_poisoned({Tq, Hq * D}, pad), chosen = dev_.bf16_poisoned({Tq, Hq * D}, pad);
+            const Tensor mma = dev_.bf16_poisoned({Tq, Hq * D}, out_pad), chosen = dev_.bf16_poisoned({Tq, Hq * D}, out_pad);
             {
                 AttentionPathFor path(ctx(), AttentionPath::flash_mma);
                 reference::flash_attention_tc(ctx(), b16(mma), tq.f32(), b16(k16), b16(v16), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
@@ -961,8 +967,9 @@ TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
                 reference::flash_attention_tc(ctx(), b16(chosen), tq.f32(), b16(k16), b16(v16), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
             }
             const std::vector<uint16_t> want = Device::get_bits(mma);
-            EXPECT_EQ(Device::get_bits(chosen), want) << "flash_bf16 against flash_mma, bf16 k/v, pad " << pad << tag;
-            if (pad == 0) {  // the kernel itself
+            EXPECT_EQ(Device::get_bits(chosen), want) << "flash_bf16 against flash_mma, bf16 k/v, pad " << pad
+                                                      << ", out pad " << out_pad << tag;
+            if (pad == 0 && out_pad == 0) {  // the kernel itself
                 const Tensor direct = dev_.bf16_poisoned({Tq, Hq * D});
                 reference::flash_attention_wgmma(b16(direct), tq.f32(), b16(k16), b16(v16), Tq, Tk, Hq, Hkv, scale, stream_);
                 EXPECT_EQ(Device::get_bits(direct), want) << "flash_attention_wgmma, bf16 out" << tag;
@@ -979,6 +986,12 @@ TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
         }
         expect_same_floats(Device::get(chosen), Device::get(mma), "flash_bf16 against flash_mma, f32 k/v, f32 out" + tag);
     }
+    const Vec q = random_vec(64 * 2 * 64, 114), kv = round_bf16(random_vec(64 * 64, 115));
+    const Tensor tq = dev_.f32(q, {64, 128}), k16 = dev_.bf16(kv, {64, 64}), k16_off = dev_.bf16(kv, {64, 64}, 1);
+    const Tensor out = dev_.bf16_poisoned({64, 128}), out_off = dev_.bf16_poisoned({64, 128}, 1);
+    EXPECT_THROW(reference::flash_attention_wgmma(b16(out_off), tq.f32(), b16(k16), b16(k16), 64, 64, 2, 1, 0.125f, stream_), Error);
+    EXPECT_THROW(reference::flash_attention_wgmma(b16(out), tq.f32(), b16(k16_off), b16(k16_off), 64, 64, 2, 1, 0.125f, stream_), Error);
+    EXPECT_THROW(reference::flash_attention_wgmma(b16(out), tq.f32(), b16(k16), b16(k16), 64, 64, 3, 2, 0.125f, stream_), Error);
 #else
     GTEST_SKIP() << "a build without sm_90 has no wgmma attention";
 #endif

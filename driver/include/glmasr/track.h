@@ -83,7 +83,8 @@ struct Track {
     std::string (*settings)() = nullptr;
     // The dtype it wants the activations ops.h marks [act] in (the encoder's normed rows, k and
     // v, attention's output, the products' x) when it runs the whole encoder. F32 for every
-    // track but the reference under its default attention (flash_bf16), which wants bf16 there:
+    // track but the reference under its plain bf16 attention (flash_bf16, the default, or
+    // flash_mma), which wants bf16 there:
     // the values its tensor-core products round to bf16 anyway, so storing them rounded changes
     // no bit of the result (at the head dims of its tensor-core attention; docs/tracks.md,
     // "Precision policy"). Its entries accept bf16 [act] tensors under every attention rung.
