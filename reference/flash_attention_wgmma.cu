@@ -35,11 +35,13 @@
 //
 // Built for sm_90a alone (reference/CMakeLists.txt: its own object library, when the build
 // targets sm_90); flash_attention_tc.cu (plain_bf16) takes it under flash_bf16 on a
-// compute-capability 9.0 GPU for the shapes it covers: D = 64, no positions (every key visible), bf16 k and v and f32 q 16-byte aligned, out
-// aligned to a pair of its elements.
+// compute-capability 9.0 GPU for the shapes it covers: D = 64, no positions (every key
+// visible), bf16 k and v and f32 q 16-byte aligned, out aligned to a pair of its elements.
 //
-// Measured (H100 80GB HBM3, 1500 × 1500, 20 heads × 64, standalone): 0.046 ms (249 TFLOP/s),
-// against 0.064 ms for the mma.sync kernel inside the model.
+// Measured (H100 80GB HBM3, 1500 × 1500, 20 heads × 64): 0.047 ms (247 TFLOP/s) in
+// `reference_bench ladders`, 47.5 µs a layer in `glmasr profile`, against 0.063 ms and 64.0 µs
+// for the mma.sync kernel. Nsight Compute: issue slots 44 % busy, 25 % occupancy, latency-bound
+// (each warpgroup waits for its own products; docs/performance.md, twelfth session).
 #include <string>
 
 #include "flash_softmax.cuh"
@@ -93,6 +95,13 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool v
 // The 32 f32 accumulators of a warpgroup's 64 × 64 product, per thread: d[4j + e] is row
 // 16·warp + lane/4 (e < 2) or that + 8 (e ≥ 2), column 8j + 2·(lane % 4) + e % 2.
 using Acc = float[32];
+// The 32 accumulators as read-write asm operands %0..%31.
+#define WGMMA_ACCUMULATORS(d)                                                                          \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),   \
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),      \
+        "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),    \
+        "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),    \
+        "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
 // d (+)= A(64 × 16) · B(16 × 64), both from shared memory, both K-major (S = Q·Kᵀ).
 __device__ __forceinline__ void wgmma_ss(Acc& d, uint64_t a, uint64_t b, bool accumulate) {
@@ -102,11 +111,7 @@ __device__ __forceinline__ void wgmma_ss(Acc& d, uint64_t a, uint64_t b, bool ac
         "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
         "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
         "%32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-          "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : WGMMA_ACCUMULATORS(d)
         : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
@@ -119,11 +124,7 @@ __device__ __forceinline__ void wgmma_rs(Acc& d, const uint32_t (&a)[4], uint64_
         "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
         "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
         "{%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),
-          "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),
-          "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : WGMMA_ACCUMULATORS(d)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
