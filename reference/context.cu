@@ -16,13 +16,19 @@ void check_cublas(cublasStatus_t status, const char* expr, const char* file, int
                 ": " + expr);
 }
 
+namespace {
+// The current device's compute capability as 10·major + minor (90: sm_90).
+int compute_capability() {
+    int device = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return 10 * major + minor;
+}
+}  // namespace
+
 bool pdl_supported() {
-    static const bool supported = [] {
-        int device = 0, major = 0;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-        return major >= 9;
-    }();
+    static const bool supported = compute_capability() >= 90;
     return supported;
 }
 
@@ -103,11 +109,7 @@ Context::Context() {
     configure_flash_attention();
     configure_flash_attention_tc();
 #if GLMASR_WGMMA_ATTENTION
-    int device = 0, major = 0, minor = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    wgmma_attention = major == 9 && minor == 0;  // sm_90a code runs on 9.0 alone
+    wgmma_attention = compute_capability() == 90;  // sm_90a code runs on 9.0 alone
     if (wgmma_attention) configure_flash_attention_wgmma();
 #endif
     pdl_supported();  // queries the device once, here rather than inside a graph capture
