@@ -47,10 +47,9 @@ __device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float firs
 }
 
 // Grid: ceil(N / kRows) blocks of kGemvThreads. kMats = 2 reads w and w2 (gate and up).
-// kRmsNorm: the product is taken with rmsnorm(x), norm.weight (K). kMinBlocks: blocks an SM must
-// hold at once (0: as many as the registers the compiler chooses allow).
-template <int M, int kRows, GemvEpilogue kEpi, bool kRmsNorm, int kMinBlocks>
-__global__ void __launch_bounds__(kGemvThreads, kMinBlocks)
+// kRmsNorm: the product is taken with rmsnorm(x), norm.weight (K).
+template <int M, int kRows, GemvEpilogue kEpi, bool kRmsNorm>
+__global__ void __launch_bounds__(kGemvThreads)
 gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
                  const float* __restrict__ x,     // (M, K)
                  const bf16* __restrict__ w,      // (N, K)
@@ -140,13 +139,8 @@ void launch_fast(float* out, const float* x, const bf16* w, const bf16* w2, cons
     // chunk: 0.025 ms per Nano token faster than 2 rows of each, 8 rows no faster than 2). With
     // more rows of x the gate/up accumulators multiply, so there it stays at 2 rows of each.
     constexpr int kRows = kEpi == GemvEpilogue::kSiluMul && M > 1 ? 2 : 4;
-    // The decode step's gate/up product (1536 blocks for Nano) at 5 blocks per SM rather than the
-    // 4 its 108 registers allow: 96 registers and 24 bytes of spills, 2.3 waves instead of 2.9
-    // (H100, interleaved: 1.186-1.190 against 1.191-1.199 ms/token; 6 blocks, 80 registers and
-    // 76 bytes of spills: 1.203-1.205).
-    constexpr int kMinBlocks = kEpi == GemvEpilogue::kSiluMul && M == 1 ? 5 : 0;
     const unsigned blocks = cuda::blocks_for(N, kRows);
-    launch_pdl(gemv_bf16_kernel<M, kRows, kEpi, kRmsNorm, kMinBlocks>, blocks, kGemvThreads, 0, stream, out, x, w, w2,
+    launch_pdl(gemv_bf16_kernel<M, kRows, kEpi, kRmsNorm>, blocks, kGemvThreads, 0, stream, out, x, w, w2,
                bias, norm, N, K);
 }
 
