@@ -62,7 +62,7 @@ __device__ void block_argmax(float& best_v, int& best_i, int none) {
 // Grid: rows; one block scans a whole row.
 __global__ void __launch_bounds__(kArgmaxThreads)
 argmax_kernel(int* __restrict__ out,        // (rows)
-              const float* __restrict__ x,  // (rows, cols)
+              const float* x,               // (rows, cols)
               int cols) {
     pdl_wait();
     const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
@@ -83,7 +83,7 @@ argmax_kernel(int* __restrict__ out,        // (rows)
 // reports "none".
 __global__ void __launch_bounds__(kSplitThreads)
 argmax_split_kernel(float* __restrict__ part_v, int* __restrict__ part_i,  // (rows, kArgmaxSplits)
-                    const float* __restrict__ x, int cols) {
+                    const float* x, int cols) {
     pdl_launch_dependents();
     pdl_wait();
     const float* xr = x + static_cast<size_t>(blockIdx.y) * cols;
@@ -107,8 +107,7 @@ argmax_split_kernel(float* __restrict__ part_v, int* __restrict__ part_i,  // (r
 
 // Grid: rows; block: kArgmaxSplits threads, one partial each.
 __global__ void __launch_bounds__(kArgmaxSplits)
-argmax_combine_kernel(int* __restrict__ out, const float* __restrict__ part_v,
-                      const int* __restrict__ part_i, int cols) {
+argmax_combine_kernel(int* __restrict__ out, const float* part_v, const int* part_i, int cols) {
     pdl_wait();
     float best_v = part_v[blockIdx.x * kArgmaxSplits + threadIdx.x];
     int best_i = part_i[blockIdx.x * kArgmaxSplits + threadIdx.x];

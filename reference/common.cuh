@@ -96,6 +96,15 @@ __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
 // pdl_wait() before touching anything the predecessor writes or reads (it may do independent
 // work first, e.g. prefetch its weights), and a kernel may call pdl_launch_dependents() to let
 // its successor be scheduled early. Both are no-ops without PDL (and before sm_90).
+//
+// What a predecessor writes is read through plain `const T*` pointers, never `__restrict__` ones
+// or __ldg(): those become ld.global.nc, whose data must not change while the kernel runs, and
+// under PDL the predecessor writes while this kernel already runs. ptxas does move such loads
+// above griddepcontrol.wait: a decode attention that read q after the wait in its source read it
+// before in its SASS and decoded garbage inside the CUDA graph, while every test of the kernel
+// alone passed (tests: Pdl.* in test_reference_ops.cu write the inputs late on purpose).
+// `__restrict__` stays on the weights and tables, which nothing writes during a forward pass,
+// and on positions, uploaded before it.
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");

@@ -4,20 +4,22 @@
 // With one query there is no reuse to tile for; the work is reading the cache once, as fast as
 // possible. The flash kernel would put a whole block on each (head, 64 queries) tile and leave
 // most of the GPU idle; here instead:
-//   * GQA: the Hq / Hkv query heads that share a KV head are handled by the same warp, so each
-//     K and V row is read once, not once per query head (4× less traffic for GLM-ASR's 16/4).
-//   * Split-K: block (g, s) takes KV head g and key split s; its 4 warps take interleaved
-//     batches of the split's keys with the online softmax (running max m, sum l, output o) kept
-//     per query head in registers, and merge into one partial per split at the end. A lane owns
+//   * Split-K, one query head per block: block (h, s) takes query head h and key split s; its 4
+//     warps take interleaved batches of the split's keys with the online softmax (running max m,
+//     sum l, output o) in registers, and merge into one partial per split at the end. A lane owns
 //     D/32 consecutive dims: a K or V row slice is one coalesced 128-512-byte warp read, and a
 //     dot product is a warp shuffle-reduction.
+//   * GQA: the Hq / Hkv query heads of one KV head read the same K and V rows, from DRAM once and
+//     from L2 after that. A warp per head rather than per KV head keeps the work after the wait
+//     short, and that work is on the decode step's critical path (Nano decode graph on an H100:
+//     a warp carrying all 4 heads of its KV head spent ~4 µs after the wait on their reductions
+//     one after the other, 1.210-1.213 ms/token; 2 heads 1.203-1.210; 1 head 1.193-1.195).
 //   * Latency, not bandwidth, limits this kernel (a decode step reads ~2 MB of cache per layer):
 //     a warp issues the loads of kBatch = 8 keys before using any of them, the 8 dot-product
 //     reductions interleave, and splits are sized so that each warp gets one batch, so for
 //     caches up to kMaxDecodePartials · 32 rows the valid keys are read in a single round of
 //     loads across the GPU. (Nano decode graph on an H100: 64-key splits, two rounds, 1.606
-//     ms/token; 32-key splits 1.559. Interleaving the 4 query heads' reductions as well was
-//     slower: 1.597.)
+//     ms/token; 32-key splits 1.559.)
 //   * That round of loads is issued before griddepcontrol.wait: all rows but the newest were
 //     written by earlier steps, so a warp loads its batch while the q/k/v kernel before it still
 //     runs, from the key count it reads early (a guess, checked after the wait), and after the
@@ -26,7 +28,10 @@
 //     depends only on the cache capacity: one CUDA graph serves every step. Splits are sized
 //     from the valid count, so the work spreads over the GPU whatever the position.
 //   * Each split writes its partial (o, m, l); decode_combine_kernel rescales the partials to a
-//     common max and normalises: out = Σ o_s·2^(m_s−M) / Σ l_s·2^(m_s−M).
+//     common max and normalises: out = Σ o_s·2^(m_s−M) / Σ l_s·2^(m_s−M). (Combining in each
+//     head's last split block instead, behind an atomic ticket, saves the kernel boundary but
+//     not the time: 1.202-1.210 against 1.193-1.195 ms/token, and 2.5× slower with the 256
+//     splits of an 8192-row cache, whose partials one block then reads alone.)
 // Scores are in base 2 (q pre-scaled by scale·log2 e; exp2f, ≤ 2 ulp), as in flash_attention.cu.
 // The two kernels live in one file because neither means anything without the other.
 #include <algorithm>
@@ -43,7 +48,6 @@ namespace {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr int kDecodeWarps = 4;
-constexpr int kDecodeMaxGroup = 4;    // query heads per warp (GLM-ASR: 4; more: grid.z splits)
 constexpr int kBatch = 8;             // keys whose loads are issued together
 constexpr int kMinKeysPerSplit = kDecodeWarps * kBatch;  // one batch per warp
 constexpr int kCombineGroups = 8;     // partials summed in parallel per output dim
@@ -53,13 +57,13 @@ template <int E>
 __device__ __forceinline__ void load_slice(float (&dst)[E], const float* src, bool vec) {
     if constexpr (E == 4) {
         if (vec) {
-            const float4 t = __ldg(reinterpret_cast<const float4*>(src));
+            const float4 t = *reinterpret_cast<const float4*>(src);
             dst[0] = t.x; dst[1] = t.y; dst[2] = t.z; dst[3] = t.w;
             return;
         }
     } else if constexpr (E == 2) {
         if (vec) {
-            const float2 t = __ldg(reinterpret_cast<const float2*>(src));
+            const float2 t = *reinterpret_cast<const float2*>(src);
             dst[0] = t.x; dst[1] = t.y;
             return;
         }
@@ -102,27 +106,25 @@ __device__ __forceinline__ void load_batch(float (&kr)[kBatch][E], float (&vr)[k
     }
 }
 
-// Grid: (Hkv, n_splits, ceil(group / kDecodeMaxGroup)); block: kDecodeWarps warps.
-// Split s covers keys [s·len, (s+1)·len) ∩ [0, valid), len an even share of the valid keys (at
-// least kMinKeysPerSplit); its warps take interleaved batches of kBatch keys, then merge their
-// running (m, l, o) in shared memory into the split's one partial. Splits past the valid keys
-// write an empty partial (m = −inf), which the combine skips.
+// Grid: (Hq, n_splits); block: kDecodeWarps warps. Block (h, s) covers query head h and keys
+// [s·len, (s+1)·len) ∩ [0, valid), len an even share of the valid keys (at least
+// kMinKeysPerSplit); its warps take interleaved batches of kBatch keys, then merge their running
+// (m, l, o) in shared memory into the split's one partial. Splits past the valid keys write an
+// empty partial (m = −inf), which the combine skips.
 template <int D>
 __global__ void __launch_bounds__(kDecodeWarps * kWarpSize)
 decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D) unnormalised
                         float* __restrict__ part_ml,         // (Hq, n_splits, 2): m, l
-                        const float* __restrict__ q,         // (1, Hq·D)
-                        const float* __restrict__ k,         // (Tk, Hkv·D)
-                        const float* __restrict__ v,         // (Tk, Hkv·D)
+                        const float* q,                      // (1, Hq·D)
+                        const float* k,                      // (Tk, Hkv·D)
+                        const float* v,                      // (Tk, Hkv·D)
                         const int* __restrict__ positions,   // (1) or null
                         int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
     constexpr int E = D / kWarpSize;  // dims per lane
-    __shared__ float sm_o[kDecodeWarps][kDecodeMaxGroup][D];
-    __shared__ float sm_m[kDecodeWarps][kDecodeMaxGroup], sm_l[kDecodeWarps][kDecodeMaxGroup];
+    __shared__ float sm_o[kDecodeWarps][D];
+    __shared__ float sm_m[kDecodeWarps], sm_l[kDecodeWarps];
     const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-    const int g = blockIdx.x, group = Hq / Hkv, n_splits = gridDim.y;
-    const int h0 = g * group + blockIdx.z * kDecodeMaxGroup;
-    const int n_heads = min(kDecodeMaxGroup, group - static_cast<int>(blockIdx.z) * kDecodeMaxGroup);
+    const int h = blockIdx.x, g = h / (Hq / Hkv), n_splits = gridDim.y;
     const size_t stride = static_cast<size_t>(Hkv) * D;
     const float* kb = k + g * D + lane * E;
     const float* vb = v + g * D + lane * E;
@@ -147,16 +149,11 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
         load_slice<E>(k_new, kb + newest * stride, vec);
         load_slice<E>(v_new, vb + newest * stride, vec);
     }
-    float qr[kDecodeMaxGroup][E], acc[kDecodeMaxGroup][E], m[kDecodeMaxGroup], l[kDecodeMaxGroup];
+    float qr[E], acc[E], m = kNegInf, l = 0.0f;
 #pragma unroll
-    for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
-        m[hh] = kNegInf;
-        l[hh] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-            qr[hh][e] = hh < n_heads ? q[(h0 + hh) * D + lane * E + e] * scale_log2 : 0.0f;
-            acc[hh][e] = 0.0f;
-        }
+    for (int e = 0; e < E; ++e) {
+        qr[e] = q[h * D + lane * E + e] * scale_log2;
+        acc[e] = 0.0f;
     }
 
     const int valid = positions ? valid_keys(positions[0], Tk) : Tk;
@@ -178,70 +175,62 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
 
     for (; j0 < end; j0 += kDecodeWarps * kBatch) {
         if (j0 != begin + warp * kBatch) load_batch<E>(kr, vr, kb, vb, stride, j0, end, vec);
+        float s[kBatch];
 #pragma unroll
-        for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
-            if (hh >= n_heads) break;  // uniform across the warp
-            float s[kBatch];
+        for (int b = 0; b < kBatch; ++b) {
+            s[b] = 0.0f;
 #pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                s[b] = 0.0f;
-#pragma unroll
-                for (int e = 0; e < E; ++e) s[b] = fmaf(qr[hh][e], kr[b][e], s[b]);
-            }
-            // kBatch independent butterflies, interleaved.
-#pragma unroll
-            for (int o = kWarpSize / 2; o > 0; o >>= 1)
-#pragma unroll
-                for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], o);
-            float mx = kNegInf;
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                if (j0 + b >= end) s[b] = kNegInf;
-                mx = fmaxf(mx, s[b]);
-            }
-            const float m_new = fmaxf(m[hh], mx);    // finite: key j0 is valid
-            const float corr = exp2f(m[hh] - m_new);  // m = −inf (first batch) → 0
-            float sum = 0.0f, pv[E];
-#pragma unroll
-            for (int e = 0; e < E; ++e) pv[e] = 0.0f;
-#pragma unroll
-            for (int b = 0; b < kBatch; ++b) {
-                const float pb = exp2f(s[b] - m_new);  // −inf → 0
-                sum += pb;
-#pragma unroll
-                for (int e = 0; e < E; ++e) pv[e] = fmaf(pb, vr[b][e], pv[e]);
-            }
-            l[hh] = l[hh] * corr + sum;
-#pragma unroll
-            for (int e = 0; e < E; ++e) acc[hh][e] = fmaf(acc[hh][e], corr, pv[e]);
-            m[hh] = m_new;
+            for (int e = 0; e < E; ++e) s[b] = fmaf(qr[e], kr[b][e], s[b]);
         }
+        // kBatch independent butterflies, interleaved.
+#pragma unroll
+        for (int o = kWarpSize / 2; o > 0; o >>= 1)
+#pragma unroll
+            for (int b = 0; b < kBatch; ++b) s[b] += __shfl_xor_sync(0xffffffffu, s[b], o);
+        float mx = kNegInf;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            if (j0 + b >= end) s[b] = kNegInf;
+            mx = fmaxf(mx, s[b]);
+        }
+        const float m_new = fmaxf(m, mx);    // finite: key j0 is valid
+        const float corr = exp2f(m - m_new);  // m = −inf (first batch) → 0
+        float sum = 0.0f, pv[E];
+#pragma unroll
+        for (int e = 0; e < E; ++e) pv[e] = 0.0f;
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+            const float pb = exp2f(s[b] - m_new);  // −inf → 0
+            sum += pb;
+#pragma unroll
+            for (int e = 0; e < E; ++e) pv[e] = fmaf(pb, vr[b][e], pv[e]);
+        }
+        l = l * corr + sum;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[e] = fmaf(acc[e], corr, pv[e]);
+        m = m_new;
     }
 
     // Merge the warps' states: M = max m_w, o = Σ o_w·2^(m_w − M), l likewise.
 #pragma unroll
-    for (int hh = 0; hh < kDecodeMaxGroup; ++hh) {
-#pragma unroll
-        for (int e = 0; e < E; ++e) sm_o[warp][hh][lane * E + e] = acc[hh][e];
-        if (lane == 0) {
-            sm_m[warp][hh] = m[hh];
-            sm_l[warp][hh] = l[hh];
-        }
+    for (int e = 0; e < E; ++e) sm_o[warp][lane * E + e] = acc[e];
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < n_heads * D; i += blockDim.x) {
-        const int hh = i / D, d = i % D;
+    const size_t slot = static_cast<size_t>(h) * n_splits + blockIdx.y;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float M = kNegInf;
 #pragma unroll
-        for (int w = 0; w < kDecodeWarps; ++w) M = fmaxf(M, sm_m[w][hh]);
+        for (int w = 0; w < kDecodeWarps; ++w) M = fmaxf(M, sm_m[w]);
         float o = 0.0f, L = 0.0f;
 #pragma unroll
         for (int w = 0; w < kDecodeWarps; ++w) {
-            const float wt = sm_m[w][hh] == kNegInf ? 0.0f : exp2f(sm_m[w][hh] - M);
-            o = fmaf(sm_o[w][hh][d], wt, o);
-            L = fmaf(sm_l[w][hh], wt, L);
+            const float wt = sm_m[w] == kNegInf ? 0.0f : exp2f(sm_m[w] - M);
+            o = fmaf(sm_o[w][d], wt, o);
+            L = fmaf(sm_l[w], wt, L);
         }
-        const size_t slot = static_cast<size_t>(h0 + hh) * n_splits + blockIdx.y;
         part_o[slot * D + d] = o;
         if (d == 0) {
             part_ml[2 * slot] = M;
@@ -254,8 +243,8 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
 // out(1, Hq·D) = Σ o_s·2^(m_s − M) / Σ l_s·2^(m_s − M) over the splits s of each head.
 __global__ void __launch_bounds__(kWarpSize * kCombineGroups)
 decode_combine_kernel(float* __restrict__ out,            // (1, Hq·D)
-                      const float* __restrict__ part_o,   // (Hq, n_splits, D)
-                      const float* __restrict__ part_ml,  // (Hq, n_splits, 2)
+                      const float* part_o,                // (Hq, n_splits, D)
+                      const float* part_ml,               // (Hq, n_splits, 2)
                       int n_splits, int D) {
     __shared__ float red_o[kCombineGroups][kWarpSize], red_l[kCombineGroups][kWarpSize];
     pdl_launch_dependents();  // the o GEMV's weight loads overlap this kernel
@@ -310,12 +299,10 @@ void launch_decode(float* out, float* partials, const float* q, const float* k, 
                    const int* positions, int Tk, int Hq, int Hkv, float scale, cudaStream_t stream) {
     // Enough splits that a full cache gives each ~kMinKeysPerSplit keys.
     const int n_splits = std::clamp((Tk + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1, kMaxDecodePartials);
-    const int group = Hq / Hkv;
     float* part_o = partials;                                             // (Hq, n_splits, D)
     float* part_ml = partials + static_cast<size_t>(Hq) * n_splits * D;   // (Hq, n_splits, 2)
     const bool vec = aligned_to(k, 16) && aligned_to(v, 16);  // rows are D·4 bytes apart
-    const dim3 grid(Hkv, n_splits, (group + kDecodeMaxGroup - 1) / kDecodeMaxGroup);
-    launch_pdl(decode_attention_kernel<D>, grid, kDecodeWarps * kWarpSize, 0, stream, part_o, part_ml,
+    launch_pdl(decode_attention_kernel<D>, dim3(Hq, n_splits), kDecodeWarps * kWarpSize, 0, stream, part_o, part_ml,
                q, k, v, positions, Tk, Hq, Hkv, scale * kLog2e, vec);
     const dim3 combine_grid(Hq, (D + kWarpSize - 1) / kWarpSize);
     launch_pdl(decode_combine_kernel, combine_grid, kWarpSize * kCombineGroups, 0, stream, out, part_o,

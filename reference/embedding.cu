@@ -16,7 +16,7 @@ constexpr int kEmbeddingThreads = 256;
 __global__ void __launch_bounds__(kEmbeddingThreads)
 embedding_bf16_kernel(float* __restrict__ out,        // (T, D)
                       const bf16* __restrict__ table, // (V, D)
-                      const int* __restrict__ ids,    // (T)
+                      const int* ids,                 // (T)
                       int D, int V, bool vectorised) {
     pdl_wait();
     const int t = blockIdx.x;

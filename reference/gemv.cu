@@ -10,8 +10,9 @@
 //     left a quarter of the bandwidth unused on the 2048 × 6144 down projection).
 //   * A small block per few rows gives N / kRows blocks (512 for a 2048-row matrix), enough to
 //     cover 132 SMs even for the 512-row k/v projections.
-//   * x (at most 8 rows, a few KB) is read through the read-only cache; all blocks share it, so
-//     after the first touch it comes from L1/L2 and costs no DRAM bandwidth. Weights are loaded
+//   * x (at most 8 rows, a few KB) is shared by all blocks, so after the first touch it comes
+//     from L1/L2 and costs no DRAM bandwidth (plain loads: the previous kernel writes it while
+//     this one runs, common.cuh). Weights are loaded
 //     with the streaming hint (evict-first): they are used once and must not push x out.
 //   * Partial sums are reduced with warp shuffles, then across the 4 warps in shared memory, and
 //     the epilogue (bias, exact GELU, silu(gate)·up, or the residual add out += sum) is fused
@@ -51,7 +52,7 @@ __device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float firs
 template <int M, int kRows, GemvEpilogue kEpi, bool kRmsNorm>
 __global__ void __launch_bounds__(kGemvThreads)
 gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
-                 const float* __restrict__ x,     // (M, K)
+                 const float* x,                  // (M, K)
                  const bf16* __restrict__ w,      // (N, K)
                  const bf16* __restrict__ w2,     // (N, K) or null
                  const float* __restrict__ bias,  // (N) or null
@@ -96,7 +97,7 @@ gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
 // Any shape: one warp per output row n, lanes stride over K, all M (≤ 8) rows of x at once.
 // Without the fused norm (callers normalise odd shapes in a separate kernel first).
 __global__ void gemv_bf16_generic_kernel(float* __restrict__ out,         // (M, N)
-                                         const float* __restrict__ x,     // (M, K)
+                                         const float* x,                  // (M, K)
                                          const bf16* __restrict__ w,      // (N, K)
                                          const bf16* __restrict__ w2,     // (N, K) or null
                                          const float* __restrict__ bias,  // (N) or null

@@ -8,8 +8,9 @@
 //   * The block's kGemvThreads threads split K: thread t reads 16-byte chunks t, t + 128, ... of
 //     every owned row, so each warp issues fully coalesced 512-byte reads; the loop is unrolled
 //     4×, giving every thread 4·R independent weight loads in flight.
-//   * Weights are loaded with the streaming hint (used once); x through the read-only cache
-//     (shared by all blocks, it stays in L1/L2).
+//   * Weights are loaded with the streaming hint (used once); x with plain loads (shared by all
+//     blocks, it stays in L1/L2; not through the read-only path: the previous kernel writes it
+//     while this one runs, common.cuh).
 //   * The first kGemvPrefetch chunks of every row are loaded before pdl_wait() (gemv_prefetch),
 //     so a kernel's first DRAM round trip overlaps the end of the kernel before it.
 //   * Warp shuffles, then shared memory across the 4 warps: after block_gemv() returns, every
@@ -77,7 +78,7 @@ __device__ __forceinline__ void gemv_prefetch(const uint4* const (&rows)[R], int
 // acc[R][m] += Σ x[m]² over them).
 template <int M, int R, bool kRmsNorm>
 __device__ __forceinline__ void gemv_chunk(const uint4 (&w)[R], int c,
-                                           const float* __restrict__ x,            // (M, K)
+                                           const float* x,                         // (M, K)
                                            const float* __restrict__ norm_weight,  // (K) or null
                                            int K, float (&acc)[R + (kRmsNorm ? 1 : 0)][M]) {
     float wf[R][kGemvChunk];
@@ -93,7 +94,7 @@ __device__ __forceinline__ void gemv_chunk(const uint4 (&w)[R], int c,
 #pragma unroll
     for (int m = 0; m < M; ++m) {
         const float4* xr = reinterpret_cast<const float4*>(x + static_cast<size_t>(m) * K) + 2 * c;
-        const float4 x0 = __ldg(xr), x1 = __ldg(xr + 1);
+        const float4 x0 = xr[0], x1 = xr[1];
         float xs[kGemvChunk] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
         if constexpr (kRmsNorm) {
 #pragma unroll
@@ -116,7 +117,7 @@ __device__ __forceinline__ void gemv_chunk(const uint4 (&w)[R], int c,
 template <int M, int R, bool kRmsNorm = false>
 __device__ __forceinline__ void block_gemv(const uint4* const (&rows)[R],  // R rows of (K) bf16
                                            const GemvPrefetch<R>& pre,
-                                           const float* __restrict__ x,    // (M, K)
+                                           const float* x,                 // (M, K)
                                            const float* __restrict__ norm_weight,  // (K) or null
                                            int K, GemvPartials<M, R, kRmsNorm>& partials) {
     constexpr int kSums = R + (kRmsNorm ? 1 : 0);

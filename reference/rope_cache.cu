@@ -34,8 +34,8 @@ __global__ void __launch_bounds__(kRopeRowsThreads)
 rope_rows_kernel(float* __restrict__ q,              // (T, Hq·D), in place
                  Out* __restrict__ k_out,            // (cap, Hkv·D) with kCache, else (T, Hkv·D)
                  Out* __restrict__ v_out,            // as k_out
-                 const float* __restrict__ k,        // (T, Hkv·D)
-                 const float* __restrict__ v,        // (T, Hkv·D)
+                 const float* k,                     // (T, Hkv·D)
+                 const float* v,                     // (T, Hkv·D)
                  const float* __restrict__ cos_tab,  // (n_positions, half)
                  const float* __restrict__ sin_tab,  // (n_positions, half)
                  const int* __restrict__ positions,  // (T)

@@ -6,7 +6,9 @@
 // formula (ops.h), on small awkward shapes (odd widths, offset views that break 16-byte
 // alignment, M on both sides of the GEMV/GEMM switch, masked KV-cache rows full of NaN) and on
 // GLM-ASR's own head layouts. Fused entries are also checked against their compositions, the
-// GEMM rungs against each other, and a decode-shaped sequence against its CUDA-graph replay.
+// GEMM rungs against each other, a decode-shaped sequence against its CUDA-graph replay, and
+// every kernel launched with programmatic dependent launch with its inputs written while it
+// already runs (Pdl.*).
 // The grader's per-kernel tests compare every track with the cpu oracle; these tests pin down
 // the reference's internal paths, which the oracle comparison cannot see.
 //
@@ -1038,6 +1040,32 @@ TEST_F(Reference, DecodeAttentionRereadsACountThatMovedDuringItsEarlyLoads) {
     expect_close(Device::get(out), want, 1e-5, 1e-4, "decode attention after a late append");
 }
 
+TEST_F(Reference, DecodeAttentionMatchesTheCpuAcrossSplitCountsAndHeadLayouts) {
+    // One block per (query head, key split): split counts from 2 to 256 (Tk), GQA groups of 4, 1,
+    // 4 with a single KV head and 2, head dims 128, 64 and 32, the first and the last position;
+    // each shape twice, back to back, on the same scratch.
+    struct Case { int Tk, Hq, Hkv, D, position; };
+    for (const Case c : {Case{200, 16, 4, 128, 120}, Case{1000, 8, 8, 64, 999}, Case{33, 4, 1, 32, 0},
+                         Case{8192, 16, 4, 128, 8000}, Case{40, 16, 4, 128, 39},
+                         Case{250, 4, 2, 64, 60}, Case{250, 4, 2, 64, 61}}) {
+        const int kv = c.Hkv * c.D;
+        const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+        const Vec q = random_vec(static_cast<size_t>(c.Hq) * c.D, 40, -2, 2);
+        const Vec k = random_vec(static_cast<size_t>(c.Tk) * kv, 41, -2, 2), v = random_vec(k.size(), 42);
+        const std::vector<int32_t> pos{c.position};
+        const Vec want = cpu_attention(q, k, v, &pos, 1, c.Tk, c.Hq, c.Hkv, c.D, scale);
+        const Tensor tq = dev_.f32(q, {1, c.Hq * c.D}), tk = dev_.f32(k, {c.Tk, kv}), tv = dev_.f32(v, {c.Tk, kv});
+        const Tensor tpos = dev_.i32({c.position}, {1});
+        for (int repeat = 0; repeat < 2; ++repeat) {
+            const Tensor out = dev_.poisoned({1, c.Hq * c.D});
+            ops().attention(out, tq, tk, tv, tpos, Tensor{}, c.Hq, c.Hkv, scale, stream_);
+            CUDA_CHECK(cudaStreamSynchronize(stream_));
+            expect_close(Device::get(out), want, 1e-5, 1e-4,
+                         "decode attention Tk=" + std::to_string(c.Tk) + " D=" + std::to_string(c.D));
+        }
+    }
+}
+
 // ----------------------------------------------------------------------------- CUDA graphs
 
 TEST_F(Reference, DecodeStepCapturesIntoAGraph) {
@@ -1124,6 +1152,228 @@ TEST_F(Reference, EncoderShapedOpsCaptureIntoAGraph) {
     expect_close(Device::get(normed), eager, 0, 0, "encoder block graph replay");
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+}
+
+// ----------------------------------------------------------------------------- PDL
+
+// A kernel launched with programmatic dependent launch (launch_pdl, common.cuh) runs beside its
+// predecessor until its griddepcontrol.wait, so it may read nothing the predecessor writes before
+// the wait: not in the source, and not after the compiler has moved a load there. ptxas schedules
+// ld.global.nc loads (what a `const T* __restrict__` parameter becomes) above the wait: a decode
+// attention whose source read q after the wait read it before in the SASS, and transcribed
+// garbage inside the decode graph while every test of it on its own passed.
+// late_write_kernel is such a predecessor: it lets its dependents launch at once, spins for
+// spin_ns, and only then copies the real bytes over the decoys the buffers held.
+struct LateSpan {
+    uint32_t* dst;
+    const uint32_t* src;
+    size_t words;
+};
+struct LateSpans {
+    LateSpan span[4];
+    int n = 0;
+};
+__device__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__global__ void late_write_kernel(LateSpans spans, unsigned long long spin_ns) {
+    reference::pdl_launch_dependents();
+    const unsigned long long start = global_ns();
+    while (global_ns() - start < spin_ns) {
+    }
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (int s = 0; s < spans.n; ++s)
+        for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < spans.span[s].words; i += stride)
+            spans.span[s].dst[i] = spans.span[s].src[i];
+}
+
+// An input its predecessor writes: the bytes of `t`, holding `decoy` (one byte repeated: 0xFF is
+// a NaN in every float) until late_write_kernel writes them.
+struct Late {
+    Tensor t;
+    uint8_t decoy = 0xFF;
+};
+
+class Pdl : public Reference {
+protected:
+    // Runs a case twice, its inputs in place before its launch and then `late` ones written while
+    // its first kernel already runs (and `scratch` poisoned, for the kernels after the first):
+    // the outputs must be the same bits. run(late) builds fresh inputs, calls write_late() if
+    // `late`, launches the op and returns its outputs.
+    using Case = std::function<std::vector<Tensor>(bool late)>;
+    void expect_waits(const std::string& what, const Case& run) {
+        SCOPED_TRACE(what);
+        std::vector<std::vector<uint8_t>> want;
+        for (const Tensor& out : run(false)) want.push_back(bytes_of(out));
+        const std::vector<Tensor> got = run(true);
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t o = 0; o < got.size(); ++o) {
+            const std::vector<uint8_t> bytes = bytes_of(got[o]);
+            size_t differ = 0;
+            for (size_t i = 0; i < bytes.size(); ++i) differ += bytes[i] != want[o][i];
+            EXPECT_EQ(differ, 0u) << what << ": output " << o << " differs in " << differ << " of "
+                                  << bytes.size() << " bytes when its inputs land late";
+        }
+        for (void* p : staging_) cudaFree(p);
+        staging_.clear();
+    }
+    // Each late input now holds its decoy; a kernel that is still running when the next launch
+    // on stream_ starts writes the real bytes 20 µs later. Scratch buffers get NaN.
+    void write_late(const std::vector<Late>& late, const std::vector<Tensor>& scratch = {}) {
+        LateSpans spans;
+        for (const Late& l : late) {
+            EXPECT_EQ(l.t.bytes() % 4, 0u);
+            void* copy = nullptr;
+            CUDA_CHECK(cudaMalloc(&copy, l.t.bytes()));
+            staging_.push_back(copy);
+            CUDA_CHECK(cudaMemcpy(copy, l.t.data, l.t.bytes(), cudaMemcpyDeviceToDevice));
+            CUDA_CHECK(cudaMemset(l.t.data, l.decoy, l.t.bytes()));
+            spans.span[spans.n++] = {static_cast<uint32_t*>(l.t.data), static_cast<const uint32_t*>(copy),
+                                     l.t.bytes() / 4};
+        }
+        for (const Tensor& t : scratch) CUDA_CHECK(cudaMemset(t.data, 0xFF, t.bytes()));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        late_write_kernel<<<8, 256, 0, stream_>>>(spans, 20000);
+        CUDA_CHECK(cudaGetLastError());
+    }
+    static std::vector<uint8_t> bytes_of(const Tensor& t) {
+        std::vector<uint8_t> host(t.bytes());
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaMemcpy(host.data(), t.data, t.bytes(), cudaMemcpyDeviceToHost));
+        return host;
+    }
+
+private:
+    std::vector<void*> staging_;
+};
+
+TEST_F(Pdl, ProductsWaitForX) {
+    // The decode step's GEMVs (one row of x and three), with and without the fused norm, the
+    // SiLU gate and the residual add; x and the residual are what the kernel before writes.
+    const int K = 256, N = 200, F = 96;
+    const Tensor w = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(N) * K, 50)), {N, K});
+    const Tensor wg = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(F) * K, 51)), {F, K});
+    const Tensor wu = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(F) * K, 52)), {F, K});
+    const Tensor wo = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(K) * K, 57)), {K, K});
+    const Tensor bias = dev_.f32(random_vec(N, 53), {N}), nw = dev_.f32(random_vec(K, 54), {K});
+    for (const int M : {1, 3}) {
+        const Vec xv = random_vec(static_cast<size_t>(M) * K, 55), rv = random_vec(static_cast<size_t>(M) * K, 56);
+        const std::string m = " M=" + std::to_string(M);
+        expect_waits("linear" + m, [&](bool late) {
+            const Tensor x = dev_.f32(xv, {M, K}), out = dev_.poisoned({M, N});
+            if (late) write_late({{x}});
+            ops().linear(out, x, w, bias, stream_);
+            return std::vector<Tensor>{out};
+        });
+        expect_waits("linear_residual" + m, [&](bool late) {
+            const Tensor x = dev_.f32(xv, {M, K}), residual = dev_.f32(rv, {M, K});
+            if (late) write_late({{x}, {residual}});
+            ops().linear_residual(residual, x, wo, Tensor{}, stream_);
+            return std::vector<Tensor>{residual};
+        });
+        expect_waits("gate_up_silu" + m, [&](bool late) {
+            const Tensor x = dev_.f32(xv, {M, K}), out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F});
+            if (late) write_late({{x}}, {scratch});
+            ops().gate_up_silu(out, x, wg, wu, scratch, stream_);
+            return std::vector<Tensor>{out};
+        });
+        expect_waits("rmsnorm_gate_up_silu" + m, [&](bool late) {
+            const Tensor x = dev_.f32(xv, {M, K}), out = dev_.poisoned({M, F});
+            const Tensor scratch = dev_.poisoned({M, F}), normed = dev_.poisoned({M, K});
+            if (late) write_late({{x}}, {scratch, normed});
+            ops().rmsnorm_gate_up_silu(out, x, nw, wg, wu, normed, scratch, 1e-5f, stream_);
+            return std::vector<Tensor>{out};
+        });
+    }
+}
+
+TEST_F(Pdl, DecodeStepOpsWaitForTheirInputs) {
+    // Every op of a decode step at GLM-ASR's head layouts: each input the step's previous kernel
+    // writes lands late (the new key and value rows, not the cache's older rows, which earlier
+    // steps wrote and the attention reads before its wait on purpose; positions, uploaded before
+    // the step, likewise).
+    struct Layout { int Hq, Hkv, D, Tk, pos; };
+    for (const Layout c : {Layout{4, 2, 64, 250, 61}, Layout{16, 4, 128, 200, 120}, Layout{16, 4, 128, 40, 0}}) {
+        const int width = c.Hq * c.D, kv = c.Hkv * c.D, K = 256;
+        const std::string at = " Hq=" + std::to_string(c.Hq) + " D=" + std::to_string(c.D) + " pos=" + std::to_string(c.pos);
+        const Vec qv = random_vec(width, 60), kcv = random_vec(static_cast<size_t>(c.Tk) * kv, 61, -2, 2);
+        const Vec vcv = random_vec(kcv.size(), 62), xv = random_vec(K, 63), nwv = random_vec(K, 64);
+        const Tensor pos = dev_.i32({c.pos}, {1}), nw = dev_.f32(nwv, {K});
+        const Tensor cos = dev_.poisoned({c.Tk, c.D / 2}), sin = dev_.poisoned({c.Tk, c.D / 2});
+        ops().rope_freqs(cos, sin, 10000.0f, stream_);
+        const Tensor wq = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(width) * K, 65)), {width, K});
+        const Tensor wk = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(kv) * K, 66)), {kv, K});
+        const Tensor wv = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(kv) * K, 67)), {kv, K});
+
+        expect_waits("attention" + at, [&](bool late) {
+            const Tensor q = dev_.f32(qv, {1, width}), out = dev_.poisoned({1, width});
+            const Tensor kc = dev_.f32(kcv, {c.Tk, kv}), vc = dev_.f32(vcv, {c.Tk, kv});
+            const Tensor partials(ctx().decode_partials, DType::F32, glmasr::Device::Cuda,
+                                  {reference::kMaxDecodeHeads * reference::kMaxDecodePartials *
+                                   (reference::kMaxDecodeHeadDim + 2)});
+            if (late) write_late({{q}, {kc.rows(c.pos, 1)}, {vc.rows(c.pos, 1)}}, {partials});
+            ops().attention(out, q, kc, vc, pos, Tensor{}, c.Hq, c.Hkv, 1.0f / std::sqrt(static_cast<float>(c.D)), stream_);
+            return std::vector<Tensor>{out};
+        });
+        expect_waits("rmsnorm_qkv_rope_cache" + at, [&](bool late) {
+            const Tensor x = dev_.f32(xv, {1, K}), q = dev_.poisoned({1, width});
+            const Tensor kc = dev_.f32(kcv, {c.Tk, kv}), vc = dev_.f32(vcv, {c.Tk, kv});
+            const Tensor normed = dev_.poisoned({1, K}), k = dev_.poisoned({1, kv}), v = dev_.poisoned({1, kv});
+            if (late) write_late({{x}}, {normed, k, v});
+            ops().rmsnorm_qkv_rope_cache(q, kc, vc, x, nw, wq, wk, wv, cos, sin, pos, normed, k, v, 1e-5f,
+                                         c.Hq, c.Hkv, stream_);
+            return std::vector<Tensor>{q, kc, vc};
+        });
+        expect_waits("qkv_rope_cache" + at, [&](bool late) {
+            const Tensor x = dev_.f32(xv, {1, K}), q = dev_.poisoned({1, width});
+            const Tensor kc = dev_.f32(kcv, {c.Tk, kv}), vc = dev_.f32(vcv, {c.Tk, kv});
+            const Tensor k = dev_.poisoned({1, kv}), v = dev_.poisoned({1, kv});
+            if (late) write_late({{x}}, {k, v});
+            ops().qkv_rope_cache(q, kc, vc, x, wq, wk, wv, cos, sin, pos, k, v, c.Hq, c.Hkv, stream_);
+            return std::vector<Tensor>{q, kc, vc};
+        });
+        expect_waits("rope_apply" + at, [&](bool late) {
+            const Tensor q = dev_.f32(qv, {1, width});
+            if (late) write_late({{q}});
+            ops().rope_apply(q, cos, sin, pos, c.Hq, stream_);
+            return std::vector<Tensor>{q};
+        });
+        expect_waits("cache_write" + at, [&](bool late) {
+            const Tensor rows = dev_.f32(random_vec(kv, 68), {1, kv}), kc = dev_.f32(kcv, {c.Tk, kv});
+            if (late) write_late({{rows}});
+            ops().cache_write(kc, rows, pos, stream_);
+            return std::vector<Tensor>{kc};
+        });
+    }
+}
+
+TEST_F(Pdl, NormArgmaxAndEmbeddingWaitForTheirInputs) {
+    // The step's ends: the final norm and the argmax over the logits, and the next step's
+    // embedding of the token that argmax chose (its decoy, id 0, is another valid token).
+    const int K = 256, V = 1000, E = 128;
+    const Vec xv = random_vec(K, 70), nwv = random_vec(K, 71), logits = random_vec(V, 72);
+    const Tensor nw = dev_.f32(nwv, {K});
+    const Tensor table = dev_.bf16(random_vec(static_cast<size_t>(V) * E, 73), {V, E});
+    expect_waits("rmsnorm", [&](bool late) {
+        const Tensor x = dev_.f32(xv, {1, K}), out = dev_.poisoned({1, K});
+        if (late) write_late({{x}});
+        ops().rmsnorm(out, x, nw, 1e-5f, stream_);
+        return std::vector<Tensor>{out};
+    });
+    expect_waits("argmax", [&](bool late) {
+        const Tensor x = dev_.f32(logits, {1, V}), out = dev_.i32({-1}, {1});
+        if (late) write_late({{x}});
+        ops().argmax(out, x, stream_);
+        return std::vector<Tensor>{out};
+    });
+    expect_waits("embedding", [&](bool late) {
+        const Tensor ids = dev_.i32({737}, {1}), out = dev_.poisoned({1, E});
+        if (late) write_late({{ids, 0x00}});
+        ops().embedding(out, table, ids, stream_);
+        return std::vector<Tensor>{out};
+    });
 }
 
 }  // namespace
