@@ -1224,7 +1224,8 @@ protected:
     void write_late(const std::vector<Late>& late, const std::vector<Tensor>& scratch = {}) {
         LateSpans spans;
         for (const Late& l : late) {
-            EXPECT_EQ(l.t.bytes() % 4, 0u);
+            ASSERT_LT(spans.n, 4) << "late_write_kernel takes at most 4 inputs";
+            ASSERT_EQ(l.t.bytes() % 4, 0u) << "late_write_kernel copies whole 4-byte words";
             void* copy = nullptr;
             CUDA_CHECK(cudaMalloc(&copy, l.t.bytes()));
             staging_.push_back(copy);
