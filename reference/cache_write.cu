@@ -16,7 +16,7 @@ constexpr int kCacheThreads = 256;
 __global__ void __launch_bounds__(kCacheThreads)
 cache_write_kernel(float* __restrict__ cache,          // (cap, W)
                    const float* rows,                  // (T, W)
-                   const int* __restrict__ positions,  // (T)
+                   const int* positions,               // (T)
                    int W, int cap, bool vectorised) {
     pdl_wait();
     const int i = blockIdx.x;

@@ -103,8 +103,9 @@ __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
 // above griddepcontrol.wait: a decode attention that read q after the wait in its source read it
 // before in its SASS and decoded garbage inside the CUDA graph, while every test of the kernel
 // alone passed (tests: Pdl.* in test_reference_ops.cu write the inputs late on purpose).
-// `__restrict__` stays on the weights and tables, which nothing writes during a forward pass,
-// and on positions, uploaded before it.
+// `__restrict__` stays on the weights and tables, which nothing writes during a forward pass.
+// (Positions too are plain: the driver uploads them before a step, but decode attention is
+// tested against a predecessor that moves them.)
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");

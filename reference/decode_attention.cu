@@ -118,7 +118,7 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
                         const float* q,                      // (1, Hq·D)
                         const float* k,                      // (Tk, Hkv·D)
                         const float* v,                      // (Tk, Hkv·D)
-                        const int* __restrict__ positions,   // (1) or null
+                        const int* positions,                // (1) or null
                         int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
     constexpr int E = D / kWarpSize;  // dims per lane
     __shared__ float sm_o[kDecodeWarps][D];

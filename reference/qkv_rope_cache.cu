@@ -37,7 +37,7 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
                       const bf16* __restrict__ w_v,       // (Hkv·D, K)
                       const float* __restrict__ cos_tab,  // (n_positions, half)
                       const float* __restrict__ sin_tab,  // (n_positions, half)
-                      const int* __restrict__ positions,  // (M)
+                      const int* positions,               // (M)
                       GemvNorm norm,                      // weight (K), kRmsNorm only
                       int q_units, int k_units, int half, int width_q, int width_kv, int K,
                       int n_positions, int cap) {

@@ -21,7 +21,7 @@ __global__ void rope_apply_kernel(float* __restrict__ q,              // (T, HqÂ
                                   float* __restrict__ k,              // (T, HkÂ·head_dim); null if Hk = 0
                                   const float* __restrict__ cos_tab,  // (n_positions, half)
                                   const float* __restrict__ sin_tab,  // (n_positions, half)
-                                  const int* __restrict__ positions,  // (T)
+                                  const int* positions,               // (T)
                                   int T, int Hq, int Hk, int head_dim, int half, int n_positions) {
     pdl_wait();
     const int heads = Hq + Hk;

@@ -38,7 +38,7 @@ rope_rows_kernel(float* __restrict__ q,              // (T, Hq·D), in place
                  const float* v,                     // (T, Hkv·D)
                  const float* __restrict__ cos_tab,  // (n_positions, half)
                  const float* __restrict__ sin_tab,  // (n_positions, half)
-                 const int* __restrict__ positions,  // (T)
+                 const int* positions,               // (T)
                  int n_heads, int n_kv_heads, int head_dim, int half, int n_positions, int cap) {
     pdl_wait();
     const int t = blockIdx.x, p = positions[t];
