@@ -76,12 +76,15 @@ public:
         Tensor t(nullptr, DType::BF16, glmasr::Device::Cuda, shape);
         return bf16(Vec(t.numel(), kNaN), shape, pad_front);
     }
-    static std::vector<uint16_t> get_bits(const Tensor& t) {  // a bf16 tensor's raw bits
-        std::vector<uint16_t> host(t.numel());
+    // t's bytes as elements of T, after everything queued on the device has run.
+    template <typename T>
+    static std::vector<T> download(const Tensor& t) {
+        std::vector<T> host(t.bytes() / sizeof(T));
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaMemcpy(host.data(), t.data, t.bytes(), cudaMemcpyDeviceToHost));
         return host;
     }
+    static std::vector<uint16_t> get_bits(const Tensor& t) { return download<uint16_t>(t); }  // bf16 bits
     Tensor i32(const std::vector<int32_t>& host, std::initializer_list<int64_t> shape) {
         return upload(host.data(), host.size() * 4, DType::I32, shape, 0);
     }
@@ -90,18 +93,8 @@ public:
         Tensor t(nullptr, DType::F32, glmasr::Device::Cuda, shape);
         return f32(Vec(t.numel(), kNaN), shape, pad_front);
     }
-    static Vec get(const Tensor& t) {
-        Vec host(t.numel());
-        CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaMemcpy(host.data(), t.data, t.bytes(), cudaMemcpyDeviceToHost));
-        return host;
-    }
-    static std::vector<int32_t> get_i32(const Tensor& t) {
-        std::vector<int32_t> host(t.numel());
-        CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaMemcpy(host.data(), t.data, t.bytes(), cudaMemcpyDeviceToHost));
-        return host;
-    }
+    static Vec get(const Tensor& t) { return download<float>(t); }
+    static std::vector<int32_t> get_i32(const Tensor& t) { return download<int32_t>(t); }
 
 private:
     // pad_front bytes before the data make a view that is not 16-byte aligned.
@@ -1206,11 +1199,11 @@ protected:
     void expect_waits(const std::string& what, const Case& run) {
         SCOPED_TRACE(what);
         std::vector<std::vector<uint8_t>> want;
-        for (const Tensor& out : run(false)) want.push_back(bytes_of(out));
+        for (const Tensor& out : run(false)) want.push_back(Device::download<uint8_t>(out));
         const std::vector<Tensor> got = run(true);
         ASSERT_EQ(got.size(), want.size());
         for (size_t o = 0; o < got.size(); ++o) {
-            const std::vector<uint8_t> bytes = bytes_of(got[o]);
+            const std::vector<uint8_t> bytes = Device::download<uint8_t>(got[o]);
             size_t differ = 0;
             for (size_t i = 0; i < bytes.size(); ++i) differ += bytes[i] != want[o][i];
             EXPECT_EQ(differ, 0u) << what << ": output " << o << " differs in " << differ << " of "
@@ -1238,12 +1231,6 @@ protected:
         CUDA_CHECK(cudaDeviceSynchronize());
         late_write_kernel<<<8, 256, 0, stream_>>>(spans, 20000);
         CUDA_CHECK(cudaGetLastError());
-    }
-    static std::vector<uint8_t> bytes_of(const Tensor& t) {
-        std::vector<uint8_t> host(t.bytes());
-        CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaMemcpy(host.data(), t.data, t.bytes(), cudaMemcpyDeviceToHost));
-        return host;
     }
 
 private:
