@@ -70,9 +70,9 @@ void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf
 // rope(x · w_kᵀ + b_k), v(M, Hkv·D) = x · w_vᵀ + b_v, biases may be null; RoPE as rope_apply.
 // Above the GEMV range (or with a bf16 x) x is staged as bf16 once for the three products
 // (a bf16 x that is aligned needs no staging); one RoPE launch rotates q and k. With bf16 k
-// and v, their products land in f32 in the attention's K/V staging (ctx.attn_kv) and one pass
-// rotates k and rounds both (rope_qkv_bf16 in rope_cache.cu, which rotates q too): the values the attention's own conversion
-// would have given.
+// and v, the products land in f32 in the attention's K/V staging (ctx.attn_kv; one GEMM where
+// the three weights lie back to back) and one pass rotates q and k and rounds k and v
+// (rope_qkv_bf16 in rope_cache.cu): the values the attention's own conversion would have given.
 struct QkvRopeArgs {
     float* q;                           // (M, Hq·D) out
     ActOut k;                           // (M, Hkv·D) out; k and v share their dtype
@@ -128,23 +128,36 @@ struct QkvRopeCacheArgs {
 bool qkv_rope_cache_fits(const QkvRopeCacheArgs& args);
 // The one-kernel path; throws if !qkv_rope_cache_fits(args).
 void qkv_rope_cache_gemv(const QkvRopeCacheArgs& args, cudaStream_t stream);
-// Any shape (linear.cu): the kernel above when it fits, else the three products (staged once,
-// the norm writing the staging, for M > kGemvMaxRows; [rmsnorm →] three GEMVs otherwise)
-// into q and the k(M, Hkv·D) and v(M, Hkv·D) scratch, then rope_cache; normed(M, K) is scratch
-// for the norm of a few unaligned rows.
-void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, float* k, float* v,
-                    cudaStream_t stream);
-// q(T, Hq·D) rotated in place, k_cache[positions[t]] = rope(k(T, Hkv·D))[t], v_cache likewise
-// from v (unrotated); RoPE as rope_apply                                         (rope_cache.cu)
-void rope_cache(float* q, float* k_cache, float* v_cache, const float* k, const float* v,
-                const float* cos, const float* sin, const int* positions, int T, int n_heads,
-                int n_kv_heads, int head_dim, int half, int n_positions, int cap, cudaStream_t stream);
+// Any shape (linear.cu): the kernel above when it fits, else the q/k/v products (staged once,
+// the norm writing the staging, for M > kGemvMaxRows; [rmsnorm →] three GEMVs otherwise) into
+// the context's K/V staging, then rope_cache; normed(M, K) is scratch for the norm of a few
+// unaligned rows.
+void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, cudaStream_t stream);
 
-// q(T, Hq·D) rotated in place, k_out, v_out (T, Hkv·D) bf16 = bf16(rope(k)), bf16(v) of the f32
-// products k, v (T, Hkv·D); RoPE as rope_apply, rounded to nearest even            (rope_cache.cu)
-void rope_qkv_bf16(float* q, bf16* k_out, bf16* v_out, const float* k, const float* v,
-                   const float* cos, const float* sin, const int* positions, int T, int n_heads,
-                   int n_kv_heads, int head_dim, int half, int n_positions, cudaStream_t stream);
+// Where the RoPE pass finds the f32 q/k/v products of rows 0.. (linear.cu writes them): row t of
+// q' at q + t·stride_q, of k' and v' at k, v + t·stride_kv; each is the product plus its bias, the
+// bias added by the pass where it is set here (null: the GEMM added it, or there is none).
+// With back-to-back weights q, k and v are column ranges of one product row (the strides are
+// its width).
+struct QkvProducts {
+    const float* q;
+    const float* k;
+    const float* v;
+    long long stride_q, stride_kv;
+    const float* b_q;
+    const float* b_k;
+    const float* b_v;
+};
+// q(T, Hq·D) = rope(q'), k_cache[positions[t]] = rope(k')[t], v_cache likewise from v'
+// (unrotated); RoPE as rope_apply                                                (rope_cache.cu)
+void rope_cache(float* q, float* k_cache, float* v_cache, const QkvProducts& in, const float* cos,
+                const float* sin, const int* positions, int T, int n_heads, int n_kv_heads, int head_dim,
+                int half, int n_positions, int cap, cudaStream_t stream);
+// q(T, Hq·D) = rope(q'), k_out, v_out (T, Hkv·D) bf16 = bf16(rope(k')), bf16(v'); RoPE as
+// rope_apply, rounded to nearest even                                            (rope_cache.cu)
+void rope_qkv_bf16(float* q, bf16* k_out, bf16* v_out, const QkvProducts& in, const float* cos,
+                   const float* sin, const int* positions, int T, int n_heads, int n_kv_heads,
+                   int head_dim, int half, int n_positions, cudaStream_t stream);
 
 // ---- operand staging for the GEMM rungs
 

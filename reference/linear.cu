@@ -96,6 +96,60 @@ void staged_gemms(Context& ctx, std::initializer_list<Product> products, Act x, 
     }
 }
 
+// The q/k/v weights as one (width_q + 2·width_kv, K) matrix: w_k right after w_q's rows and
+// w_v after w_k's, as the driver's weight arena places a layer's matrices (weights.cpp).
+bool back_to_back(const bf16* w_q, const bf16* w_k, const bf16* w_v, int width_q, int width_kv, int K) {
+    return w_k == w_q + static_cast<size_t>(width_q) * K && w_v == w_k + static_cast<size_t>(width_kv) * K;
+}
+
+// Rows of x whose f32 q/k/v products fit the K/V staging (ctx.attn_kv, 4·kAttnKvElems bf16,
+// idle until the attention that follows), with room to start k's and v's regions 256-byte
+// aligned.
+int qkv_rows_per_chunk(const char* op, int width_q, int width_kv) {
+    const long long floats = 4 * kAttnKvElems / 2 - 3 * 64;
+    const long long rows = floats / (width_q + 2ll * width_kv);
+    if (rows < 1)
+        throw Error(std::string(op) + ": q/k/v rows of " + std::to_string(width_q + 2ll * width_kv) +
+                    " values exceed the reference's K/V staging (reference/context.h)");
+    return static_cast<int>(std::min<long long>(rows, 1 << 30));
+}
+
+// Three products of their own in the K/V staging: q'(rows, width_q), then k' and v'
+// (rows, width_kv), each region 256-byte aligned. `rows` fits (qkv_rows_per_chunk).
+struct SeparateProducts {
+    float* q;
+    float* k;
+    float* v;
+    SeparateProducts(Context& ctx, int rows, int width_q, int width_kv)
+        : q(reinterpret_cast<float*>(ctx.attn_kv)),
+          k(q + aligned_floats(static_cast<long long>(rows) * width_q)),
+          v(k + aligned_floats(static_cast<long long>(rows) * width_kv)) {}
+    static long long aligned_floats(long long n) { return (n + 63) / 64 * 64; }
+    QkvProducts products(int width_q, int width_kv) const {  // biases added by the products
+        return {q, k, v, width_q, width_kv, nullptr, nullptr, nullptr};
+    }
+};
+
+// The f32 q/k/v products of `rows` rows of the bf16 operand, in the K/V staging: with
+// back-to-back weights one GEMM of width_q + 2·width_kv columns (one wave of tiles instead of
+// three partial ones), its biases left to the RoPE pass; otherwise three GEMMs with their biases.
+QkvProducts qkv_products(Context& ctx, const bf16* operand, int rows, int K, const bf16* w_q,
+                         const float* b_q, const bf16* w_k, const float* b_k, const bf16* w_v,
+                         const float* b_v, int width_q, int width_kv, cudaStream_t stream) {
+    const GemmFn gemm = gemm_for(ctx.gemm);
+    if (back_to_back(w_q, w_k, w_v, width_q, width_kv, K)) {
+        float* out = reinterpret_cast<float*>(ctx.attn_kv);
+        const int width = width_q + 2 * width_kv;
+        gemm(ctx, out, operand, w_q, nullptr, rows, width, K, false, stream);
+        return {out, out + width_q, out + width_q + width_kv, width, width, b_q, b_k, b_v};
+    }
+    const SeparateProducts p(ctx, rows, width_q, width_kv);
+    gemm(ctx, p.q, operand, w_q, b_q, rows, width_q, K, false, stream);
+    gemm(ctx, p.k, operand, w_k, b_k, rows, width_kv, K, false, stream);
+    gemm(ctx, p.v, operand, w_v, b_v, rows, width_kv, K, false, stream);
+    return p.products(width_q, width_kv);
+}
+
 }  // namespace
 
 void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N,
@@ -156,8 +210,7 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
     silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
 }
 
-void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, float* k, float* v,
-                    cudaStream_t stream) {
+void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, cudaStream_t stream) {
     if (args.M == 0) return;
     if (qkv_rope_cache_fits(args)) {
         qkv_rope_cache_gemv(args, stream);
@@ -165,51 +218,53 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, f
     }
     const QkvRopeCacheArgs& a = args;
     const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
+    auto rope = [&](const QkvProducts& products, int r0, int rows) {
+        rope_cache(a.q + static_cast<size_t>(r0) * width_q, a.k_cache, a.v_cache, products, a.cos, a.sin,
+                   a.positions + r0, rows, a.n_heads, a.n_kv_heads, a.head_dim, a.half, a.n_positions, a.cap,
+                   stream);
+    };
     if (a.M > kGemvMaxRows) {
-        staged_gemms(ctx, {{a.q, a.w_q, nullptr, width_q}, {k, a.w_k, nullptr, width_kv}, {v, a.w_v, nullptr, width_kv}},
-                     a.x, a.norm, a.M, a.K, false, stream);
-    } else {
-        const float* x = a.x;
-        if (a.norm.weight) {  // the norm as a kernel of its own
-            rmsnorm(normed, x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
-            x = normed;
+        const int chunk = std::min(rows_per_chunk("qkv_rope_cache", a.K),
+                                   qkv_rows_per_chunk("qkv_rope_cache", width_q, width_kv));
+        for (int r0 = 0; r0 < a.M; r0 += chunk) {
+            const int rows = std::min(chunk, a.M - r0);
+            const bf16* operand = stage_rows(ctx, a.x, a.norm, r0, rows, a.K, stream);
+            rope(qkv_products(ctx, operand, rows, a.K, a.w_q, nullptr, a.w_k, nullptr, a.w_v, nullptr,
+                              width_q, width_kv, stream),
+                 r0, rows);
         }
-        linear(ctx, a.q, x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);
-        linear(ctx, k, x, a.w_k, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
-        linear(ctx, v, x, a.w_v, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
+        return;
     }
-    rope_cache(a.q, a.k_cache, a.v_cache, k, v, a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads,
-               a.head_dim, a.half, a.n_positions, a.cap, stream);
+    const float* x = a.x;
+    if (a.norm.weight) {  // the norm as a kernel of its own
+        rmsnorm(normed, x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
+        x = normed;
+    }
+    if (qkv_rows_per_chunk("qkv_rope_cache", width_q, width_kv) < a.M)
+        throw Error("qkv_rope_cache: q/k/v rows exceed the reference's K/V staging (reference/context.h)");
+    const SeparateProducts p(ctx, a.M, width_q, width_kv);
+    linear(ctx, p.q, x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);
+    linear(ctx, p.k, x, a.w_k, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
+    linear(ctx, p.v, x, a.w_v, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
+    rope(p.products(width_q, width_kv), 0, a.M);
 }
 
 namespace {
 
-// qkv_rope with bf16 k and v: per row chunk (as staged_gemms chunks x, so the GEMMs have the
-// f32 path's shapes and choose its algorithms), q's product into q, k's and v's in f32 into the
-// attention's K/V staging (ctx.attn_kv, idle until the attention, which reads these k and v in
-// place), then rope_qkv_bf16 rotates q in place and k, and rounds k and v.
+// qkv_rope with bf16 k and v: per row chunk (as staged_gemms chunks x), the products into the
+// attention's K/V staging (qkv_products), then rope_qkv_bf16 writes q, rotates k, and rounds k
+// and v.
 void qkv_rope_bf16_kv(Context& ctx, const QkvRopeArgs& a, int width_q, int width_kv,
                       cudaStream_t stream) {
-    const GemmFn gemm = gemm_for(ctx.gemm);
-    // Rows whose f32 k and v fit ctx.attn_kv (4·kAttnKvElems bf16), v's region starting 256-byte
-    // aligned (up to 63 floats of padding) as the f32 outputs were.
-    const long long kv_floats = 4 * kAttnKvElems / 2;
-    const int kv_rows = static_cast<int>(std::min<long long>((kv_floats - 64) / (2ll * width_kv), 1 << 30));
-    if (kv_rows < 1)
-        throw Error("qkv_rope: k and v rows of " + std::to_string(width_kv) + " values exceed the reference's "
-                    "K/V staging (reference/context.h)");
-    const int chunk = std::min(rows_per_chunk("qkv_rope", a.K), kv_rows);
+    const int chunk = std::min(rows_per_chunk("qkv_rope", a.K), qkv_rows_per_chunk("qkv_rope", width_q, width_kv));
     for (int r0 = 0; r0 < a.M; r0 += chunk) {
         const int rows = std::min(chunk, a.M - r0);
         const bf16* operand = stage_rows(ctx, a.x, GemvNorm{}, r0, rows, a.K, stream);
-        float* k32 = reinterpret_cast<float*>(ctx.attn_kv);
-        float* v32 = k32 + (static_cast<long long>(rows) * width_kv + 63) / 64 * 64;
-        gemm(ctx, a.q + static_cast<size_t>(r0) * width_q, operand, a.w_q, a.b_q, rows, width_q, a.K, false, stream);
-        gemm(ctx, k32, operand, a.w_k, a.b_k, rows, width_kv, a.K, false, stream);
-        gemm(ctx, v32, operand, a.w_v, a.b_v, rows, width_kv, a.K, false, stream);
+        const QkvProducts products = qkv_products(ctx, operand, rows, a.K, a.w_q, a.b_q, a.w_k, a.b_k, a.w_v,
+                                                  a.b_v, width_q, width_kv, stream);
         const size_t kv_offset = static_cast<size_t>(r0) * width_kv;
         rope_qkv_bf16(a.q + static_cast<size_t>(r0) * width_q, a.k.b16() + kv_offset, a.v.b16() + kv_offset,
-                      k32, v32, a.cos, a.sin, a.positions + r0, rows, a.n_heads, a.n_kv_heads, a.head_dim,
+                      products, a.cos, a.sin, a.positions + r0, rows, a.n_heads, a.n_kv_heads, a.head_dim,
                       a.half, a.n_positions, stream);
     }
 }

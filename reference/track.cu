@@ -181,32 +181,33 @@ void rmsnorm_gate_up_silu(const Tensor& out, const Tensor& x, const Tensor& norm
 void qkv_rope_cache_impl(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                          const Tensor& x, const Tensor* norm_weight, const Tensor& w_q, const Tensor& w_k,
                          const Tensor& w_v, const Tensor& cos, const Tensor& sin, const Tensor& positions,
-                         const Tensor* normed, const Tensor& k, const Tensor& v, float eps, int Hq, int Hkv,
-                         Stream s) {
+                         const Tensor* normed, float eps, int Hq, int Hkv, Stream s) {
     const ref::GemvNorm norm = norm_weight ? ref::GemvNorm{norm_weight->f32(), eps} : ref::GemvNorm{};
     const ref::QkvRopeCacheArgs args{q.f32(), k_cache.f32(), v_cache.f32(), x.f32(), bf16_of(w_q),
                                      bf16_of(w_k), bf16_of(w_v), cos.f32(), sin.f32(), positions.i32(),
                                      to_int(x.dim(0)), to_int(x.dim(1)), Hq, Hkv,
                                      to_int(q.dim(1) / Hq), to_int(cos.dim(1)), to_int(cos.dim(0)),
                                      to_int(k_cache.dim(0)), norm};
-    ref::qkv_rope_cache(Context::get(s), args, normed ? normed->f32() : nullptr, k.f32(), v.f32(), s);
+    ref::qkv_rope_cache(Context::get(s), args, normed ? normed->f32() : nullptr, s);
 }
 
 void qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& x,
                     const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
-                    const Tensor& sin, const Tensor& positions, const Tensor& k, const Tensor& v,
-                    int Hq, int Hkv, Stream s) {
+                    const Tensor& sin, const Tensor& positions,
+                    const Tensor& /*k: unused, the products go to the context's K/V staging*/,
+                    const Tensor& /*v: likewise*/, int Hq, int Hkv, Stream s) {
     qkv_rope_cache_impl(q, k_cache, v_cache, x, nullptr, w_q, w_k, w_v, cos, sin, positions,
-                        nullptr, k, v, 0.0f, Hq, Hkv, s);
+                        nullptr, 0.0f, Hq, Hkv, s);
 }
 
 void rmsnorm_qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                             const Tensor& x, const Tensor& norm_weight, const Tensor& w_q,
                             const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
                             const Tensor& sin, const Tensor& positions, const Tensor& normed,
-                            const Tensor& k, const Tensor& v, float eps, int Hq, int Hkv, Stream s) {
+                            const Tensor& /*k: unused, as above*/, const Tensor& /*v*/, float eps,
+                            int Hq, int Hkv, Stream s) {
     qkv_rope_cache_impl(q, k_cache, v_cache, x, &norm_weight, w_q, w_k, w_v, cos, sin, positions,
-                        &normed, k, v, eps, Hq, Hkv, s);
+                        &normed, eps, Hq, Hkv, s);
 }
 
 void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w,

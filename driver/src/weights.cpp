@@ -146,6 +146,20 @@ std::string canonical_name(const std::string& name) {
     return name;
 }
 
+// The order in which the slots take their place in the arena: every matrix (two or more
+// dimensions) in the table's order, then every vector. So the products a layer runs on one
+// input lie back to back: the encoder's and the decoder's q, k and v projections form one
+// (Hq·hd + 2·Hkv·hd, D) matrix, the decoder's gate and up one (2·F, D), which a track may run
+// as a single product (the reference does for q/k/v: reference/linear.cu). Only placement
+// changes: random weights are still drawn per table index.
+std::vector<size_t> placement_order(const std::vector<Slot>& slots) {
+    std::vector<size_t> order;
+    for (bool matrices : {true, false})
+        for (size_t i = 0; i < slots.size(); ++i)
+            if ((slots[i].shape.size() >= 2) == matrices) order.push_back(i);
+    return order;
+}
+
 // One device allocation holding every tensor, each at a 256-byte aligned offset (what cuBLAS
 // and vector loads like; cudaMalloc itself returns 256-byte aligned memory).
 struct Arena {
@@ -369,7 +383,7 @@ ModelWeights load_weights(const std::string& path, const ModelConfig& config, co
             arena.put_f32(t, [&](float* out) { file.read_f32(e.name, e.shape, out); });
         }
     };
-    for (size_t i = 0; i < slots.size(); ++i) {
+    for (size_t i : placement_order(slots)) {
         *slots[i].field = arena.take(slots[i].shape, slots[i].dtype);
         load(*entries[i], *slots[i].field);
     }
@@ -401,7 +415,7 @@ ModelWeights random_weights(const ModelConfig& config, const OpTable& table, Bac
     Arena arena(backend, total);
 
     uint64_t embed_index = 0;
-    for (size_t i = 0; i < slots.size(); ++i) {
+    for (size_t i : placement_order(slots)) {
         const Slot& s = slots[i];
         if (s.field == &w.embed) embed_index = i;
         const int64_t n = numel(s.shape);

@@ -374,6 +374,32 @@ TEST(Weights, MatricesTakeTheirOpsDtypeVectorsStayF32) {
     }
 }
 
+TEST(Weights, ProductsOfOneInputLieBackToBack) {
+    // weights.cpp places every matrix before every vector, so a layer's q, k and v projections
+    // (and the decoder's gate and up) form one matrix a track may multiply at once; loaded and
+    // random weights alike.
+    const ModelConfig c = tiny_config();
+    const TestCheckpoint ckpt(c);
+    ScratchFile file;
+    ckpt.write(file.path());
+    const OpTable table = make_table(kBf16Track, kF32Track, kBf16Track);
+    auto follows = [](const Tensor& a, const Tensor& b) {
+        return static_cast<const char*>(a.data) + a.bytes() == static_cast<const char*>(b.data);
+    };
+    for (const ModelWeights& w : {load_weights(file.path(), c, table, host_backend()),
+                                  random_weights(c, table, host_backend(), 7)}) {
+        for (const EncoderLayerWeights& L : w.encoder) {
+            EXPECT_TRUE(follows(L.q_w, L.k_w));
+            EXPECT_TRUE(follows(L.k_w, L.v_w));
+        }
+        for (const DecoderLayerWeights& L : w.decoder) {
+            EXPECT_TRUE(follows(L.q_w, L.k_w));
+            EXPECT_TRUE(follows(L.k_w, L.v_w));
+            EXPECT_TRUE(follows(L.gate_w, L.up_w));
+        }
+    }
+}
+
 TEST(Weights, Bf16CheckpointIntoF32AndBf16Tracks) {
     const ModelConfig c = tiny_config();
     const TestCheckpoint ckpt(c);

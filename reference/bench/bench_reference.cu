@@ -221,9 +221,9 @@ void bench_model(Context& ctx, cudaStream_t s) {
     };
     std::vector<Layer> layers(kLayers);
     for (Layer& l : layers) {
-        l.q = weights(size_t{kD} * kD);
-        l.k = weights(size_t{kKv} * kD);
-        l.v = weights(size_t{kKv} * kD);
+        l.q = weights(size_t{kD + 2 * kKv} * kD);  // q, k, v back to back, as the driver places them
+        l.k = l.q + size_t{kD} * kD;
+        l.v = l.k + size_t{kKv} * kD;
         l.o = weights(size_t{kD} * kD);
         l.gate = weights(size_t{kFfn} * kD);
         l.up = weights(size_t{kFfn} * kD);
@@ -251,7 +251,7 @@ void bench_model(Context& ctx, cudaStream_t s) {
         for (const Layer& l : layers) {
             const QkvRopeCacheArgs qkv{q, l.k_cache, l.v_cache, x, l.q, l.k, l.v, cos, sin, pos,
                                        rows, kD, kHq, kHkv, kHd, kHd / 2, kCap, kCap, GemvNorm{l.norm1, 1e-5f}};
-            qkv_rope_cache(ctx, qkv, normed, k, v, s);
+            qkv_rope_cache(ctx, qkv, normed, s);
             attention(ctx, attn, q, l.k_cache, l.v_cache, pos, rows, kCap, kHq, kHkv, kHd, scale, s);
             linear_residual(ctx, x, attn, l.o, rows, kD, kD, s);
             gate_up_silu(ctx, gate, up, normed, x, GemvNorm{l.norm2, 1e-5f}, l.gate, l.up, rows, kFfn, kD, s);
@@ -305,9 +305,9 @@ void bench_model(Context& ctx, cudaStream_t s) {
     };
     std::vector<EncLayer> enc(kEncLayers);
     for (EncLayer& l : enc) {
-        l.q = weights(size_t{kE} * kE);
-        l.k = weights(size_t{kE} * kE);
-        l.v = weights(size_t{kE} * kE);
+        l.q = weights(size_t{3 * kE} * kE);  // q, k, v back to back, as the driver places them
+        l.k = l.q + size_t{kE} * kE;
+        l.v = l.k + size_t{kE} * kE;
         l.o = weights(size_t{kE} * kE);
         l.fc1 = weights(size_t{kEffn} * kE);
         l.fc2 = weights(size_t{kE} * kEffn);

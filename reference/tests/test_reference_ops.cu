@@ -16,6 +16,7 @@
 // bf16 (M > 8, conv1d) get 2^−7 of Σ|x·w|, the bound of one bf16 rounding per activation.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -887,6 +888,74 @@ TEST_F(Bf16Activations, QkvRopeRoundsKAndVAsTheAttentionWould) {
         expect_same_floats(Device::get(q), Device::get(q32), "q" + tag);
         expect_same_bits(Device::get_bits(k), Device::get(k32), "k" + tag);
         expect_same_bits(Device::get_bits(v), Device::get(v32), "v" + tag);
+    }
+}
+
+TEST_F(Bf16Activations, QkvOfBackToBackWeightsIsOneProductWithTheSameBits) {
+    // Weights that lie back to back, as the driver places them (weights.cpp), are multiplied as
+    // one (Wq + 2·Wkv, K) product whose biases the RoPE pass adds (linear.cu, qkv_products): the
+    // same bits as three products of weights allocated apart, for the encoder's qkv_rope (bf16 x,
+    // k and v) and the decoder's qkv_rope_cache above the GEMV range, with and without its
+    // RMSNorm. (M, K, Hq, Hkv, D, half, k bias): the encoder's layer, a prefill, odd shapes.
+    for (const auto& [M, K, Hq, Hkv, D, half, k_bias] :
+         {std::tuple{1500, 1280, 20, 20, 64, 16, false}, std::tuple{400, 2048, 16, 4, 128, 64, false},
+          std::tuple{9, 30, 3, 1, 6, 3, true}, std::tuple{40, 64, 4, 2, 16, 8, false}}) {
+        const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K);
+        const int Wq = Hq * D, Wkv = Hkv * D;
+        const Vec x = round_bf16(random_vec(static_cast<size_t>(M) * K, 101));
+        const Vec wq = round_bf16(random_vec(static_cast<size_t>(Wq) * K, 102));
+        const Vec wk = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 103));
+        const Vec wv = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 104));
+        Vec all = wq;
+        all.insert(all.end(), wk.begin(), wk.end());
+        all.insert(all.end(), wv.begin(), wv.end());
+        const Tensor whole = dev_.bf16(all, {Wq + 2 * Wkv, K});
+        const std::array<Tensor, 3> joined = {whole.rows(0, Wq), whole.rows(Wq, Wkv), whole.rows(Wq + Wkv, Wkv)};
+        const std::array<Tensor, 3> apart = {dev_.bf16(wq, {Wq, K}), dev_.bf16(wk, {Wkv, K}), dev_.bf16(wv, {Wkv, K})};
+        const Tensor bq = dev_.f32(random_vec(Wq, 105), {Wq}), bv = dev_.f32(random_vec(Wkv, 106), {Wkv});
+        const Tensor bk = k_bias ? dev_.f32(random_vec(Wkv, 107), {Wkv}) : Tensor{};
+        std::vector<int32_t> positions(static_cast<size_t>(M));  // a permutation of 0..M-1
+        for (int t = 0; t < M; ++t) positions[static_cast<size_t>(t)] = (7 * t + 3) % M;
+        const Tensor cos = dev_.poisoned({M, half}), sin = dev_.poisoned({M, half}), pos = dev_.i32(positions, {M});
+        ops().rope_freqs(cos, sin, 10000.0f, stream_);
+        const Tensor x16 = dev_.bf16(x, {M, K}), x32 = dev_.f32(x, {M, K}), norm_w = dev_.f32(random_vec(K, 108), {K});
+
+        // The outputs of both paths: every element written, and the same bits.
+        auto expect_same = [](const std::array<Tensor, 3>& a, const std::array<Tensor, 3>& b, const std::string& what) {
+            for (int i = 0; i < 3; ++i) {
+                const std::string name = what + " " + "qkv"[i];
+                if (a[i].dtype == DType::F32) {
+                    expect_same_floats(Device::get(a[i]), Device::get(b[i]), name);
+                    continue;
+                }
+                const std::vector<uint16_t> got = Device::get_bits(a[i]), want = Device::get_bits(b[i]);
+                for (const uint16_t bits : got) ASSERT_NE(bits & 0x7f80, 0x7f80) << name << ": not finite";
+                EXPECT_EQ(got, want) << name;
+            }
+        };
+        std::array<Tensor, 3> out[2];
+        for (int path = 0; path < 2; ++path) {
+            const std::array<Tensor, 3>& w = path == 0 ? joined : apart;
+            out[path] = {dev_.poisoned({M, Wq}), dev_.bf16_poisoned({M, Wkv}), dev_.bf16_poisoned({M, Wkv})};
+            ops().qkv_rope(out[path][0], out[path][1], out[path][2], x16, w[0], bq, w[1], bk, w[2], bv, cos, sin, pos,
+                           Hq, Hkv, stream_);
+        }
+        expect_same(out[0], out[1], "qkv_rope" + tag);
+
+        for (const bool norm : {false, true}) {
+            for (int path = 0; path < 2; ++path) {
+                const std::array<Tensor, 3>& w = path == 0 ? joined : apart;
+                out[path] = {dev_.poisoned({M, Wq}), dev_.poisoned({M, Wkv}), dev_.poisoned({M, Wkv})};
+                const auto& [q, kc, vc] = out[path];
+                const Tensor normed = dev_.poisoned({M, K}), k = dev_.poisoned({M, Wkv}), v = dev_.poisoned({M, Wkv});
+                if (norm)
+                    ops().rmsnorm_qkv_rope_cache(q, kc, vc, x32, norm_w, w[0], w[1], w[2], cos, sin, pos, normed, k, v,
+                                                 1e-5f, Hq, Hkv, stream_);
+                else
+                    ops().qkv_rope_cache(q, kc, vc, x32, w[0], w[1], w[2], cos, sin, pos, k, v, Hq, Hkv, stream_);
+            }
+            expect_same(out[0], out[1], std::string(norm ? "rmsnorm_" : "") + "qkv_rope_cache" + tag);
+        }
     }
 }
 
