@@ -12,8 +12,9 @@
 //   * cuBLASLt workspace: 32 MiB, NVIDIA's recommendation for Hopper.
 //   * tensor-core attention staging: K and V as bf16 hi and lo parts, 4 x kAttnKvElems (32 MiB),
 //     enough for a full 8192-row decoder KV cache (8192 x 512) or the encoder's 1500 x 1280.
-//     Before an attention with bf16 k and v (which reads them in place), the encoder's qkv_rope
-//     holds its f32 k and v products there on their way to bf16.
+//     Between attentions it holds the f32 products that a RoPE or SiLU pass reads next (qkv_rope
+//     and qkv_rope_cache's q/k/v, gate_up_silu's [gate | up] above the GEMV range: linear.cu);
+//     every user writes it before reading it.
 //   * flash-decoding partials: up to kMaxDecodeHeads query heads x kMaxDecodePartials key
 //     splits x (head_dim 128 + 2) floats (8.5 MiB).
 //   * an aligned copy of a GEMM bias that is not 16-byte aligned: kBiasStagingElems floats

@@ -55,7 +55,8 @@ void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, i
 void linear_residual(Context& ctx, float* residual, const float* x, const bf16* w, int M, int N,
                      int K, cudaStream_t stream);
 // out(M, F) = silu(x̂ · w_gateᵀ) · (x̂ · w_upᵀ), x̂ = x or rmsnorm(x) (norm.weight (K) set);
-// scratch(M, F) holds the up projection when M is above the GEMV range, normed(M, K) the
+// scratch(M, F) holds the up projection when M is above the GEMV range and w_up does not follow
+// w_gate in memory (otherwise one (M, 2F) product in the context's K/V staging), normed(M, K) the
 // normalised x where the norm cannot be fused (both may be null when they are not needed)
 void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const float* x,
                   GemvNorm norm, const bf16* w_gate, const bf16* w_up, int M, int F, int K,
@@ -208,6 +209,8 @@ constexpr int kNormMaxDim = 8192;
 
 void gelu(float* out, const float* x, long long n, cudaStream_t stream);                  // (n)
 void silu_mul(float* out, const float* gate, const float* up, long long n, cudaStream_t stream);
+// out(rows, F) = silu(gate) · up of one product's rows gate_up(rows, 2F) = [gate | up]    (elementwise.cu)
+void silu_mul_rows(float* out, const float* gate_up, int rows, int F, cudaStream_t stream);
 void add(float* out, const float* a, const float* b, long long n, cudaStream_t stream);
 
 // ---- the rest of the contract

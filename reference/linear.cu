@@ -8,11 +8,14 @@
 //   M > 8 rows (encoder, projector, prefill), or x already bf16 (ops.h [act]): stage the
 //     activations as bf16 (convert_bf16.cu, im2col.cu for a convolution, or the RMSNorm writing
 //     its rows as bf16 where the entry normalises x first; a bf16 x as aligned as the staging
-//     buffer is used where it is) in the context's staging buffer, once for all products of the same x
-//     (q/k/v of the encoder and the decoder, gate/up), and run the selected GEMM rung (cuBLASLt by default) with the bias fused
-//     and, for linear_residual, the residual add (the GEMM accumulates into the residual); GELU
-//     and SiLU·up follow as elementwise kernels, except in the MLP (linear_gelu_linear), where
-//     the GELU pass writes the second product's bf16 operand directly. Inputs longer than the
+//     buffer is used where it is) in the context's staging buffer, once for all products of the
+//     same x (q/k/v of the encoder and the decoder, gate/up), and run the selected GEMM rung
+//     (cuBLASLt by default) with the bias fused and, for linear_residual, the residual add (the
+//     GEMM accumulates into the residual). Products of one x whose weights lie back to back (the
+//     driver places a layer's matrices so: weights.cpp) run as one wider GEMM: a single wave of
+//     tiles where three or two GEMMs each left part of the GPU idle in their last wave. GELU,
+//     RoPE and SiLU·up follow as passes of their own, except in the MLP (linear_gelu_linear),
+//     where the GELU pass writes the second product's bf16 operand directly. Inputs longer than the
 //     staging buffer are processed in row chunks: rows of a linear layer are independent, so
 //     chunking changes nothing but the number of launches.
 #include <algorithm>
@@ -102,20 +105,19 @@ bool back_to_back(const bf16* w_q, const bf16* w_k, const bf16* w_v, int width_q
     return w_k == w_q + static_cast<size_t>(width_q) * K && w_v == w_k + static_cast<size_t>(width_kv) * K;
 }
 
-// Rows of x whose f32 q/k/v products fit the K/V staging (ctx.attn_kv, 4·kAttnKvElems bf16,
-// idle until the attention that follows), with room to start k's and v's regions 256-byte
-// aligned.
-int qkv_rows_per_chunk(const char* op, int width_q, int width_kv) {
-    const long long floats = 4 * kAttnKvElems / 2 - 3 * 64;
-    const long long rows = floats / (width_q + 2ll * width_kv);
+// Rows whose f32 products, `width` values a row, fit the K/V staging (ctx.attn_kv,
+// 4·kAttnKvElems bf16: scratch that the ops below and the attention write before they read it),
+// with room to start three regions 256-byte aligned.
+int product_rows_per_chunk(const char* op, long long width) {
+    const long long rows = (4 * kAttnKvElems / 2 - 3 * 64) / width;
     if (rows < 1)
-        throw Error(std::string(op) + ": q/k/v rows of " + std::to_string(width_q + 2ll * width_kv) +
+        throw Error(std::string(op) + ": product rows of " + std::to_string(width) +
                     " values exceed the reference's K/V staging (reference/context.h)");
     return static_cast<int>(std::min<long long>(rows, 1 << 30));
 }
 
 // Three products of their own in the K/V staging: q'(rows, width_q), then k' and v'
-// (rows, width_kv), each region 256-byte aligned. `rows` fits (qkv_rows_per_chunk).
+// (rows, width_kv), each region 256-byte aligned. `rows` fits (product_rows_per_chunk).
 struct SeparateProducts {
     float* q;
     float* k;
@@ -206,8 +208,22 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
         gemv_bf16(out, x, w_gate, w_up, nullptr, norm, M, F, K, GemvEpilogue::kSiluMul, stream);
         return;
     }
-    staged_gemms(ctx, {{out, w_gate, nullptr, F}, {scratch, w_up, nullptr, F}}, x, norm, M, K, false, stream);
-    silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
+    if (w_up != w_gate + static_cast<size_t>(F) * K) {
+        staged_gemms(ctx, {{out, w_gate, nullptr, F}, {scratch, w_up, nullptr, F}}, x, norm, M, K, false, stream);
+        silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
+        return;
+    }
+    // Back-to-back weights (weights.cpp): one (rows, 2F) product, [gate | up] per row (one wave
+    // of tiles instead of two partial ones), into the K/V staging, then SiLU·up from it.
+    const GemmFn gemm = gemm_for(ctx.gemm);
+    float* gate_up = reinterpret_cast<float*>(ctx.attn_kv);
+    const int chunk = std::min(rows_per_chunk("gate_up_silu", K), product_rows_per_chunk("gate_up_silu", 2ll * F));
+    for (int r0 = 0; r0 < M; r0 += chunk) {
+        const int rows = std::min(chunk, M - r0);
+        gemm(ctx, gate_up, stage_rows(ctx, x, norm, r0, rows, K, stream), w_gate, nullptr, rows, 2 * F, K, false,
+             stream);
+        silu_mul_rows(out + static_cast<size_t>(r0) * F, gate_up, rows, F, stream);
+    }
 }
 
 void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, cudaStream_t stream) {
@@ -225,7 +241,7 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, c
     };
     if (a.M > kGemvMaxRows) {
         const int chunk = std::min(rows_per_chunk("qkv_rope_cache", a.K),
-                                   qkv_rows_per_chunk("qkv_rope_cache", width_q, width_kv));
+                                   product_rows_per_chunk("qkv_rope_cache", width_q + 2ll * width_kv));
         for (int r0 = 0; r0 < a.M; r0 += chunk) {
             const int rows = std::min(chunk, a.M - r0);
             const bf16* operand = stage_rows(ctx, a.x, a.norm, r0, rows, a.K, stream);
@@ -240,7 +256,7 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, c
         rmsnorm(normed, x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
         x = normed;
     }
-    if (qkv_rows_per_chunk("qkv_rope_cache", width_q, width_kv) < a.M)
+    if (product_rows_per_chunk("qkv_rope_cache", width_q + 2ll * width_kv) < a.M)
         throw Error("qkv_rope_cache: q/k/v rows exceed the reference's K/V staging (reference/context.h)");
     const SeparateProducts p(ctx, a.M, width_q, width_kv);
     linear(ctx, p.q, x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);
@@ -256,7 +272,7 @@ namespace {
 // and v.
 void qkv_rope_bf16_kv(Context& ctx, const QkvRopeArgs& a, int width_q, int width_kv,
                       cudaStream_t stream) {
-    const int chunk = std::min(rows_per_chunk("qkv_rope", a.K), qkv_rows_per_chunk("qkv_rope", width_q, width_kv));
+    const int chunk = std::min(rows_per_chunk("qkv_rope", a.K), product_rows_per_chunk("qkv_rope", width_q + 2ll * width_kv));
     for (int r0 = 0; r0 < a.M; r0 += chunk) {
         const int rows = std::min(chunk, a.M - r0);
         const bf16* operand = stage_rows(ctx, a.x, GemvNorm{}, r0, rows, a.K, stream);

@@ -225,8 +225,8 @@ void bench_model(Context& ctx, cudaStream_t s) {
         l.k = l.q + size_t{kD} * kD;
         l.v = l.k + size_t{kKv} * kD;
         l.o = weights(size_t{kD} * kD);
-        l.gate = weights(size_t{kFfn} * kD);
-        l.up = weights(size_t{kFfn} * kD);
+        l.gate = weights(size_t{2 * kFfn} * kD);  // gate and up back to back, likewise
+        l.up = l.gate + size_t{kFfn} * kD;
         l.down = weights(size_t{kD} * kFfn);
         l.norm1 = activations(kD);
         l.norm2 = activations(kD);

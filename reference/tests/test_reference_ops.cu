@@ -959,6 +959,35 @@ TEST_F(Bf16Activations, QkvOfBackToBackWeightsIsOneProductWithTheSameBits) {
     }
 }
 
+TEST_F(Reference, GateUpOfBackToBackWeightsIsOneProductWithTheSameBits) {
+    // Above the GEMV range, gate and up weights that lie back to back (weights.cpp) are one
+    // (M, 2F) product read by a strided SiLU·up pass (linear.cu): the same bits as two products
+    // of weights allocated apart, with and without the RMSNorm; (M, K, F): a prefill, odd shapes
+    // (F not a multiple of 4: the pass's scalar path).
+    for (const auto& [M, K, F] : {std::tuple{400, 2048, 6144}, std::tuple{9, 30, 10}, std::tuple{40, 64, 96}}) {
+        const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K) + " F=" + std::to_string(F);
+        const Vec x = random_vec(static_cast<size_t>(M) * K, 111, -2.0f, 2.0f), nw = random_vec(K, 112);
+        const Vec wg = round_bf16(random_vec(static_cast<size_t>(F) * K, 113));
+        const Vec wu = round_bf16(random_vec(static_cast<size_t>(F) * K, 114));
+        Vec both = wg;
+        both.insert(both.end(), wu.begin(), wu.end());
+        const Tensor whole = dev_.bf16(both, {2 * F, K}), tx = dev_.f32(x, {M, K}), tnw = dev_.f32(nw, {K});
+        const std::array<Tensor, 2> joined = {whole.rows(0, F), whole.rows(F, F)};
+        const std::array<Tensor, 2> apart = {dev_.bf16(wg, {F, K}), dev_.bf16(wu, {F, K})};
+        for (const bool norm : {false, true}) {
+            Tensor out[2];
+            for (int path = 0; path < 2; ++path) {
+                const std::array<Tensor, 2>& w = path == 0 ? joined : apart;
+                out[path] = dev_.poisoned({M, F});
+                const Tensor scratch = dev_.poisoned({M, F}), normed = dev_.poisoned({M, K});
+                if (norm) ops().rmsnorm_gate_up_silu(out[path], tx, tnw, w[0], w[1], normed, scratch, 1e-5f, stream_);
+                else ops().gate_up_silu(out[path], tx, w[0], w[1], scratch, stream_);
+            }
+            expect_same_floats(Device::get(out[0]), Device::get(out[1]), (norm ? "rmsnorm_gate_up_silu" : "gate_up_silu") + tag);
+        }
+    }
+}
+
 TEST_F(Bf16Activations, AttentionOfBf16KvIsTheF32PathsRounded) {
     // Many queries: the same tensor-core kernel as f32 k and v after their conversion, so the
     // same bits; one query (flash-decoding for f32) and other head dims (the generic kernel)
