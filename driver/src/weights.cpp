@@ -148,10 +148,11 @@ std::string canonical_name(const std::string& name) {
 
 // The order in which the slots take their place in the arena: every matrix (two or more
 // dimensions) in the table's order, then every vector. So the products a layer runs on one
-// input lie back to back: the encoder's and the decoder's q, k and v projections form one
-// (Hq·hd + 2·Hkv·hd, D) matrix, the decoder's gate and up one (2·F, D), which a track may run
-// as a single product (the reference does for q/k/v: reference/linear.cu). Only placement
-// changes: random weights are still drawn per table index.
+// input lie back to back (wherever a matrix's bytes are a multiple of the arena's 256-byte
+// alignment, as every GLM-ASR shape's are): the encoder's and the decoder's q, k and v
+// projections form one (Hq·hd + 2·Hkv·hd, D) matrix, the decoder's gate and up one (2·F, D),
+// which a track may run as a single product (the reference does: reference/linear.cu). Only
+// placement changes: random weights are still drawn per table index.
 std::vector<size_t> placement_order(const std::vector<Slot>& slots) {
     std::vector<size_t> order;
     for (bool matrices : {true, false})
