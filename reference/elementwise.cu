@@ -53,8 +53,9 @@ void launch(float* out, const float* a, const float* b, long long n, cudaStream_
     if (n == 0) return;
     if (width == 0) width = stride = n;
     constexpr int kThreads = 256;
+    const bool contiguous = width == stride;  // every index maps to itself
     const bool vectorised = aligned_to(out, 16) && aligned_to(a, 16) && (!b || aligned_to(b, 16)) &&
-                            width % 4 == 0 && stride % 4 == 0;
+                            (contiguous || (width % 4 == 0 && stride % 4 == 0));
     elementwise_kernel<Op><<<cuda::blocks_for((n + 3) / 4, kThreads), kThreads, 0, stream>>>(
         out, a, b, n, width, stride, vectorised);
     CUDA_CHECK_LAUNCH();
