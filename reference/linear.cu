@@ -99,10 +99,10 @@ void staged_gemms(Context& ctx, std::initializer_list<Product> products, Act x, 
     }
 }
 
-// The q/k/v weights as one (width_q + 2·width_kv, K) matrix: w_k right after w_q's rows and
-// w_v after w_k's, as the driver's weight arena places a layer's matrices (weights.cpp).
-bool back_to_back(const bf16* w_q, const bf16* w_k, const bf16* w_v, int width_q, int width_kv, int K) {
-    return w_k == w_q + static_cast<size_t>(width_q) * K && w_v == w_k + static_cast<size_t>(width_kv) * K;
+// Whether `next` starts right after the `rows` rows of `w` (K wide): two weights that are one
+// matrix, as the driver's weight arena places a layer's matrices (weights.cpp).
+bool follows(const bf16* w, int rows, int K, const bf16* next) {
+    return next == w + static_cast<size_t>(rows) * K;
 }
 
 // Rows whose f32 products, `width` values a row, fit the K/V staging (ctx.attn_kv,
@@ -139,7 +139,7 @@ QkvProducts qkv_products(Context& ctx, const bf16* operand, int rows, int K, con
                          const float* b_q, const bf16* w_k, const float* b_k, const bf16* w_v,
                          const float* b_v, int width_q, int width_kv, cudaStream_t stream) {
     const GemmFn gemm = gemm_for(ctx.gemm);
-    if (back_to_back(w_q, w_k, w_v, width_q, width_kv, K)) {
+    if (follows(w_q, width_q, K, w_k) && follows(w_k, width_kv, K, w_v)) {
         float* out = reinterpret_cast<float*>(ctx.attn_kv);
         const int width = width_q + 2 * width_kv;
         gemm(ctx, out, operand, w_q, nullptr, rows, width, K, false, stream);
@@ -208,7 +208,7 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
         gemv_bf16(out, x, w_gate, w_up, nullptr, norm, M, F, K, GemvEpilogue::kSiluMul, stream);
         return;
     }
-    if (w_up != w_gate + static_cast<size_t>(F) * K) {
+    if (!follows(w_gate, F, K, w_up)) {
         staged_gemms(ctx, {{out, w_gate, nullptr, F}, {scratch, w_up, nullptr, F}}, x, norm, M, K, false, stream);
         silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
         return;
@@ -251,13 +251,13 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, c
         }
         return;
     }
+    if (product_rows_per_chunk("qkv_rope_cache", width_q + 2ll * width_kv) < a.M)
+        throw Error("qkv_rope_cache: q/k/v rows exceed the reference's K/V staging (reference/context.h)");
     const float* x = a.x;
     if (a.norm.weight) {  // the norm as a kernel of its own
         rmsnorm(normed, x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
         x = normed;
     }
-    if (product_rows_per_chunk("qkv_rope_cache", width_q + 2ll * width_kv) < a.M)
-        throw Error("qkv_rope_cache: q/k/v rows exceed the reference's K/V staging (reference/context.h)");
     const SeparateProducts p(ctx, a.M, width_q, width_kv);
     linear(ctx, p.q, x, a.w_q, nullptr, a.M, width_q, a.K, Epilogue::kNone, stream);
     linear(ctx, p.k, x, a.w_k, nullptr, a.M, width_kv, a.K, Epilogue::kNone, stream);
@@ -267,9 +267,9 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, c
 
 namespace {
 
-// qkv_rope with bf16 k and v: per row chunk (as staged_gemms chunks x), the products into the
-// attention's K/V staging (qkv_products), then rope_qkv_bf16 writes q, rotates k, and rounds k
-// and v.
+// qkv_rope with bf16 k and v: per row chunk (as many rows as both the GEMM staging and the K/V
+// staging hold), the products into the K/V staging (qkv_products), then rope_qkv_bf16 writes q,
+// rotates k, and rounds k and v.
 void qkv_rope_bf16_kv(Context& ctx, const QkvRopeArgs& a, int width_q, int width_kv,
                       cudaStream_t stream) {
     const int chunk = std::min(rows_per_chunk("qkv_rope", a.K), product_rows_per_chunk("qkv_rope", width_q + 2ll * width_kv));

@@ -236,10 +236,9 @@ void bench_model(Context& ctx, cudaStream_t s) {
     bf16* embed = weights(size_t{kVocab} * kD);  // also the lm_head, as in the checkpoint
     float* final_norm = activations(kD);
     float *x = activations(size_t{kRows} * kD), *normed = activations(size_t{kRows} * kD);
-    float *q = activations(size_t{kRows} * kD), *k = activations(size_t{kRows} * kKv);
-    float *v = activations(size_t{kRows} * kKv), *attn = activations(size_t{kRows} * kD);
-    float *proj = activations(size_t{kRows} * kD), *gate = activations(size_t{kRows} * kFfn);
-    float *up = activations(size_t{kRows} * kFfn), *logits = activations(kVocab);
+    float *q = activations(size_t{kRows} * kD), *attn = activations(size_t{kRows} * kD);
+    float* gate = activations(size_t{kRows} * kFfn);
+    float* logits = activations(kVocab);
     float *cos = activations(size_t{kCap} * kHd / 2), *sin = activations(size_t{kCap} * kHd / 2);
     rope_freqs(cos, sin, kCap, kHd / 2, 10000.0f, s);
     int* positions = iota_positions(kRows);
@@ -254,7 +253,7 @@ void bench_model(Context& ctx, cudaStream_t s) {
             qkv_rope_cache(ctx, qkv, normed, s);
             attention(ctx, attn, q, l.k_cache, l.v_cache, pos, rows, kCap, kHq, kHkv, kHd, scale, s);
             linear_residual(ctx, x, attn, l.o, rows, kD, kD, s);
-            gate_up_silu(ctx, gate, up, normed, x, GemvNorm{l.norm2, 1e-5f}, l.gate, l.up, rows, kFfn, kD, s);
+            gate_up_silu(ctx, gate, nullptr, normed, x, GemvNorm{l.norm2, 1e-5f}, l.gate, l.up, rows, kFfn, kD, s);
             linear_residual(ctx, x, gate, l.down, rows, kD, kFfn, s);
         }
         rmsnorm(normed, x, final_norm, rows, kD, 1e-5f, s);
