@@ -14,7 +14,10 @@
 //                                                   (any ctx.attention), attention_generic.cu
 //                                                   where it cannot take them
 // All of them compute the same function as attention_scores → softmax → attention_output.
+// Every call takes the pending L2 prefetch hints (ctx.l2_hints, Track::prefetch): the decode
+// kernel issues them, the other paths drop them.
 #include <string>
+#include <utility>
 
 #include "kernels.h"
 
@@ -22,6 +25,7 @@ namespace glmasr::reference {
 
 void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions,
                int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+    const L2Prefetch prefetch = std::exchange(ctx.l2_hints, L2Prefetch{});
     if (Tq == 0) return;
     if (k.is_bf16 != v.is_bf16 || k.is_bf16 != out.is_bf16)
         throw Error("attention: k, v and out must share their dtype (ops.h)");
@@ -36,7 +40,7 @@ void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int
     }
     if (Tq == 1 && flash_supports(D) && Hq <= kMaxDecodeHeads) {
         decode_attention(out.f32(), ctx.decode_partials, q, k.f32(), v.f32(), positions, Tk, Hq, Hkv, D,
-                         scale, stream);
+                         scale, prefetch, stream);
     } else if (flash_supports(D) && ctx.attention != AttentionPath::flash_simt && staging_fits && aligned) {
         flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale,
                            ctx.attention == AttentionPath::flash_split, stream);

@@ -80,6 +80,15 @@ constexpr int64_t kBiasStagingElems = 64 * 1024;
 constexpr int kArgmaxSplits = 128;                      // blocks per row of a split argmax
 constexpr int kArgmaxSplitRows = 8;                     // rows the split argmax's partials hold
 
+// Weights a prefetch hint named (Track::prefetch, track.cu): up to kL2Hints byte ranges that the
+// next decode attention's blocks ask to be brought into L2 (decode_attention.cu says which part
+// of each weight matrix and why).
+constexpr int kL2Hints = 2;
+struct L2Prefetch {
+    const char* ptr[kL2Hints] = {};
+    unsigned bytes[kL2Hints] = {};  // multiples of 16, ptr 16-byte aligned; 0 = none
+};
+
 class Context {
 public:
     // The one context. Creates it on first use; creation allocates device memory, so it must not
@@ -94,6 +103,7 @@ public:
     float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
     float* bias_staging = nullptr;          // (kBiasStagingElems) f32, 256-byte aligned
     float* argmax_partials = nullptr;       // kArgmaxSplitRows·kArgmaxSplits (value, index) pairs
+    L2Prefetch l2_hints;                    // pending until the next attention call takes them
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
     // Whether this library has the wgmma attention (a build for sm_90) and this GPU runs it

@@ -32,6 +32,12 @@
 //     head's last split block instead, behind an atomic ticket, saves the kernel boundary but
 //     not the time: 1.202-1.210 against 1.193-1.195 ms/token, and 2.5× slower with the 256
 //     splits of an 8192-row cache, whose partials one block then reads alone.)
+//   * While the attention and the combine run, the step's weight stream pauses: the o GEMV
+//     after them loads its 8.4 MB before its own wait, and nothing else is in flight. So the
+//     blocks, right after their wait, ask for part of the next products' weights (the layer's
+//     gate and up, hinted by the driver: Track::prefetch) to be brought into L2, where the
+//     gate/up GEMV then finds them (hint_l2_prefetch below says which part; 1.184 → 1.162
+//     ms per Nano token on an H100).
 // Scores are in base 2 (q pre-scaled by scale·log2 e; exp2f, ≤ 2 ulp), as in flash_attention.cu.
 // The two kernels live in one file because neither means anything without the other.
 #include <algorithm>
@@ -52,6 +58,28 @@ constexpr int kBatch = 8;             // keys whose loads are issued together
 constexpr int kMinKeysPerSplit = kDecodeWarps * kBatch;  // one batch per warp
 constexpr int kCombineGroups = 8;     // partials summed in parallel per output dim
 constexpr int kCombineAhead = 2;      // partials per group loaded before their common maximum
+// How much of the hinted weights to prefetch, over all hints of one step's attention: about what
+// the attention window's idle DRAM time holds (Nano on an H100, ms per token: none 1.184, 4 MB
+// 1.167, 6 MB 1.162, 8 MB 1.171, 12 MB 1.188, 16 MB 1.184, 24 MB 1.20 — more than the window
+// holds delays the o GEMV's own loads).
+constexpr long long kL2PrefetchBytes = 6ll << 20;
+
+// Thread 0 of each block asks for its share of every hinted range to be brought into L2
+// (cp.async.bulk.prefetch: the TMA unit fetches it, nothing waits for it). Hopper only; a hint.
+__device__ __forceinline__ void l2_prefetch_share(const L2Prefetch& prefetch) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x != 0) return;
+    const unsigned block = blockIdx.x * gridDim.y + blockIdx.y, blocks = gridDim.x * gridDim.y;
+#pragma unroll
+    for (int i = 0; i < kL2Hints; ++i) {
+        const unsigned bytes = prefetch.bytes[i];
+        const unsigned share = max(16u, (bytes / blocks + 15) / 16 * 16), begin = share * block;
+        if (begin >= bytes) continue;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(prefetch.ptr[i] + begin),
+                     "r"(min(share, bytes - begin)) : "memory");
+    }
+#endif
+}
 
 template <int E>
 __device__ __forceinline__ void load_slice(float (&dst)[E], const float* src, bool vec) {
@@ -119,7 +147,7 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
                         const float* k,                      // (Tk, Hkv·D)
                         const float* v,                      // (Tk, Hkv·D)
                         const int* positions,                // (1) or null
-                        int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
+                        int Tk, int Hq, int Hkv, float scale_log2, bool vec, L2Prefetch prefetch) {
     constexpr int E = D / kWarpSize;  // dims per lane
     __shared__ float sm_o[kDecodeWarps][D];
     __shared__ float sm_m[kDecodeWarps], sm_l[kDecodeWarps];
@@ -140,6 +168,7 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
     if (guessed > 0) load_batch<E>(kr, vr, kb, vb, stride, guessed_j0, min(guessed_split.end, newest), vec);
     pdl_launch_dependents();  // the combine and then the o GEMV may start their own set-up
     pdl_wait();
+    l2_prefetch_share(prefetch);  // after the wait: before it, the q/k/v GEMV still streams
 
     // Right after the wait, the loads whose addresses are known already: q, and the newest key if
     // the guess puts it in this warp's batch; the count is read beside them and checked after.
@@ -296,14 +325,15 @@ decode_combine_kernel(float* __restrict__ out,            // (1, Hq·D)
 
 template <int D>
 void launch_decode(float* out, float* partials, const float* q, const float* k, const float* v,
-                   const int* positions, int Tk, int Hq, int Hkv, float scale, cudaStream_t stream) {
+                   const int* positions, int Tk, int Hq, int Hkv, float scale, const L2Prefetch& prefetch,
+                   cudaStream_t stream) {
     // Enough splits that a full cache gives each ~kMinKeysPerSplit keys.
     const int n_splits = std::clamp((Tk + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1, kMaxDecodePartials);
     float* part_o = partials;                                             // (Hq, n_splits, D)
     float* part_ml = partials + static_cast<size_t>(Hq) * n_splits * D;   // (Hq, n_splits, 2)
     const bool vec = aligned_to(k, 16) && aligned_to(v, 16);  // rows are D·4 bytes apart
     launch_pdl(decode_attention_kernel<D>, dim3(Hq, n_splits), kDecodeWarps * kWarpSize, 0, stream, part_o, part_ml,
-               q, k, v, positions, Tk, Hq, Hkv, scale * kLog2e, vec);
+               q, k, v, positions, Tk, Hq, Hkv, scale * kLog2e, vec, prefetch);
     const dim3 combine_grid(Hq, (D + kWarpSize - 1) / kWarpSize);
     launch_pdl(decode_combine_kernel, combine_grid, kWarpSize * kCombineGroups, 0, stream, out, part_o,
                part_ml, n_splits, D);
@@ -313,16 +343,34 @@ void launch_decode(float* out, float* partials, const float* q, const float* k, 
 
 void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
                       const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
-                      cudaStream_t stream) {
+                      const L2Prefetch& prefetch, cudaStream_t stream) {
     if (Hq > kMaxDecodeHeads)
         throw Error("decode_attention: " + std::to_string(Hq) + " query heads exceed the " +
                     std::to_string(kMaxDecodeHeads) + " the partial buffer holds (reference/context.h)");
     switch (D) {
-        case 32: launch_decode<32>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, stream); break;
-        case 64: launch_decode<64>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, stream); break;
-        case 128: launch_decode<128>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, stream); break;
+        case 32: launch_decode<32>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch, stream); break;
+        case 64: launch_decode<64>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch, stream); break;
+        case 128: launch_decode<128>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch, stream); break;
         default: throw Error("decode_attention: head_dim " + std::to_string(D) + " has no decode kernel");
     }
+}
+
+// Which part of a hinted weight matrix: from a third of its rows on, kL2PrefetchBytes / kL2Hints
+// bytes. The decode GEMVs' blocks load their weight rows before their own wait (gemv_core.cuh),
+// so the rows of the gate/up GEMV's first wave of blocks (1536 blocks in ~2.9 waves on an
+// H100) are in flight early anyway; the rows after them are not. (Nano, 16 MB: from the first row
+// 1.200, a third in 1.184, 60 % in 1.190-1.195 ms per token.)
+void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long long row_bytes) {
+    L2Prefetch& hints = ctx.l2_hints;
+    int i = 0;
+    while (i < kL2Hints && hints.bytes[i] != 0) ++i;
+    if (i == kL2Hints || rows <= 0 || row_bytes <= 0) return;  // more hints than one attention carries
+    const uintptr_t start = reinterpret_cast<uintptr_t>(weights) + static_cast<uintptr_t>(rows / 3 * row_bytes);
+    const uintptr_t begin = (start + 15) / 16 * 16, end = reinterpret_cast<uintptr_t>(weights) + rows * row_bytes;
+    if (end <= begin) return;
+    const long long bytes = std::min<long long>(kL2PrefetchBytes / kL2Hints, end - begin) / 16 * 16;
+    hints.ptr[i] = reinterpret_cast<const char*>(begin);
+    hints.bytes[i] = static_cast<unsigned>(bytes);
 }
 
 }  // namespace glmasr::reference

@@ -279,10 +279,14 @@ bool flash_tc_fits(int Tk, int kv_width);
 void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq,
                            int Tk, int Hq, int Hkv, float scale, cudaStream_t stream);
 #endif
-// partials: kMaxDecodeHeads·kMaxDecodePartials·(D + 2) floats of scratch (Context)
+// partials: kMaxDecodeHeads·kMaxDecodePartials·(D + 2) floats of scratch (Context); the blocks
+// also ask for the ranges of `prefetch` to be brought into L2 (a hint: no result changes)
 void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
                       const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
-                      cudaStream_t stream);                                  // (decode_attention.cu)
+                      const L2Prefetch& prefetch, cudaStream_t stream);      // (decode_attention.cu)
+// Adds part of weights(rows, row_bytes) to ctx.l2_hints, the ranges the next decode attention
+// prefetches into L2 (Track::prefetch); a hint beyond kL2Hints is dropped. (decode_attention.cu)
+void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long long row_bytes);
 void attention_generic(ActOut out, const float* q, Act k, Act v, const int* positions, int Tq,
                        int Tk, int Hq, int Hkv, int D, float scale,
                        cudaStream_t stream);                                // (attention_generic.cu)

@@ -236,6 +236,13 @@ void qkv_rope(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x
 
 void setup(Stream s) { Context::get(s); }
 
+// Track::prefetch: remembered in the context; the next attention call takes it (attention.cu),
+// and a decode step's attention prefetches part of the weights into L2 (decode_attention.cu).
+void prefetch(const Tensor& weights, Stream s) {
+    if (weights.device != Device::Cuda || weights.ndim != 2 || weights.dim(0) == 0) return;
+    ref::hint_l2_prefetch(Context::get(s), weights.data, weights.dim(0), static_cast<long long>(weights.bytes() / weights.dim(0)));
+}
+
 // Track::settings: the ladders' rungs this process uses (read once, context.cu).
 // The activations the reference takes where ops.h allows bf16: bf16 with the plain bf16
 // attention rungs (flash_bf16, the default, and flash_mma: their operands are bf16 in any case),
@@ -268,7 +275,7 @@ const Track& reference_track() {
                              "fast CUDA: bf16 weights on tensor cores (cuBLASLt), bandwidth-bound "
                              "GEMV decode, flash attention, fused norms",
                              Device::Cuda, DType::BF16, make_ops(), &setup, &settings_text,
-                             activation_dtype()};
+                             activation_dtype(), &prefetch};
     return track;
 }
 

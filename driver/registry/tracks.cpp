@@ -234,4 +234,9 @@ void OpTable::setup(Stream stream) const {
     }
 }
 
+OpTable::PrefetchHint OpTable::prefetch_hint() const {
+    const Track* track = source[static_cast<int>(OpId::attention)];
+    return ops.attention && track ? track->prefetch : nullptr;
+}
+
 }  // namespace glmasr

@@ -133,6 +133,7 @@ struct Model::Impl {
     }
 
     explicit Impl(Backend& b) : backend(b), stream(b.stream()) {}
+    OpTable::PrefetchHint prefetch_hint = nullptr;  // the attention's track's (track.h)
 
     // Encoder steps of one 30 s window, in the order encode_audio runs them.
     void upload_window(const AudioFeatures& features, int win);
@@ -172,6 +173,7 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
     impl_ = std::make_unique<Impl>(backend);
     Impl& m = *impl_;
     table_.setup(m.stream);
+    m.prefetch_hint = table_.prefetch_hint();
 
     const EncoderConfig& e = config_.audio;
     const FeatureConfig features;
@@ -611,6 +613,11 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
         run_rmsnorm_qkv_rope_cache(ops, q, m.k_cache[l], m.v_cache[l], x, L.norm1_w, L.q_w, L.k_w,
                                    L.v_w, m.dec_cos, m.dec_sin, pos, normed, k, v, d.rms_norm_eps,
                                    d.num_heads, d.num_kv_heads, m.stream);
+        // the weights read after the attention, hinted to the track that runs it (track.h)
+        if (m.prefetch_hint) {
+            m.prefetch_hint(L.gate_w, m.stream);
+            m.prefetch_hint(L.up_w, m.stream);
+        }
         // causal attention over the cache (key j visible to query i iff j ≤ pos[i]), GQA
         run_attention(ops, attn, q, m.k_cache[l], m.v_cache[l], pos, scores, d.num_heads,
                       d.num_kv_heads, scale, m.stream);

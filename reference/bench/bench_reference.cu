@@ -147,7 +147,7 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     for (int p : {500, 4000, 8000}) {
         ms = time_ms(s, [&] {
             for (int i = 0; i < 10; ++i)
-                decode_attention(out, ctx.decode_partials, q, k, v, pos + p - 1, 8192, 16, 4, 128, 0.088f, s);
+                decode_attention(out, ctx.decode_partials, q, k, v, pos + p - 1, 8192, 16, 4, 128, 0.088f, L2Prefetch{}, s);
         }) / 10;
         printf("decode attention, 16/4 heads x 128, position %d of 8192: %8.2f us  %6.0f GB/s\n", p, ms * 1e3,
                2.0 * p * 512 * 4 / ms / 1e6);

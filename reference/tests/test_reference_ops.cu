@@ -1157,6 +1157,51 @@ TEST_F(Reference, DecodeAttentionMatchesTheCpuAcrossSplitCountsAndHeadLayouts) {
     }
 }
 
+TEST_F(Reference, PrefetchHintsChangeNoBitAndTheNextAttentionTakesThem) {
+    // Track::prefetch: the next decode attention's blocks prefetch the hinted weights into L2
+    // (decode_attention.cu). A hint must change no result, a third one is dropped, an odd view is
+    // aligned, and every attention call takes the pending hints, a prefill's too (dropped there).
+    const int Tk = 455, Hq = 16, Hkv = 4, D = 128, kv = Hkv * D, position = 420;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+    const Vec q = random_vec(static_cast<size_t>(Hq) * D, 50, -2, 2);
+    const Vec k = random_vec(static_cast<size_t>(Tk) * kv, 51, -2, 2), v = random_vec(k.size(), 52);
+    const Tensor tq = dev_.f32(q, {1, Hq * D}), tk = dev_.f32(k, {Tk, kv}), tv = dev_.f32(v, {Tk, kv});
+    const Tensor tpos = dev_.i32({position}, {1});
+    const Tensor weights = dev_.bf16(random_vec(3000ull * 1000, 53), {3000, 1000});  // rows of 2000 bytes
+    auto attend = [&] {
+        const Tensor out = dev_.poisoned({1, Hq * D});
+        ops().attention(out, tq, tk, tv, tpos, Tensor{}, Hq, Hkv, scale, stream_);
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        return Device::get(out);
+    };
+    const Vec plain = attend();
+    ASSERT_NE(reference_track().prefetch, nullptr);
+    reference_track().prefetch(weights, stream_);
+    reference_track().prefetch(weights.rows(1, 2999), stream_);
+    reference_track().prefetch(weights, stream_);  // one more than an attention carries
+    const reference::L2Prefetch& hints = ctx().l2_hints;
+    for (int i = 0; i < reference::kL2Hints; ++i) {
+        EXPECT_GT(hints.bytes[i], 0u);
+        EXPECT_EQ(hints.bytes[i] % 16, 0u);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(hints.ptr[i]) % 16, 0u);
+        EXPECT_GE(hints.ptr[i], static_cast<const char*>(weights.data));
+        EXPECT_LE(hints.ptr[i] + hints.bytes[i], static_cast<const char*>(weights.data) + weights.bytes());
+    }
+    const Vec hinted = attend();
+    ASSERT_EQ(plain.size(), hinted.size());
+    EXPECT_EQ(std::memcmp(plain.data(), hinted.data(), plain.size() * sizeof(float)), 0)
+        << "a prefetch hint changed the decode attention's output";
+    EXPECT_EQ(hints.bytes[0], 0u) << "the decode attention left its hints pending";
+
+    // A prefill's attention (two queries) drops them.
+    reference_track().prefetch(weights, stream_);
+    const Tensor q2 = dev_.f32(random_vec(2ull * Hq * D, 54), {2, Hq * D}), pos2 = dev_.i32({100, 101}, {2});
+    const Tensor out2 = dev_.poisoned({2, Hq * D});
+    ops().attention(out2, q2, tk, tv, pos2, Tensor{}, Hq, Hkv, scale, stream_);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    EXPECT_EQ(hints.bytes[0], 0u) << "a prefill's attention left a hint pending";
+}
+
 // ----------------------------------------------------------------------------- CUDA graphs
 
 TEST_F(Reference, DecodeStepCapturesIntoAGraph) {

@@ -89,6 +89,13 @@ struct Track {
     // no bit of the result (at the head dims of its tensor-core attention; docs/tracks.md,
     // "Precision policy"). Its entries accept bf16 [act] tensors under every attention rung.
     DType activation_dtype = DType::F32;
+    // Optional: a hint that the products after a decoder layer's attention will read `weights`
+    // next (the driver gives the layer's gate and up projections, before the attention: there a
+    // decode step's weight stream pauses while the attention reads the KV cache). A track may
+    // start bringing them toward the GPU (the reference's decode attention prefetches part of
+    // them into L2). Changes no result; capture-safe. The driver gives it only to the track that
+    // supplies the attention entry (OpTable::prefetch_hint), the one that can act on it then.
+    void (*prefetch)(const Tensor& weights, Stream stream) = nullptr;
 };
 
 // The cpu track (driver/cpu/): plain loops, the oracle every other track is tested against.
@@ -139,6 +146,10 @@ struct OpTable {
     std::string describe() const;
     // Calls every distinct source track's setup hook.
     void setup(Stream stream) const;
+    // The prefetch hint of the track whose kernel the attention entry is (Track::prefetch);
+    // null where the attention is a composition or that track has none.
+    using PrefetchHint = void (*)(const Tensor& weights, Stream stream);
+    PrefetchHint prefetch_hint() const;
 };
 
 }  // namespace glmasr
