@@ -231,6 +231,27 @@ TEST(OpTableMix, EncoderActivationsAreBf16OnlyWhenBf16TracksRunTheWholeEncoder) 
     EXPECT_EQ(nulled.encoder_activations(), DType::F32);
 }
 
+// The prefetch hint (Track::prefetch) is the one of the track whose kernel the attention entry
+// is: the track that can act on it during the attention. None where the attention is composed.
+void hint_a(const Tensor&, Stream) {}
+void hint_b(const Tensor&, Stream) {}
+TEST(OpTableMix, ThePrefetchHintIsTheAttentionKernelsTracks) {
+    static const Track hinted = [] {
+        Track track = fake_track("hinted", every_fused());
+        track.prefetch = &hint_a;
+        return track;
+    }();
+    static const Track attention_b = [] {
+        Track track = fake_track("attention_b", {OpId::attention});
+        track.prefetch = &hint_b;
+        return track;
+    }();
+    EXPECT_EQ(OpTable::mix(hinted, {}).prefetch_hint(), &hint_a);
+    EXPECT_EQ(OpTable::mix(hinted, {{OpId::attention, &attention_b}}).prefetch_hint(), &hint_b);
+    EXPECT_EQ(OpTable::mix(hinted, {{OpId::softmax, &other()}}).prefetch_hint(), nullptr);
+    EXPECT_EQ(OpTable::mix(base(), {}).prefetch_hint(), nullptr);
+}
+
 // Asking for a fused entry a track does not have is a clear input error, not a quiet run of
 // the composition on other tracks' kernels.
 TEST(OpTableMix, AskingForAMissingFusedKernelIsAnInputError) {
