@@ -103,7 +103,10 @@ public:
     float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
     float* bias_staging = nullptr;          // (kBiasStagingElems) f32, 256-byte aligned
     float* argmax_partials = nullptr;       // kArgmaxSplitRows·kArgmaxSplits (value, index) pairs
-    L2Prefetch l2_hints;                    // pending until the next attention call takes them
+    // Pending until the next attention call takes them (host state of the one model that runs:
+    // like the scratch above, not for two models on two streams at once); the setup hook clears
+    // hints a failed call may have left.
+    L2Prefetch l2_hints;
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
     // Whether this library has the wgmma attention (a build for sm_90) and this GPU runs it

@@ -60,9 +60,10 @@ constexpr int kCombineGroups = 8;     // partials summed in parallel per output 
 constexpr int kCombineAhead = 2;      // partials per group loaded before their common maximum
 // How much of the hinted weights to prefetch, over all hints of one step's attention: about what
 // the attention window's idle DRAM time holds (Nano on an H100, ms per token: none 1.184, 4 MB
-// 1.167, 6 MB 1.162, 8 MB 1.171, 12 MB 1.188, 16 MB 1.184, 24 MB 1.20 — more than the window
-// holds delays the o GEMV's own loads).
+// 1.167–1.168, 6 MB 1.162–1.163, 8 MB 1.169–1.172, 12 MB 1.187–1.188, 16 MB 1.184–1.185, 24 MB
+// 1.199–1.207: more than the window holds delays the o GEMV's own loads).
 constexpr long long kL2PrefetchBytes = 6ll << 20;
+static_assert(kL2PrefetchBytes / kL2Hints <= 0xffffffffll, "L2Prefetch::bytes is 32 bits");
 
 // Thread 0 of each block asks for its share of every hinted range to be brought into L2
 // (cp.async.bulk.prefetch: the TMA unit fetches it, nothing waits for it). Hopper only; a hint.
@@ -364,7 +365,8 @@ void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long lo
     L2Prefetch& hints = ctx.l2_hints;
     int i = 0;
     while (i < kL2Hints && hints.bytes[i] != 0) ++i;
-    if (i == kL2Hints || rows <= 0 || row_bytes <= 0) return;  // more hints than one attention carries
+    if (i == kL2Hints) return;  // more hints than one attention carries
+    if (rows <= 0 || row_bytes <= 0) return;
     const uintptr_t start = reinterpret_cast<uintptr_t>(weights) + static_cast<uintptr_t>(rows / 3 * row_bytes);
     const uintptr_t begin = (start + 15) / 16 * 16, end = reinterpret_cast<uintptr_t>(weights) + rows * row_bytes;
     if (end <= begin) return;

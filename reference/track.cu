@@ -234,13 +234,14 @@ void qkv_rope(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x
     ref::qkv_rope(Context::get(s), args, s);
 }
 
-void setup(Stream s) { Context::get(s); }
+void setup(Stream s) { Context::get(s).l2_hints = ref::L2Prefetch{}; }
 
 // Track::prefetch: remembered in the context; the next attention call takes it (attention.cu),
 // and a decode step's attention prefetches part of the weights into L2 (decode_attention.cu).
 void prefetch(const Tensor& weights, Stream s) {
     if (weights.device != Device::Cuda || weights.ndim != 2 || weights.dim(0) == 0) return;
-    ref::hint_l2_prefetch(Context::get(s), weights.data, weights.dim(0), static_cast<long long>(weights.bytes() / weights.dim(0)));
+    const long long row_bytes = static_cast<long long>(weights.bytes() / weights.dim(0));
+    ref::hint_l2_prefetch(Context::get(s), weights.data, weights.dim(0), row_bytes);
 }
 
 // Track::settings: the ladders' rungs this process uses (read once, context.cu).

@@ -235,8 +235,7 @@ void OpTable::setup(Stream stream) const {
 }
 
 OpTable::PrefetchHint OpTable::prefetch_hint() const {
-    const Track* track = source[static_cast<int>(OpId::attention)];
-    return ops.attention && track ? track->prefetch : nullptr;
+    return ops.attention ? source[static_cast<int>(OpId::attention)]->prefetch : nullptr;
 }
 
 }  // namespace glmasr

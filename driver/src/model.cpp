@@ -127,13 +127,13 @@ struct Model::Impl {
     Buffer mel_host;                       // (T_mel, n_mels) f32, host_alloc'd: one window, transposed
     StageTimes last_encode;                // encoder_ms, projector_ms of the last encode_audio
     std::function<void(Stage)> stage_hook;
+    OpTable::PrefetchHint prefetch_hint = nullptr;  // the attention's track's (track.h)
 
     void enter(Stage stage) const {
         if (stage_hook) stage_hook(stage);
     }
 
     explicit Impl(Backend& b) : backend(b), stream(b.stream()) {}
-    OpTable::PrefetchHint prefetch_hint = nullptr;  // the attention's track's (track.h)
 
     // Encoder steps of one 30 s window, in the order encode_audio runs them.
     void upload_window(const AudioFeatures& features, int win);

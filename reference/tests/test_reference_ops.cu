@@ -1167,7 +1167,7 @@ TEST_F(Reference, PrefetchHintsChangeNoBitAndTheNextAttentionTakesThem) {
     const Vec k = random_vec(static_cast<size_t>(Tk) * kv, 51, -2, 2), v = random_vec(k.size(), 52);
     const Tensor tq = dev_.f32(q, {1, Hq * D}), tk = dev_.f32(k, {Tk, kv}), tv = dev_.f32(v, {Tk, kv});
     const Tensor tpos = dev_.i32({position}, {1});
-    const Tensor weights = dev_.bf16(random_vec(3000ull * 1000, 53), {3000, 1000});  // rows of 2000 bytes
+    const Tensor weights = dev_.bf16(random_vec(3000ull * 1001, 53), {3000, 1001});  // rows of 2002 bytes
     auto attend = [&] {
         const Tensor out = dev_.poisoned({1, Hq * D});
         ops().attention(out, tq, tk, tv, tpos, Tensor{}, Hq, Hkv, scale, stream_);
@@ -1176,10 +1176,13 @@ TEST_F(Reference, PrefetchHintsChangeNoBitAndTheNextAttentionTakesThem) {
     };
     const Vec plain = attend();
     ASSERT_NE(reference_track().prefetch, nullptr);
-    reference_track().prefetch(weights, stream_);
-    reference_track().prefetch(weights.rows(1, 2999), stream_);
-    reference_track().prefetch(weights, stream_);  // one more than an attention carries
+    reference_track().prefetch(weights, stream_);               // from row 1000: 16-byte aligned
+    reference_track().prefetch(weights.rows(1, 1500), stream_);  // from row 1 + 500: rounded up
+    reference_track().prefetch(weights.rows(0, 300), stream_);   // one more than an attention carries
     const reference::L2Prefetch& hints = ctx().l2_hints;
+    const uintptr_t base = reinterpret_cast<uintptr_t>(weights.data);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(hints.ptr[0]), base + 1000 * 2002);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(hints.ptr[1]), (base + 501 * 2002 + 15) / 16 * 16);
     for (int i = 0; i < reference::kL2Hints; ++i) {
         EXPECT_GT(hints.bytes[i], 0u);
         EXPECT_EQ(hints.bytes[i] % 16, 0u);
