@@ -366,10 +366,9 @@ void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long lo
     int i = 0;
     while (i < kL2Hints && hints.bytes[i] != 0) ++i;
     if (i == kL2Hints) return;  // more hints than one attention carries
-    if (rows <= 0 || row_bytes <= 0) return;
     const uintptr_t start = reinterpret_cast<uintptr_t>(weights) + static_cast<uintptr_t>(rows / 3 * row_bytes);
     const uintptr_t begin = (start + 15) / 16 * 16, end = reinterpret_cast<uintptr_t>(weights) + rows * row_bytes;
-    if (end <= begin) return;
+    if (end <= begin) return;  // an empty matrix, or one row too short to align
     const long long bytes = std::min<long long>(kL2PrefetchBytes / kL2Hints, end - begin) / 16 * 16;
     hints.ptr[i] = reinterpret_cast<const char*>(begin);
     hints.bytes[i] = static_cast<unsigned>(bytes);
