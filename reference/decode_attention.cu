@@ -368,7 +368,7 @@ void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long lo
     if (i == kL2Hints) return;  // more hints than one attention carries
     const uintptr_t start = reinterpret_cast<uintptr_t>(weights) + static_cast<uintptr_t>(rows / 3 * row_bytes);
     const uintptr_t begin = (start + 15) / 16 * 16, end = reinterpret_cast<uintptr_t>(weights) + rows * row_bytes;
-    if (end <= begin) return;  // an empty matrix, or one row too short to align
+    if (end <= begin) return;  // empty, or nothing left past the 16-byte boundary
     const long long bytes = std::min<long long>(kL2PrefetchBytes / kL2Hints, end - begin) / 16 * 16;
     hints.ptr[i] = reinterpret_cast<const char*>(begin);
     hints.bytes[i] = static_cast<unsigned>(bytes);
