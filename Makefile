@@ -82,68 +82,68 @@ fuzz:
 	fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # make test_rmsnorm TRACK=student|baseline|reference  (the student's kernels run in their own
-# process, build/graded/kernel-runner-student, which the test drives: grader/runner/)
+# process, build/graded/kernel-runner-student, which the test drives: grader/isolation/runner/)
 test_%: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target test_$* $(if $(filter student triton triton-solution cutile cutile-solution,$(TRACK)),kernel-runner-$(TRACK))
 	GLMASR_TRACK=$(TRACK) $(BUILD)/tests/test_$*
 
-# The autograder (grader/grade.py): writes grade-out/report.md and grade-out/results.json.
+# The autograder (grader/pipeline/grade.py): writes grade-out/report.md and grade-out/results.json.
 grade: $(BUILD)/CMakeCache.txt
-	python3 grader/grade.py --track $(TRACK) --build $(BUILD) $(GRADE_FLAGS)
+	python3 -m grader --track $(TRACK) --build $(BUILD) $(GRADE_FLAGS)
 
 # A whole class (instructors): every entry of SUBMISSIONS graded with grade.py --submission,
-# then class-out/class.csv and class-out/leaderboard.html (grader/batch.py; docs/grading.md).
+# then class-out/class.csv and class-out/leaderboard.html (grader/class_scale/batch.py; docs/grading.md).
 .PHONY: grade-all
 grade-all:
-	python3 grader/batch.py $(SUBMISSIONS) $(BATCH_FLAGS)
+	python3 -m grader.class_scale.batch $(SUBMISSIONS) $(BATCH_FLAGS)
 
 # The hand-in: the files [submission.owned] in grader/rubric.toml gives TRACK, nothing else.
 submission:
-	python3 tools/make_submission.py --out submission.tar.gz --track $(TRACK)
+	python3 -m grader.make_submission --out submission.tar.gz --track $(TRACK)
 
-# Every cheat of grader/cheats/ graded with grade.py --submission must be caught (instructor
+# Every cheat of grader/selftests/cheats/ graded with grade.py --submission must be caught (instructor
 # tree only). CHEAT_FLAGS: --gpu on a GPU machine, --only NAME.
-ifneq ($(wildcard grader/cheats/check_cheats.py),)
+ifneq ($(wildcard grader/selftests/cheats/check_cheats.py),)
 .PHONY: cheats
 cheats:
-	python3 grader/cheats/check_cheats.py $(CHEAT_FLAGS)
+	python3 -m grader.selftests.cheats.check_cheats $(CHEAT_FLAGS)
 endif
 
 # The Gradescope autograder (instructors): grade-out/gradescope-autograder.zip, set up by
-# tools/gradescope/config.toml (docs/grading.md, "Grading on Gradescope"). GRADESCOPE_FLAGS:
+# grader/class_scale/gradescope/config.toml (docs/grading.md, "Grading on Gradescope"). GRADESCOPE_FLAGS:
 # --config FILE, --ssh-key FILE, --known-hosts FILE, --out ZIP.
 .PHONY: gradescope
 gradescope:
-	python3 tools/gradescope/make_autograder.py $(GRADESCOPE_FLAGS)
+	python3 -m grader.class_scale.gradescope.make_autograder $(GRADESCOPE_FLAGS)
 
-# Instructor tree only: tools/handout/ is not part of the handout (docs/grading.md,
+# Instructor tree only: grader/handout/ is not part of the handout (docs/grading.md,
 # "Instructor workflow"). HANDOUT_FLAGS: e.g. --cuda-archs "90-real"; CHECK_FLAGS: --quick.
-ifneq ($(wildcard tools/handout/make_handout.py),)
+ifneq ($(wildcard grader/handout/make_handout.py),)
 OUT ?= handout-out
 .PHONY: handout handout-check
 handout:
-	python3 tools/handout/make_handout.py --out $(OUT) --jobs $(JOBS) $(HANDOUT_FLAGS)
+	python3 -m grader.handout.make_handout --out $(OUT) --jobs $(JOBS) $(HANDOUT_FLAGS)
 
 handout-check: handout
-	python3 tools/handout/check_handout.py $(OUT)/glmasr-lab-handout.tar.gz --jobs $(JOBS) $(CHECK_FLAGS)
+	python3 -m grader.handout.check_handout $(OUT)/glmasr-lab-handout.tar.gz --jobs $(JOBS) $(CHECK_FLAGS)
 endif
 
 # Nsight Compute on the kernels of one op (an NVTX range of `glmasr profile`, Nano shapes) and
 # Nsight Systems on one transcription of the shipped clip: reports, text and CSV in grade-out/
-# (tools/nsight.sh; docs/profiling.md). Exit 2 with one line when the tool is missing or
+# (tools/perf/nsight.sh; docs/profiling.md). Exit 2 with one line when the tool is missing or
 # KERNEL is not an op name. NCU=/path/ncu, NSYS=/path/nsys where they are not on PATH.
 .PHONY: ncu nsys
 ncu:
-	@BUILD=$(BUILD) tools/nsight.sh ncu "$(KERNEL)" "$(TRACK)"
+	@BUILD=$(BUILD) tools/perf/nsight.sh ncu "$(KERNEL)" "$(TRACK)"
 
 nsys:
-	@BUILD=$(BUILD) tools/nsight.sh nsys "$(TRACK)"
+	@BUILD=$(BUILD) tools/perf/nsight.sh nsys "$(TRACK)"
 
 # Pictures (docs/profiling.md, "Pictures: the roofline and the kernel bench"), on a GPU machine.
 # kernel-bench: `glmasr kernel-bench` times every op call of the workload on each of TRACKS, into
-# grade-out/kernel-bench.json and .csv; tools/plot_kernel_bench.py draws them as
+# grade-out/kernel-bench.json and .csv; tools/perf/plot_kernel_bench.py draws them as
 # grade-out/kernel-bench.png and .svg, with the table behind the bars in kernel-bench-summary.csv
-# (KERNEL_BENCH_FLAGS: more options of kernel-bench). roofline: tools/roofline.py runs
+# (KERNEL_BENCH_FLAGS: more options of kernel-bench). roofline: tools/perf/roofline.py runs
 # `glmasr peaks` and `glmasr profile` per track and draws grade-out/roofline.png and .svg; TRACK
 # may be a comma list, and given no TRACK it draws baseline,reference (not the student default
 # above). Without a GPU glmasr refuses with one line.
@@ -157,11 +157,11 @@ kernel-bench: build
 	$(BUILD)/glmasr kernel-bench --tracks $(TRACKS) --json --csv grade-out/kernel-bench.csv \
 	  $(KERNEL_BENCH_FLAGS) >grade-out/kernel-bench.json \
 	  || { status=$$?; rm -f grade-out/kernel-bench.json grade-out/kernel-bench.csv; exit $$status; }
-	python3 tools/plot_kernel_bench.py grade-out/kernel-bench.json --out grade-out/kernel-bench
+	python3 tools/perf/plot_kernel_bench.py grade-out/kernel-bench.json --out grade-out/kernel-bench
 
 roofline: build
 	@mkdir -p grade-out
-	python3 tools/roofline.py --tracks $(ROOFLINE_TRACKS) --glmasr $(BUILD)/glmasr --out grade-out/roofline
+	python3 tools/perf/roofline.py --tracks $(ROOFLINE_TRACKS) --glmasr $(BUILD)/glmasr --out grade-out/roofline
 
 clean:
 	rm -rf $(BUILD)

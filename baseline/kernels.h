@@ -23,11 +23,11 @@
 
 #include <cuda_runtime.h>
 // GLMASR_BUG hooks: begin
-// The buggy track's hooks in these files (grader/buggy/hooks.h): compiled in only where
-// grader/buggy/ builds glmasr_buggy from them; the real baseline compiles every hook out.
-// tools/handout/bug_hooks.py strips this block and every hook from the handout.
+// Hooks for the tests of the tests: the build that switches them on (GLMASR_BUGGY_BUILD) puts
+// its bug_hooks.h on the include path; this track's own build compiles every hook out, and the
+// student's handout has none of them.
 #ifdef GLMASR_BUGGY_BUILD
-#include "grader/buggy/hooks.h"
+#include "bug_hooks.h"
 #else
 #define GLMASR_BUG(name) false
 #define GLMASR_BUG_ALTERNATIVE(name, ...)

@@ -34,7 +34,7 @@
 // transformers runs for GLM-ASR, and the default here (GLMASR_ATTENTION=flash_bf16, which on a
 // compute-capability 9.0 GPU runs the encoder's shape on flash_attention_wgmma.cu instead, with
 // the same bits; GLMASR_ATTENTION=flash_mma keeps this kernel everywhere. The grader holds it to
-// a rounding model, grader/tests/test_attention.cpp). With kSplit
+// a rounding model, grader/checks/test_attention.cpp). With kSplit
 // (GLMASR_ATTENTION=flash_split) every operand is split as x = hi + lo (two bf16 carrying ~16
 // bits) and each product takes three mma: lo·hi + hi·lo + hi·hi (lo·lo is below the f32
 // rounding of the sum): 3× the tensor-core work, and twice the staged K/V, for f32-level

@@ -19,7 +19,7 @@
 //   * check every launch with CUDA_CHECK_LAUNCH() (glmasr/cuda_check.h); run with
 //     GLMASR_CUDA_SYNC=1 to make an illegal memory access report the launch that caused it;
 //   * never call cuBLAS, cuDNN, CUTLASS or another track's code: the CTest
-//     `integrity.student_symbols` (tools/check_student_symbols.sh) inspects this library.
+//     `integrity.student_symbols` (grader/pipeline/check_student_symbols.sh) inspects this library.
 //
 // How an unwritten kernel fails. Each TODO launcher starts with
 //     // TODO(student): delete this line once your kernel is written.

@@ -19,11 +19,11 @@ packages=(build-essential cmake ninja-build pkgconf python3
           libsndfile1-dev libsoxr-dev libfftw3-dev libpcre2-dev
           nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           libcpp-httplib-dev
-          python3-matplotlib)  # tools/plot_kernel_bench.py, tools/roofline.py and their test
+          python3-matplotlib)  # tools/perf/plot_kernel_bench.py, tools/perf/roofline.py and their test
 [ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev)
 case "${1:-}" in --instructor|--triton|--cutile) packages+=(python3-venv) ;; esac
 
-# The Triton tracks' Python (tools/triton/TritonTracks.cmake finds it here), after the packages.
+# The Triton tracks' Python (aot/AotTracks.cmake finds it here), after the packages.
 triton_venv() {
   case "${1:-}" in --instructor|--triton) ;; *) return 0 ;; esac
   local venv; venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-triton"
@@ -35,7 +35,7 @@ triton_venv() {
   echo "setup: installed triton 3.6.0 and numpy in $venv"
 }
 
-# The cuTile tracks' Python (tools/cutile/CuTileTracks.cmake finds it here). cuda-tile's
+# The cuTile tracks' Python (aot/AotTracks.cmake finds it here). cuda-tile's
 # [tileiras] extra asks for a CUDA 13.2-13.4 toolkit from PyPI; pinning one release keeps tileiras,
 # nvcc and nvvm at one version, which cuda.tile needs to use them (else it falls back to the
 # PATH's tileiras).

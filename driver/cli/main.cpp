@@ -9,7 +9,7 @@
 //   glmasr profile --track reference                      per-op time, GB/s and TFLOP/s
 //   glmasr kernel-bench --tracks baseline,reference       every distinct kernel call, timed alone
 //   glmasr peaks                                          the GPU's bandwidth and GEMM peaks
-//   glmasr worker --track student                         requests on stdin (grader/e2e.py)
+//   glmasr worker --track student                         requests on stdin (grader/pipeline/e2e.py)
 //   glmasr serve --model DIR --clips assets/audio         web page + JSON API on 127.0.0.1:8080
 //   glmasr tracks
 //
@@ -316,7 +316,7 @@ int main(int argc, char** argv) {
     CLI::App* worker = app.add_subcommand(
         "worker",
         "build one model, then serve one JSON request per stdin line with one JSON reply per stdout line "
-        "(the grader's timed runs, grader/e2e.py).\n"
+        "(the grader's timed runs, grader/pipeline/e2e.py).\n"
         "Ready: {\"ready\": true, \"track\": ..., \"settings\": {...}, \"workload\": {...}, \"pid\": N}\n"
         "{\"audio_seed\": S [, \"forced_inputs\": [ids], \"decode_steps\": N, \"margins\": true]} -> bench's clip "
         "varied by seed S, --decode-steps forced steps (teacher-forced by the ids): "

@@ -25,13 +25,13 @@ const Track& reference_track();  // reference/
 const Track& student_track();    // student/
 #endif
 #ifdef GLMASR_LINK_TRITON
-const Track& triton_track();           // student/triton/, compiled by tools/triton/aot.py
+const Track& triton_track();           // student/triton/, compiled by aot/triton_aot.py
 #endif
 #ifdef GLMASR_LINK_TRITON_SOLUTION
 const Track& triton_solution_track();  // student/triton/ with reference/triton/ on top
 #endif
 #ifdef GLMASR_LINK_CUTILE
-const Track& cutile_track();           // student/cutile/, compiled by tools/cutile/aot.py
+const Track& cutile_track();           // student/cutile/, compiled by aot/cutile_aot.py
 #endif
 #ifdef GLMASR_LINK_CUTILE_SOLUTION
 const Track& cutile_solution_track();  // student/cutile/ with reference/cutile/ on top

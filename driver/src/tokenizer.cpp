@@ -1,6 +1,6 @@
 // tokenizer.cpp — Hugging Face `tokenizer.json` for byte-level BPE (GPT-2, GLM-4, GLM-ASR):
 // load, encode, decode, reproducing HF `tokenizers` (checked against it by
-// driver/tests/test_tokenizer.cpp with fixtures from tools/make_test_tokenizer.py).
+// driver/tests/test_tokenizer.cpp with fixtures from tests/fixtures/tokenizer/make_test_tokenizer.py).
 //
 // Encoding is HF's pipeline, step by step:
 //   1. Added tokens are cut out of the text first: leftmost match, longest among those starting

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Tests of the picture tools (run by CTest: plots_test.py PATH_TO_GLMASR). No GPU.
 
-tools/plot_kernel_bench.py on a made-up `glmasr kernel-bench --json` (three tracks, the
+tools/perf/plot_kernel_bench.py on a made-up `glmasr kernel-bench --json` (three tracks, the
 student's rmsnorm "not implemented", an op only the reference has) and on the same rows as CSV:
 PNG (its magic), SVG (the op names, "n/a") and the summary CSV, whose times must be
-Σ calls_per_run × median_us and whose speedups baseline / track. tools/roofline.py on a made-up
+Σ calls_per_run × median_us and whose speedups baseline / track. tools/perf/roofline.py on a made-up
 `glmasr peaks --json` and profiles in the exact form of `glmasr profile --json`: the SVG names
 the plotted ops and the measured roofs and lists the ops without FLOPs; with a stand-in glmasr,
 the commands it runs, and a failing `glmasr peaks` (no GPU) whose one line is all that is
@@ -24,11 +24,10 @@ import unittest
 
 GLMASR = None
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import plotting  # noqa: E402  (tools/, for matplotlib_python)
+from tools.perf import plotting  # matplotlib_python
 
-PLOT_KB = os.path.join(ROOT, "tools/plot_kernel_bench.py")
-ROOFLINE = os.path.join(ROOT, "tools/roofline.py")
+PLOT_KB = os.path.join(ROOT, "tools/perf/plot_kernel_bench.py")
+ROOFLINE = os.path.join(ROOT, "tools/perf/roofline.py")
 SMALL_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/small.json")
 HAVE_MATPLOTLIB = plotting.matplotlib_python() is not None
 NO_MATPLOTLIB = "matplotlib is not installed (tools/setup.sh installs it)"

@@ -4,7 +4,7 @@
 `glmasr profile --csv` on the cpu track (small config, a short clip: seconds): the header, one
 row per (stage, op) whose op is an op name of ops.h and whose numbers parse, the same calls,
 bytes and flops as --json; --csv FILE next to the text table; --csv - with --json refused.
-`make ncu` / `make nsys` (tools/nsight.sh): without KERNEL, with a KERNEL that is no op, and
+`make ncu` / `make nsys` (tools/perf/nsight.sh): without KERNEL, with a KERNEL that is no op, and
 with the tool absent (NCU=/nonexistent, NSYS=/nonexistent), exit 2 with one line. No GPU.
 Standard library only.
 """
@@ -23,7 +23,7 @@ import unittest
 GLMASR = None
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMALL_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/small.json")
-NSIGHT = os.path.join(ROOT, "tools/nsight.sh")
+NSIGHT = os.path.join(ROOT, "tools/perf/nsight.sh")
 HEADER = ["stage", "op", "track", "calls", "total_ms", "mean_us", "share", "bytes", "flops",
           "gbps", "tflops", "stage_entries", "stage_ops_ms", "stage_uninstrumented_ms"]
 STAGES = {"encoder", "projector", "prefill", "decode", "all"}
@@ -130,7 +130,7 @@ class ProfileCsv(unittest.TestCase):
 
 
 class NsightTargets(unittest.TestCase):
-    """The refusals of tools/nsight.sh, straight and through make."""
+    """The refusals of tools/perf/nsight.sh, straight and through make."""
 
     def check(self, args, env, want):
         p = run(args, env)

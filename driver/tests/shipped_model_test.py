@@ -25,8 +25,7 @@ import unittest
 import wave
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "grader"))
-import score  # noqa: E402  (grader/score.py: the grader's normalisation)
+from grader.pipeline import score  # the grader's normalisation
 
 MODEL = os.path.join(ROOT, "assets/models/glm-asr-tiny")
 CLIPS = os.path.join(ROOT, "assets/audio")

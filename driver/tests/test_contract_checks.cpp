@@ -2,7 +2,7 @@
 // a call as ops.h describes it passes, and each way of breaking it (rank, shape, dtype, device,
 // missing or misaligned data, a bad scalar) throws an Error naming the entry and the argument.
 // The checks read no data, so host memory stands in for both devices here; which tracks install
-// the checks is grader/tests/test_contract.cpp's business (it calls through every track's table).
+// the checks is grader/checks/test_contract.cpp's business (it calls through every track's table).
 #include <gtest/gtest.h>
 
 #include <functional>

@@ -4,7 +4,7 @@
 // 21-window cap, silence, and bad PCM.
 //
 // Fixture: tests/fixtures/features/ (features.json, features.safetensors, chirp.wav), written by
-// tools/make_feature_fixture.py with transformers' WhisperFeatureExtractor. It keeps a few frame
+// tests/fixtures/features/make_feature_fixture.py with transformers' WhisperFeatureExtractor. It keeps a few frame
 // ranges of each window, each window's extremes and the mean of every mel row over all 3000
 // frames (which sees every frame), and HF's (128, 201) mel filterbank.
 //
@@ -67,7 +67,7 @@ std::vector<float> read_tensor(const std::string& name) {
     return values;
 }
 
-// The integer-only signal of tools/make_feature_fixture.py (long_signal), bit for bit: a
+// The integer-only signal of tests/fixtures/features/make_feature_fixture.py (long_signal), bit for bit: a
 // triangle wave whose period changes every 0.25 s plus xorshift32 noise, as PCM16 values.
 std::vector<int16_t> long_signal(int n_samples) {
     std::vector<int16_t> out(n_samples);

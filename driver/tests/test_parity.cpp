@@ -1,6 +1,6 @@
 // test_parity.cpp — the driver reproduces Hugging Face transformers on the same weights.
 //
-// Fixtures (tests/fixtures/parity/<case>/, made by tools/make_parity_fixtures.py with
+// Fixtures (tests/fixtures/parity/<case>/, made by tests/fixtures/parity/make_parity_fixtures.py with
 // transformers' GlmAsrForConditionalGeneration in fp32) hold a random-weight GLM-ASR, a clip, and
 // what HF computed: log-mel features, encoder output, audio embeddings, input ids, the logits of
 // the first decode steps and the greedy token ids. Every track must reproduce the token ids

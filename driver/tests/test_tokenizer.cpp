@@ -1,6 +1,6 @@
 // test_tokenizer.cpp — the C++ tokenizer reproduces Hugging Face `tokenizers` exactly.
 //
-// Fixtures (tests/fixtures/tokenizer/, made by tools/make_test_tokenizer.py with HF tokenizers):
+// Fixtures (tests/fixtures/tokenizer/, made by tests/fixtures/tokenizer/make_test_tokenizer.py with HF tokenizers):
 // two small byte-level BPE tokenizer.json files in GLM-ASR's layout (glm_style: GLM-4 Split regex
 // + ByteLevel; gpt2_style: ByteLevel with GPT-2's regex, legacy "a b" merges, ignore_merges), and
 // cases.json with HF's encode ids (add_special_tokens=False) and decode strings for each text,

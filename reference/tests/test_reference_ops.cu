@@ -725,7 +725,7 @@ TEST_P(Attention, FusedAndThreeKernelMatchLoop) {
     ASSERT_NE(ops().attention, nullptr) << "run without GLMASR_ATTENTION=three_kernel";
     ops().attention(fused, tq, tk, tv, tpos, Tensor{}, Hq, Hkv, scale, stream_);
     // bf16 operands (the default path) keep ~3 significant digits; the grader's attention test
-    // holds them to a rounding model (grader/tests/test_attention.cpp).
+    // holds them to a rounding model (grader/checks/test_attention.cpp).
     const bool bf16 = ctx().attention == reference::AttentionPath::flash_bf16 ||
                       ctx().attention == reference::AttentionPath::flash_mma;
     expect_close(Device::get(fused), want, bf16 ? 1e-2 : 1e-5, bf16 ? 1e-2 : 1e-4, "attention" + tag);

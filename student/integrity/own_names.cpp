@@ -1,7 +1,7 @@
 // own_names.cpp — NOT part of your track: names that merely look like a vendor's or another
 // track's must not be rejected.
 //
-// The CTest `integrity.own_names_pass` runs tools/check_student_symbols.sh on a library made of
+// The CTest `integrity.own_names_pass` runs grader/pipeline/check_student_symbols.sh on a library made of
 // this file alone and passes only if the script finds it clean: the check matches the vendors'
 // and tracks' real symbols, not substrings of a student's own names.
 namespace glmasr::student {

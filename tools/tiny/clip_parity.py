@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The shipped model on the shipped clips: transformers against the lab's tracks, clip by clip.
 
-    python3 tools/tiny/clip_parity.py --glmasr build/glmasr --tracks cpu,reference \
+    python3 -m tools.tiny.clip_parity --glmasr build/glmasr --tracks cpu,reference \
         [--model assets/models/glm-asr-tiny] [--clips assets/audio] [--device cuda] [--json OUT]
 
 For every clip of CLIPS/transcripts.tsv: GlmAsrProcessor + GlmAsrForConditionalGeneration.generate
@@ -24,8 +24,7 @@ from transformers import (GlmAsrForConditionalGeneration, GlmAsrProcessor, PreTr
                           WhisperFeatureExtractor)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "grader"))
-import score  # noqa: E402  (grader/score.py: the grader's WER and normalisation)
+from grader.pipeline import score  # the grader's WER and normalisation
 
 PROMPT = ("<|user|>\n<|begin_of_audio|><|pad|><|end_of_audio|><|user|>\n"
           "Please transcribe this audio into text<|assistant|>\n")

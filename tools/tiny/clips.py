@@ -4,7 +4,7 @@
 train.py makes it at the start of a run (and tars it into the export); it can also be made alone,
 anywhere espeak-ng 1.51 runs (same espeak version and seed -> the same samples):
 
-    PYTHONPATH=/opt/torchenv python3 tools/tiny/clips.py --out /tmp/clips
+    PYTHONPATH=/opt/torchenv python3 -m tools.tiny.clips --out /tmp/clips
 
 Contents (every sentence comes from heldout.txt, so the model never trained on it):
     clip_NN.wav      N sentences from the public-domain KJV and WordNet held-out text, each with
@@ -24,7 +24,7 @@ import wave
 
 import numpy as np
 
-import synth
+from tools.tiny import synth
 
 # One setting per clip, cycling: accents x timbres x speeds that cover the training ranges.
 CLIP_VOICES = [

@@ -4,7 +4,7 @@
 Runs where apt works (not on the GPU machine), in seconds:
 
     apt-get install -y bible-kjv wamerican wordnet-base   # (+ fortunes fortunes-min for --fortunes)
-    PYTHONPATH=/opt/torchenv python3 tools/tiny/corpus.py          # writes tools/tiny/data/
+    PYTHONPATH=/opt/torchenv python3 -m tools.tiny.corpus          # writes tools/tiny/data/
 
 It writes into tools/tiny/data/ (git-ignored; the lead carries it to the GPU machine):
     train.txt       one utterance per line, "source<TAB>text": natural sentences plus random word
@@ -41,8 +41,6 @@ import sys
 import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 # Sentences that must never be trained on: the clip set speaks them (tools/tiny/clips.py).
 FIXED_HELDOUT = {"concord.wav": "concord returned to its place amidst the tents"}
@@ -196,10 +194,10 @@ def random_sequences(count, word_pool, unigram, rng):
 
 
 def train_tokenizer(texts, out_path):
-    """Byte-level BPE on the training text in GLM-ASR's layout (tools/make_test_tokenizer.py):
+    """Byte-level BPE on the training text in GLM-ASR's layout (tests/fixtures/tokenizer/make_test_tokenizer.py):
     the GLM-4 split regex then ByteLevel, byte b at id b, merges after, then the 18 specials."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    import make_test_tokenizer as mtt
+    from tests.fixtures.tokenizer import make_test_tokenizer as mtt
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([

@@ -4,8 +4,8 @@
 Runs on the GPU machine (tools/tiny/README.md has the exact commands); a CPU smoke test of every
 stage runs anywhere with torch + transformers + scipy + espeak-ng:
 
-    python3 tools/tiny/train.py --out /tmp/tiny            # GPU defaults: 23 min in all
-    python3 tools/tiny/train.py --out /tmp/tiny --export-only   # finish from the best checkpoint
+    python3 -m tools.tiny.train --out /tmp/tiny            # GPU defaults: 23 min in all
+    python3 -m tools.tiny.train --out /tmp/tiny --export-only   # finish from the best checkpoint
 
 Stages (each prints timestamped progress; all of them together keep to --total-minutes):
   (e) clip set    held-out sentences -> OUT/clips/*.wav + transcripts.tsv (clips.py), made first
@@ -48,12 +48,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")                # every file read he
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-import clips as clipset  # noqa: E402
-import features  # noqa: E402
-import synth  # noqa: E402
+from tools.tiny import clips as clipset  # noqa: E402
+from tools.tiny import features, synth  # noqa: E402
 
 # The processor's rendering of the transcription request with one audio placeholder
 # (docs/model.md §6.1); the processor expands <|pad|> to one per audio token.
@@ -526,9 +523,9 @@ def evaluate(model, items, store, text, ids, args, autocast):
 
 
 def save_checkpoint(model, folder, text, dtype):
-    """The model in the Hub tensor layout (tools/make_parity_fixtures.py), written to a new
+    """The model in the Hub tensor layout (tests/fixtures/parity/make_parity_fixtures.py), written to a new
     folder and swapped in, so a reader never sees a half-written checkpoint."""
-    from make_parity_fixtures import rewrite_in_hub_layout
+    from tests.fixtures.parity.make_parity_fixtures import rewrite_in_hub_layout
     tmp, old = folder + ".new", folder + ".old"
     shutil.rmtree(tmp, ignore_errors=True)
     export = copy.deepcopy(model).to(dtype)
@@ -669,7 +666,7 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
 def export_and_evaluate(args, text, clip_records, summary):
     from safetensors.torch import load_file
     from transformers import GlmAsrForConditionalGeneration, GlmAsrProcessor, WhisperFeatureExtractor
-    from make_parity_fixtures import hub_name
+    from tests.fixtures.parity.make_parity_fixtures import hub_name
 
     best = os.path.join(args.out, "best")
     export = os.path.join(args.out, "export")

@@ -209,7 +209,7 @@ struct Ops {
 
 // Every entry of Ops, in declaration order: X(name) per entry, the primitives first. OpId, the
 // op names, the cpu track's table, the profiler's shims and the grader's remote track
-// (grader/runner/) are generated from these lists; ops.cpp checks that Ops declares its fields
+// (grader/isolation/runner/) are generated from these lists; ops.cpp checks that Ops declares its fields
 // in this order.
 #define GLMASR_PRIMITIVE_OPS(X)                                                                \
     X(linear) X(conv1d) X(layernorm) X(rmsnorm) X(gelu) X(silu_mul) X(softmax) X(rope_freqs)  \

@@ -1,7 +1,7 @@
 // triton_kernel.h — a Triton or cuTile kernel compiled ahead of time, and how the C++ driver
 // launches it.
 //
-// tools/triton/aot.py (tools/cutile/aot.py) compiles each kernel of a Triton (cuTile) track
+// aot/triton_aot.py (aot/cutile_aot.py) compiles each kernel of a Triton (cuTile) track
 // (student/triton/, student/cutile/, reference/...) into one cubin per GPU architecture of the
 // build and writes the op's launcher in C++ around a TritonKernel: no Python runs in the model's hot path. The cubin is loaded on first use on each
 // device (cudaLibraryLoadData; never inside a CUDA graph capture), the cubin for the device's

@@ -1,0 +1,693 @@
+#!/usr/bin/env python3
+"""make grade — the GLM-ASR Kernel Lab autograder.
+
+    python3 -m grader [--track student]                  grade this checkout (local feedback)
+    python3 -m grader --submission PATH [--work DIR]     grade a student's hand-in (instructors)
+
+The trust boundary (docs/grading.md): no process that contains student code decides or writes a
+verdict. With --submission, only the files the rubric's [submission] table declares student-owned
+are taken from PATH (a directory, .zip or .tar[.gz]) into a pristine copy of the instructor tree;
+everything else is ignored and listed. Then, with the student track:
+  1. build      — trusted programs (checkers, glmasr-trusted) and the student's (the student library,
+                  build/graded/glmasr-student and kernel-runner-student: the student track alone);
+  2. integrity  — symbol scan of the student library, the libraries its programs link, and, while
+                  they run, the memory maps of every student process (vendor libraries however
+                  reached); a violation zeroes every item the student's code produced;
+  3. kernels    — build/tests/test_<kernel>: a trusted checker (inputs, oracle, tolerances, the
+                  GoogleTest report) driving the student's kernels in the runner process; then
+                  each suite again with the runner under compute-sanitizer ([sanitizer]);
+  4. accuracy   — transcriptions by glmasr-student, plus a check on inputs drawn now whose token
+                  ids must equal the trusted baseline's (grader/pipeline/e2e.py);
+  5. speed      — baseline, student and reference workers in their own processes, alternating,
+                  timed by this process's clock on fresh teacher-forced inputs, every run's tokens
+                  checked against the baseline's;
+  6. report     — a terminal table, report.md and Gradescope's results.json, written here only.
+When this process is root, every student process runs in grader/isolation/sandbox.py's sandbox.
+Standard library only (Python >= 3.11 for tomllib). Scoring and rendering live in score.py so
+they can be tested on recorded results without a GPU (grader/selftests/score_selftest.py).
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from grader import ROOT
+from grader.isolation import sandbox
+from grader.pipeline import e2e, intake, integrity, kernel_speed, score
+
+TRUSTED_TRACKS = ("baseline", "reference")
+# The tracks a student writes (docs/tracks.md): the CUDA C++ one and the same assignment in
+# Triton and in cuTile. Each has its library in the build (the symbol scan reads it), the targets
+# that link it (built after the grader's own), its programs build/graded/glmasr-<track> and
+# kernel-runner-<track>, and for the Python ones the tools/setup.sh option that provides their
+# compiler. The rubric's [submission.owned] says which files of a hand-in are its.
+STUDENT_TRACKS = {
+    "student": {"library": "student/libglmasr_student.a",
+                "targets": ["glmasr", "glmasr_student"]},
+    "triton": {"library": "libglmasr_triton.a", "targets": ["glmasr_triton"],
+               "setup": "tools/setup.sh --triton"},
+    "cutile": {"library": "libglmasr_cutile.a", "targets": ["glmasr_cutile"],
+               "setup": "tools/setup.sh --cutile"},
+}
+# The compilers of the Python tracks, as the instructor's build found them (its CMake cache):
+# handed to a submission's new build, whose tree has no .venv-triton/ or .venv-cutile/.
+COMPILER_SETTINGS = {"GLMASR_TRITON_PYTHON": "GLMASR_TRITON_PYTHON_FOUND",
+                     "GLMASR_CUTILE_PYTHON": "GLMASR_CUTILE_PYTHON_FOUND",
+                     "GLMASR_CUTILE_PYTHONPATH": "GLMASR_CUTILE_PYTHONPATH",
+                     "GLMASR_TILEIRAS_DIR": "GLMASR_TILEIRAS_DIR"}
+SANITIZER_ERROR = score.SANITIZER_ERROR  # compute-sanitizer --error-exitcode
+
+
+STARTED = time.time()
+
+
+def progress(step):
+    """One line on stderr as a step of the grade starts, with the time so far; only on a
+    terminal (logs, CI and batch.py's grade.log stay as they were)."""
+    if sys.stderr.isatty():
+        print(f"grade: [{time.time() - STARTED:4.0f} s] {step}", file=sys.stderr, flush=True)
+
+
+# The grade stops starting the student's steps this long before [batch] timeout_minutes, so
+# that its report is written before the batch would stop it.
+REPORT_RESERVE_SECONDS = 60
+
+
+class Deadline:
+    """The grade's own time limit. The batch stops a grade after [batch] timeout_minutes and
+    records it "not graded" (to be tried again, at the class's GPU time). The steps that run the
+    student's code end before that instead: each gets its own limit or what is left, whichever
+    is less, and a step with nothing left is not run and scores 0. So a submission whose kernels
+    hang or crawl in every step still ends with a report."""
+
+    def __init__(self, minutes):
+        self.end = time.monotonic() + minutes * 60 - REPORT_RESERVE_SECONDS
+        self.spent = (f"not run: the grade's time limit ({minutes:g} min, less "
+                      f"{REPORT_RESERVE_SECONDS} s for the report) was spent before this step")
+
+    def limit(self, seconds):
+        """seconds, or what is left if less; None when less than a second is left."""
+        left = self.end - time.monotonic()
+        return None if left < 1 else min(seconds, left)
+
+
+def run(cmd, timeout, env=None, cwd=ROOT):
+    """Run a trusted child; never raises for crashes or time-outs: (returncode, output, timed_out).
+    On a time-out the child dies with every process below it: a kernel checker's runner sits in a
+    process group of its own, and a hung student kernel left running would hold the GPU through
+    the rest of the grade (seen on the GPU machine: two runners of a hung softmax spinning for
+    twelve minutes, the accuracy runs after them crawling)."""
+    merged = dict(os.environ, **(env or {}))
+    with subprocess.Popen(cmd, cwd=cwd, env=merged, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, errors="replace") as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+            return p.returncode, out + err, False
+        except subprocess.TimeoutExpired:
+            kill_tree(p.pid)
+            try:
+                out, err = p.communicate(timeout=10)
+            except subprocess.TimeoutExpired:  # something outside the tree holds the pipes
+                out, err = "", ""
+            return None, (out or "") + (err or ""), True
+
+
+def descendants(pid):
+    """Every process below pid (children's children too), from /proc; [] once it is gone."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    children = [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+            found += children
+            todo += children
+    return found
+
+
+def kill_tree(pid):
+    """SIGKILL pid and every process below it, whatever their process groups: the root is
+    stopped first so it starts nothing new, then its tree is killed until none is left (a
+    sandboxed runner's unshare takes its whole pid namespace with it)."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        return
+    for _ in range(50):
+        below = descendants(pid)
+        if not below:
+            break
+        for child in below:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.02)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def sync_tree(source, dest, keep):
+    """Makes dest a copy of source, writing only the files whose bytes differ (they get a new
+    modification time, so the build recompiles exactly those: a class graded in one work
+    directory rebuilds only each submission's own files) and deleting what source lacks, except
+    the directory `keep` (the build)."""
+    wanted = set()
+    for folder, dirs, files in os.walk(source):
+        rel = os.path.relpath(folder, source)
+        os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
+        for name in files:
+            path = os.path.normpath(os.path.join(rel, name))
+            wanted.add(path)
+            src, dst = os.path.join(source, path), os.path.join(dest, path)
+            with open(src, "rb") as f:
+                data = f.read()
+            try:
+                with open(dst, "rb") as f:
+                    same = f.read() == data
+            except OSError:
+                same = False
+            if not same:
+                if os.path.lexists(dst):
+                    os.remove(dst)
+                with open(dst, "wb") as f:
+                    f.write(data)
+            os.chmod(dst, os.stat(src).st_mode & 0o777)
+    for folder, dirs, files in os.walk(dest, topdown=True):
+        rel = os.path.relpath(folder, dest)
+        if rel == ".":
+            dirs[:] = [d for d in dirs if d != keep]
+        for name in files:
+            if os.path.normpath(os.path.join(rel, name)) not in wanted:
+                os.remove(os.path.join(folder, name))
+
+
+def cuda_build(build_dir):
+    """Whether the build was configured with nvcc (it then has the CUDA tracks and graded/)."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            return any(l.startswith("CMAKE_CUDA_COMPILER:") and l.strip().split("=", 1)[1]
+                       for l in f)
+    except OSError:
+        return False
+
+
+def compiler_settings(instructor_build):
+    """-D options for a submission's new build: COMPILER_SETTINGS's values in the instructor's
+    build (its CMake cache), else this checkout's .venv-triton/ and .venv-cutile/."""
+    cache = {}
+    try:
+        with open(os.path.join(instructor_build, "CMakeCache.txt")) as f:
+            for line in f:
+                name, _, value = line.partition("=")
+                cache[name.split(":")[0]] = value.strip()
+    except OSError:
+        pass
+    for setting, venv in (("GLMASR_TRITON_PYTHON", ".venv-triton"),
+                          ("GLMASR_CUTILE_PYTHON", ".venv-cutile")):
+        python = os.path.join(ROOT, venv, "bin", "python3")
+        if not cache.get(COMPILER_SETTINGS[setting]) and os.path.exists(python):
+            cache[COMPILER_SETTINGS[setting]] = python
+    return [f"-D{setting}={cache[found]}" for setting, found in COMPILER_SETTINGS.items()
+            if cache.get(found)]
+
+
+def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None):
+    """Builds the trusted programs (a failure is the grader's: exit 2) and then the student's
+    (a failure is the submission's: returned as one message, every student item scores 0).
+    compilers: -D options for a new build's configure (compiler_settings); aot_sandbox: the
+    sandbox in which a Python track's compile executes the student's kernel files
+    (aot/trackgen.py, GLMASR_AOT_SANDBOX), with its writable box; None: they run as
+    they are."""
+    if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
+        configure = ["cmake", "-S", tree, "-B", build_dir] + \
+            (["-G", "Ninja"] if shutil.which("ninja") else []) + list(compilers)
+        code, out, _ = run(configure, timeout=900, cwd=tree)
+        if code != 0:
+            sys.exit("grade: cmake configure failed:\n" + out[-3000:])
+    jobs = str(os.cpu_count() or 2)
+    trusted = [f"test_{k}" for k in kernels]
+    if cuda_build(build_dir):
+        trusted += ["glmasr-trusted", "glmasr-baseline"]
+    code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", *trusted],
+                       timeout=3600, cwd=tree)
+    if code != 0:
+        sys.exit("grade: building the grader's own programs failed:\n" + out[-5000:])
+    if not cuda_build(build_dir):
+        return None
+    if graded_track in TRUSTED_TRACKS:
+        return None
+    if not target_exists(build_dir, f"kernel-runner-{graded_track}"):
+        setup = STUDENT_TRACKS[graded_track].get("setup")
+        print(f"grade: this build has no {graded_track} track" +
+              (f": CMake found no compiler for it ({setup})" if setup else ""), file=sys.stderr)
+        sys.exit(2)
+    # Everything that links the graded track: its failure is the submission's, and the report
+    # says so.
+    student = STUDENT_TRACKS[graded_track]["targets"] + \
+        [f"glmasr-{graded_track}", f"kernel-runner-{graded_track}"]
+    env = {"GLMASR_AOT_SANDBOX": json.dumps(aot_sandbox)} if aot_sandbox else None
+    code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", *student],
+                       timeout=3600, env=env, cwd=tree)
+    if code == 0:
+        return None
+    errors = [l for l in out.splitlines() if "error" in l.lower()]
+    return "the student code does not build: " + (errors[0].strip() if errors else out.strip()[-300:])
+
+
+def target_exists(build_dir, target):
+    """Whether the build knows the target (a Triton track only exists where CMake found
+    Triton)."""
+    p = subprocess.run(["cmake", "--build", build_dir, "--target", "help"], capture_output=True,
+                       text=True, errors="replace", timeout=120)
+    return any(line.split(":")[0].strip(". ") == target for line in p.stdout.splitlines())
+
+
+def check_integrity(build_dir, tree, track):
+    """Static checks of the student's build: symbols and linked libraries."""
+    library = os.path.join(build_dir, STUDENT_TRACKS[track]["library"])
+    violations, error = integrity.check_symbols(library, tree)
+    violations += integrity.check_linkage(
+        [os.path.join(build_dir, "graded", f"{p}-{track}") for p in ("glmasr", "kernel-runner")])
+    return {"checked": error is None, "library": library, "violations": violations,
+            "error": error}
+
+
+def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box, deadline):
+    """Each suite's trusted checker, its report written into a directory only this process can
+    write (the runner, sandboxed or not, gets no path to it). A suite gets the rubric's limit or
+    what is left before the grade's deadline, whichever is less; none left: not run (0)."""
+    results = {}
+    for n, kernel in enumerate(rubric["kernels"]["points"], 1):
+        timeout = deadline.limit(rubric["kernels"]["timeout_seconds"])
+        if timeout is None:
+            results[kernel] = score.kernel_result_missing(deadline.spent)
+            continue
+        progress(f"kernel tests: {kernel} ({n} of {len(rubric['kernels']['points'])})")
+        exe = os.path.join(build_dir, "tests", f"test_{kernel}")
+        json_path = os.path.join(private_dir, f"kernel_{kernel}.json")
+        if os.path.exists(json_path):
+            os.remove(json_path)
+        if not os.path.exists(exe):
+            results[kernel] = score.kernel_result_missing(f"{exe} was not built")
+            continue
+        env = {"GLMASR_TRACK": track,
+               "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
+               "GLMASR_RUNNER_PREFIX": box.prefix_json() if box and box.active else ""}
+        if seed is not None:
+            env["GLMASR_TEST_SEED"] = str(seed)
+        started = time.time()
+        code, output, timed_out = run([exe, f"--gtest_output=json:{json_path}"], timeout, env)
+        report = None
+        if os.path.exists(json_path):
+            try:
+                with open(json_path) as f:
+                    report = json.load(f)
+            except (OSError, ValueError):
+                report = None
+        results[kernel] = score.kernel_result(report, code, output, timed_out, timeout,
+                                              time.time() - started)
+    return results
+
+
+def find_sanitizer(program):
+    """compute-sanitizer on PATH, else in the CUDA toolkit's bin/; None if absent."""
+    found = shutil.which(program)
+    for cuda in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if not found and cuda and os.access(os.path.join(cuda, "bin", program), os.X_OK):
+            found = os.path.join(cuda, "bin", program)
+    return found
+
+
+def run_sanitizer_pass(build_dir, tree, track, rubric, seed, private_dir, box, kernel_results,
+                       deadline):
+    """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
+    verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
+    compute-sanitizer is the runner's parent, so the student's code can neither print its way
+    to a clean result nor set that status (a runner that kills its sanitizer ends unclean).
+    The sanitizer's own lines in the output are shown, never trusted."""
+    sc = rubric["sanitizer"]
+    program = find_sanitizer(sc["program"])
+    if not sc["enabled"]:
+        return {"ran": False, "why": "off in the rubric"}
+    if program is None:
+        return {"ran": False, "why": f"{sc['program']} not found (CUDA toolkit)"}
+    # Kernels worth points whose normal pass ran cases (a stub has nothing to sanitize).
+    kernels = [k for k, p in sorted(rubric["kernels"]["points"].items(), key=lambda kv: -kv[1])
+               if p and kernel_results.get(k, {}).get("passed", 0) > 0]
+    prefix = json.loads(box.prefix_json()) if box and box.active else []
+    started = time.time()
+    clips = os.path.join(tree, rubric["accuracy"]["clips"])
+    if kernels and not os.path.exists(os.path.join(clips, "transcripts.tsv")):
+        return {"ran": False, "why": f"its control needs a clip: {clips}/transcripts.tsv not found"}
+    if kernels:
+        clip = read_transcripts(clips)[0][0]
+        # The control: the baseline (glmasr-baseline: trusted, and no vendor library the sandbox
+        # would hide) transcribing one shipped clip under memcheck, in the same sandbox. If that
+        # is not clean, the tool does not work here: no verdict on anyone.
+        control = prefix + [program, "--tool", "memcheck", "--error-exitcode", str(SANITIZER_ERROR),
+                            os.path.join(build_dir, "graded", "glmasr-baseline"), "transcribe",
+                            "--track", "baseline", "--max-new-tokens", "8",
+                            "--model", os.path.join(tree, rubric["accuracy"]["model"]), clip]
+        code, output, timed_out = run(control, sc["timeout_seconds"])
+        if code != 0:
+            return {"ran": False, "why": "compute-sanitizer does not work on this machine: the "
+                    "trusted baseline under memcheck " + ("timed out" if timed_out else
+                    f"exited {code}") + ": " + score.last_error_line(output)}
+    out = {"ran": True, "tools": sc["tools"], "kernels": {}}
+    for kernel in kernels:
+        verdicts = {}
+        for tool in sc["tools"]:
+            # A suite gets its limit, or what is left of the pass's budget or of the grade.
+            budget_left = sc["budget_seconds"] - (time.time() - started)
+            limit = deadline.limit(min(sc["timeout_seconds"], budget_left))
+            if limit is None:
+                verdicts[tool] = {"verdict": "not run", "detail": f"the pass's budget "
+                                  f"({sc['budget_seconds']} s) was spent" if budget_left <= 0
+                                  else deadline.spent}
+                continue
+            progress(f"compute-sanitizer: {kernel} under {tool}")
+            exits = os.path.join(private_dir, f"exits_{kernel}_{tool}")
+            if os.path.exists(exits):
+                os.remove(exits)
+            wrapped = prefix + [program, "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR),
+                                "--print-limit", "10"]
+            env = {"GLMASR_TRACK": track,
+                   "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
+                   "GLMASR_RUNNER_PREFIX": json.dumps(wrapped),
+                   "GLMASR_RUNNER_EXIT_REPORT": exits,
+                   "GLMASR_RUNNER_TIMEOUT": str(sc["call_timeout_seconds"])}
+            if seed is not None:
+                env["GLMASR_TEST_SEED"] = str(seed)
+            exe = os.path.join(build_dir, "tests", f"test_{kernel}")
+            _, output, timed_out = run([exe, f"--gtest_filter={sc['filter']}"], limit, env)
+            try:
+                with open(exits) as f:
+                    ended = [l.strip() for l in f if l.strip()]
+            except OSError:
+                ended = []
+            verdicts[tool] = score.sanitizer_verdict(ended, output, timed_out)
+        out["kernels"][kernel] = verdicts
+    out["seconds"] = round(time.time() - started, 1)
+    return out
+
+
+def read_transcripts(directory):
+    path = os.path.join(directory, "transcripts.tsv")
+    clips = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, text = line.rstrip("\n").split("\t", 1)
+                clips.append((os.path.join(directory, name), text))
+    return clips
+
+
+def gather_clips(tree, rubric, private_dir, scratch):
+    """The clip set: the rubric's clips of the tree, plus the instructor's private ones copied
+    (audio only) into the scratch directory the student's process may read."""
+    acc = rubric["accuracy"]
+    clips = [(p, t, False) for p, t in read_transcripts(os.path.join(tree, acc["clips"]))] \
+        if os.path.exists(os.path.join(tree, acc["clips"], "transcripts.tsv")) else []
+    private = private_dir or acc.get("private_clips", "")
+    if private:
+        private = private if os.path.isabs(private) else os.path.join(ROOT, private)
+        if not os.path.exists(os.path.join(private, "transcripts.tsv")):
+            sys.exit(f"grade: private clips: {private}/transcripts.tsv not found")
+        os.makedirs(os.path.join(scratch, "private"), exist_ok=True)
+        for i, (path, text) in enumerate(read_transcripts(private)):
+            copy = os.path.join(scratch, "private", f"p{i:03d}{os.path.splitext(path)[1]}")
+            shutil.copyfile(path, copy)
+            os.chmod(copy, 0o644)
+            clips.append((copy, text, True))
+    return clips
+
+
+def watched(box, findings):
+    """The launch hook of every student process: the sandbox prefix when there is one, and a
+    record of the process so its memory maps can be checked while it runs (e2e.Worker calls
+    `inspect` after each request)."""
+    def launch(argv):
+        return box.wrap(argv)[0] if box and box.active else argv
+
+    def inspect(pid):
+        for hit in integrity.vendor_mappings(pid):
+            findings.append({"check": "mappings", "detail": hit})
+    return launch, inspect
+
+
+GPU_FIELDS = ("name", "uuid", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm",
+              "temperature.gpu", "power.draw", "clocks_throttle_reasons.active")
+
+
+def timing_environment():
+    """The GPU and its state around the timed runs: {nvidia-smi field: value} (GPU_FIELDS),
+    or None without nvidia-smi. The report prints it; results.json carries it in extra_data.
+    The GPU is the one the workers use: CUDA_VISIBLE_DEVICES's first (an index or a UUID)."""
+    gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
+    try:
+        p = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(GPU_FIELDS)}",
+                            "--format=csv,noheader", f"--id={gpu}"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    values = [v.strip() for v in p.stdout.strip().split(",")] if p.returncode == 0 else []
+    return dict(zip(GPU_FIELDS, values)) if len(values) == len(GPU_FIELDS) else None
+
+
+def timed_rounds(run_round, repeats, cooldown_seconds, environment=timing_environment, sleep=time.sleep):
+    """run_round() (the speed item's timed runs) with the GPU's state before and after; while a
+    slowing throttle reason is active after a round, the round is discarded, the GPU cools down
+    for cooldown_seconds and the runs are timed again, at most `repeats` more times. Returns
+    (the last round's result, {"before", "after", "throttled_rounds": [{"reasons", "after"}]})."""
+    env = {"before": environment(), "throttled_rounds": []}
+    for round_ in range(1 + repeats):
+        progress("speed: timing baseline, graded track and reference, alternating"
+                 + (f" (round {round_ + 1}, after a cool-down)" if round_ else ""))
+        result = run_round()
+        env["after"] = environment()
+        reasons = score.throttled(env["after"])
+        if not reasons or round_ == repeats:
+            return result, env
+        env["throttled_rounds"].append({"reasons": reasons, "after": env["after"]})
+        sleep(cooldown_seconds)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="GLM-ASR Kernel Lab autograder")
+    parser.add_argument("--track", default="student",
+                        help="the track graded: a student's (student, triton, cutile) or a trusted one "
+                             "(baseline, reference: the yardsticks, for comparison)")
+    parser.add_argument("--submission", default=None,
+                        help="a student's hand-in (directory, .zip, .tar[.gz]): grade only its "
+                             "student-owned files, in a pristine copy of this tree")
+    parser.add_argument("--work", default=None,
+                        help="work directory (default OUT/work): the pristine tree of --submission "
+                             "and its build live there, kept for inspection")
+    parser.add_argument("--rubric", default=os.path.join(ROOT, "grader/rubric.toml"))
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "grade-out"))
+    parser.add_argument("--seed", type=int, default=None,
+                        help="hidden seed of the kernel tests and of every end-to-end input")
+    parser.add_argument("--private-clips", default="", help="extra clip directory (instructors)")
+    parser.add_argument("--results-json", default=None,
+                        help="also write results.json here (e.g. /autograder/results/results.json)")
+    parser.add_argument("--sandbox", choices=["auto", "off", "required"], default=None,
+                        help="override the rubric's [sandbox] enabled")
+    parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--skip", action="append", default=[], choices=["kernels", "accuracy", "speed", "kernel_speed"])
+    args = parser.parse_args()
+
+    try:
+        rubric = score.load_rubric(args.rubric)
+    except (OSError, ValueError) as e:
+        sys.exit(f"grade: {e}")
+    started = time.time()
+    deadline = Deadline(rubric["batch"]["timeout_minutes"])
+    kernels = list(rubric["kernels"]["points"])
+    graded = args.track
+    if graded not in STUDENT_TRACKS and graded not in TRUSTED_TRACKS:
+        print(f"grade: --track {graded}: the tracks graded are "
+              f"{', '.join(list(STUDENT_TRACKS) + list(TRUSTED_TRACKS))}", file=sys.stderr)
+        sys.exit(2)
+    student_track = graded in STUDENT_TRACKS
+    results = {"track": graded, "seed_hidden": args.seed is not None}
+    # Reports only this process writes (0700, and /tmp is private inside the sandbox), and the
+    # work directory: the pristine tree and its build, readable (never writable) by the
+    # sandboxed student processes, which see the tree wherever it is.
+    box = None
+    private = tempfile.mkdtemp(prefix="grade-private-")
+    work = os.path.abspath(args.work or os.path.join(args.out, "work"))
+    scratch = None
+    try:
+        if args.submission:
+            if not student_track:
+                print(f"grade: --submission grades a student's track "
+                      f"({', '.join(STUDENT_TRACKS)}), not {graded}", file=sys.stderr)
+                sys.exit(2)
+            tree = os.path.join(work, "tree")
+            build_dir = os.path.join(tree, "build")
+            fresh = tempfile.mkdtemp(prefix="grade-tree-")
+            try:
+                intake.make_pristine_tree(ROOT, fresh)
+                results["intake"] = intake.intake(
+                    args.submission, fresh, intake.policy_from(rubric.get("submission", {}), graded))
+            except intake.IntakeError as e:
+                print(f"grade: {e}", file=sys.stderr)
+                sys.exit(2)
+            sync_tree(fresh, tree, keep="build")
+            shutil.rmtree(fresh, ignore_errors=True)
+        else:
+            tree, build_dir = ROOT, args.build
+            results["intake"] = None  # this checkout, as it is: local feedback, not a hand-in
+
+        if student_track:
+            settings = sandbox.settings_from(rubric.get("sandbox", {}))
+            if args.sandbox:
+                settings["enabled"] = args.sandbox
+            hidden = [os.path.join(tree, p) for p in ("reference", "grader", "tests/fixtures/parity")]
+            if args.private_clips or rubric["accuracy"].get("private_clips"):
+                hidden.append(os.path.abspath(args.private_clips or os.path.join(
+                    ROOT, rubric["accuracy"]["private_clips"])))
+            hidden = [h for h in hidden if os.path.exists(h)]
+            try:
+                box = sandbox.Sandbox(tree, hidden=hidden, writable=[], **settings)
+            except sandbox.SandboxError as e:
+                sys.exit(f"grade: {e}")
+
+        student_build_error = None
+        compilers = compiler_settings(args.build)
+        if not args.skip_build:
+            progress(f"building the {graded} track and the grader's programs in {build_dir}")
+            if STUDENT_TRACKS[graded].get("setup") and box and box.active:
+                # Compiling a Python track executes its kernel files: in a sandbox of its own
+                # whose one writable folder, emptied first, is where the compile leaves its C++.
+                aot_box = os.path.join(build_dir, "aot-box")
+                shutil.rmtree(aot_box, ignore_errors=True)
+                os.makedirs(aot_box, mode=0o755)
+                try:
+                    with sandbox.Sandbox(tree, hidden=hidden, writable=[aot_box],
+                                         **settings) as compile_box:
+                        student_build_error = build(tree, build_dir, kernels, graded, compilers,
+                                                    dict(compile_box.handoff(), box=aot_box))
+                except sandbox.SandboxError as e:
+                    sys.exit(f"grade: {e}")
+            else:
+                student_build_error = build(tree, build_dir, kernels, graded, compilers)
+        scratch = os.path.join(build_dir, "grade-clips")  # private clips' audio, inside the tree
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(scratch, mode=0o755)
+        results["build_error"] = student_build_error
+        results["stubs"] = integrity.stubs(tree, graded) if student_track else {}
+
+        if student_track:
+            results["sandbox"] = box.description
+            results["integrity"] = check_integrity(build_dir, tree, graded)
+        else:
+            results["sandbox"] = "not needed: the graded track is trusted code"
+            results["integrity"] = {"checked": False, "violations": []}
+        findings = results["integrity"]["violations"]
+        launch, inspect = watched(box, findings)
+
+        has_gpu_programs = os.path.exists(os.path.join(build_dir, "graded", "glmasr-trusted"))
+        trusted_bin = os.path.join(build_dir, "graded", "glmasr-trusted")
+        graded_bin = None if graded in TRUSTED_TRACKS else \
+            os.path.join(build_dir, "graded", f"glmasr-{graded}")
+        blocked = student_build_error or (None if has_gpu_programs else
+                                          "this build has no CUDA programs (nvcc was not found)")
+        if "kernels" not in args.skip:
+            results["kernels"] = {k: score.kernel_result_missing(student_build_error)
+                                  for k in kernels} if student_build_error else \
+                run_kernel_tests(build_dir, graded, rubric, args.seed, private, box, deadline)
+            if student_track and not student_build_error and has_gpu_programs:
+                results["sanitizer"] = run_sanitizer_pass(build_dir, tree, graded, rubric, args.seed,
+                                                          private, box, results["kernels"],
+                                                          deadline)
+        if "accuracy" not in args.skip:
+            acc = rubric["accuracy"]
+            if blocked or deadline.limit(acc["timeout_seconds"]) is None:
+                results["accuracy"] = {"error": blocked or deadline.spent}
+            else:
+                progress("accuracy: transcribing the clips and the fresh inputs")
+                results["accuracy"] = e2e.run_accuracy(
+                    trusted_bin, graded_bin, graded, os.path.join(tree, acc["model"]),
+                    gather_clips(tree, rubric, args.private_clips, scratch),
+                    acc["max_new_tokens"], fresh_checks=acc["fresh_checks"], seed=args.seed,
+                    launch_graded=launch, inspect_graded=inspect, graded_deadline=deadline.end,
+                    ready_timeout=acc["timeout_seconds"], request_timeout=acc["timeout_seconds"],
+                    near_tie_margin=acc["near_tie_margin"])
+        sp = rubric["speed"]  # its workload is the kernel speed's too
+        workload = ["--model", os.path.join(tree, sp["model"])] if sp.get("model") else \
+            ["--config", os.path.join(tree, sp["config"])]
+        workload += ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
+        if "speed" not in args.skip:
+            if blocked or deadline.limit(sp["timeout_seconds"]) is None:
+                results["speed"] = {"error": blocked or deadline.spent}
+            else:
+                results["speed"], results["environment"] = timed_rounds(
+                    lambda: e2e.run_speed(
+                        trusted_bin, graded_bin, graded, workload, warmup=sp["warmup"],
+                        repeats=sp["repeats"], seed=args.seed, launch_graded=launch,
+                        inspect_graded=inspect, graded_deadline=deadline.end,
+                        ready_timeout=sp["timeout_seconds"],
+                        request_timeout=sp["timeout_seconds"],
+                        near_tie_margin=sp["near_tie_margin"]),
+                    sp["throttle_repeats"], sp["cooldown_seconds"])
+        ks = rubric["kernel_speed"]
+        if ks["enabled"] and "kernel_speed" not in args.skip:
+            # Its workers run the speed item's workload first: a graded track that failed it there
+            # (a fault, a hang) would fail it again, at the cost of another time limit.
+            speed_failure = ((results.get("speed") or {}).get("tracks") or {}).get("graded", {}).get("error")
+            not_run = blocked or (speed_failure and "the graded track failed the speed item's run "
+                                  "of the same workload: " + speed_failure) or \
+                (deadline.limit(ks["timeout_seconds"]) is None and deadline.spent)
+            if not_run:
+                results["kernel_speed"] = {"rows": [], "errors": {"graded": not_run}}
+            else:
+                progress("kernel speed: every kernel at the model's shapes, by the grader's clock")
+                results["kernel_speed"] = kernel_speed.run(
+                    trusted_bin, graded_bin, graded, workload, rounds=ks["rounds"],
+                    target_ms=ks["target_ms"], launch_graded=launch, inspect_graded=inspect,
+                    graded_deadline=deadline.end, ready_timeout=ks["timeout_seconds"],
+                    request_timeout=ks["timeout_seconds"])
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if box:
+            box.close()
+    results["execution_time"] = time.time() - started
+
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "raw_results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    graded_items = score.grade(results, rubric)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(score.render_markdown(graded_items))
+    gradescope = score.gradescope_results(graded_items)
+    for path in filter(None, [os.path.join(args.out, "results.json"), args.results_json]):
+        with open(path, "w") as f:
+            json.dump(gradescope, f, indent=1)
+    print(score.render_terminal(graded_items))
+    print(f"\nreport: {os.path.join(args.out, 'report.md')}  results: "
+          f"{os.path.join(args.out, 'results.json')}")
+    if score.incomplete_items(graded_items):
+        sys.exit(3)  # the grader's own run failed: a batch regrades this submission
+
+
+if __name__ == "__main__":
+    main()
