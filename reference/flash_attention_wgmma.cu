@@ -41,7 +41,7 @@
 // Measured (H100 80GB HBM3, 1500 × 1500, 20 heads × 64): 0.047 ms (247 TFLOP/s) in
 // `reference_bench ladders`, 47.5 µs a layer in `glmasr profile`, against 0.063 ms and 64.0 µs
 // for the mma.sync kernel. Nsight Compute: issue slots 44 % busy, 25 % occupancy, latency-bound
-// (each warpgroup waits for its own products; docs/performance.md, twelfth session).
+// (each warpgroup waits for its own products; docs/performance.md, "Attention").
 #include <string>
 
 #include "flash_softmax.cuh"

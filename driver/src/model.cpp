@@ -289,7 +289,7 @@ std::vector<float> AudioEmbeddings::host() const {
 // (8 KB) stay in L1 while all 128 mels are written into them. On the build machine 0.34 ms a
 // window, against 0.8-0.95 ms by 32 × 32 tiles and ~1.2 ms by a plain double loop; on an H100
 // host the encoder stage went from 9.0 to 8.55 ms with the page-locked upload alone
-// (docs/performance.md, tenth session). (Sharing the blocks among cores with OpenMP measured
+// (docs/performance.md, "Around the kernels"). (Sharing the blocks among cores with OpenMP measured
 // faster on average but put multi-millisecond stalls into some runs.)
 void Model::Impl::upload_window(const AudioFeatures& features, int win) {
     constexpr int kFrames = 16;

@@ -2,7 +2,7 @@
 
 The end-to-end speed item says how fast a track is; this says where: for every primitive of the
 contract, the time the graded track's kernel takes at the shapes GLM-ASR calls it with, beside
-the baseline's and the reference's (issue 19, CS149-style per-kernel targets).
+the baseline's and the reference's (CS149-style per-kernel targets).
 
 How it is measured without trusting the graded process:
   - `glmasr kernel-bench --worker --tracks T` (driver/cli/kernel_bench.cpp) runs one workload,

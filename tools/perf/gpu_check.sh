@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# gpu_check.sh — build and test everything on a GPU machine whose Debian build dependencies were
-# carried in as .deb files (unpacked under /opt/deps, see below), writing logs to $OUT (or ./gpu-out).
+# gpu_check.sh — build and test everything on a GPU machine, writing logs to $OUT (or ./gpu-out).
+# A machine without the Debian build dependencies (and without apt) takes them as .deb files:
+# DEBS=DIR names a folder of them, unpacked once under /tmp/deps and used as the CMake prefix.
 #
 #   tools/perf/gpu_check.sh [steps...]      steps: build test kernels sanitize parity bench profile
 #                                      clips grade speed5 (default: all)
 #
-# Prepare once, on a machine with apt: ../shared/tools/device-deps.sh .device/deps libpcre2-dev libpcre2-8-0 ...
+# Make the folder on a Debian machine: apt-get download <the packages of tools/setup.sh and theirs>.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 steps=${*:-"build test kernels sanitize parity bench profile clips grade speed5"}
 D=/tmp/deps
-if [ -d .device/deps ] && [ ! -d $D/usr ]; then
-  mkdir -p $D && for f in .device/deps/*.deb; do dpkg -x "$f" $D; done
+if [ -n "${DEBS:-}" ] && [ ! -d $D/usr ]; then
+  mkdir -p $D && for f in "$DEBS"/*.deb; do dpkg -x "$f" $D; done
 fi
 if [ -d $D/usr ]; then
   export PATH=$D/usr/bin:$PATH PKG_CONFIG=$D/usr/bin/pkgconf PKG_CONFIG_SYSROOT_DIR=$D \
@@ -67,7 +68,7 @@ for step in $steps; do
     clips)  # the shipped model on the shipped clips: transformers (fp32) against the tracks
       python3 -m tools.tiny.clip_parity --glmasr $B/glmasr --tracks cpu,baseline,reference \
         --json "$OUT/tiny_clips.json" 2>&1 | tee "$OUT/clip_parity.md" ;;
-    grade)  # make grade for the three tracks (issue #5's acceptance runs)
+    grade)  # make grade for the three shipped tracks
       for track in reference baseline student; do
         python3 -m grader --track $track --build $B --skip-build --out "$OUT/grade-$track" \
           > "$OUT/grade-$track.txt" 2>&1

@@ -280,8 +280,8 @@ def pack(submission, suffix, dest_dir):
 # ----------------------------------------------------------------------------- running
 
 def run_with_deadline(cmd, timeout, stdin=None, cwd=None, env=None):
-    """(exit code or None on time-out, stdout, stderr, seconds). The command runs in its own
-    session; on time-out the whole session gets SIGTERM, then SIGKILL."""
+    """(exit code or None on time-out, stdout, stderr, seconds). The command runs in a
+    process group of its own; on time-out the whole group gets SIGTERM, then SIGKILL."""
     started = time.time()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

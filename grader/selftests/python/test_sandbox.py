@@ -245,7 +245,7 @@ class SandboxTest(unittest.TestCase):
 
 class TrustedChildTimeOut(unittest.TestCase):
     """grade.py's run(): a checker that runs past its time dies with everything it started, in
-    any process group or session (a kernel runner has its own; no root needed)."""
+    any process group (a kernel runner starts its own; no root needed)."""
 
     def test_the_whole_tree_dies(self):
         from grader.pipeline import grade
