@@ -54,7 +54,10 @@ test: build
 # test of the CLI's own exit codes could take for an expected one.
 # test_remote_track is left out: its chaos runner misbehaves on purpose (writes past a tensor,
 # dies of SIGSEGV) to test how the checker reports it, and ASan stops those misdeeds with its own
-# report (SIGABRT) first; `make test` runs it.
+# report (SIGABRT) first; `make test` runs it. test_shipped_model is left out too: it transcribes
+# 24 clips with the shipped checkpoint, ~10x slower instrumented (about 17 minutes on two cores)
+# through the same code paths that test_parity, test_cli and grader.e2e drive under ASan on the
+# small fixtures; `make test` runs it.
 ASAN_BUILD ?= build-asan
 UBSAN_OPTS = print_stacktrace=1:abort_on_error=1
 ASAN_OPTS = detect_leaks=1:abort_on_error=1
@@ -64,7 +67,7 @@ asan:
 	cmake -S . -B $(ASAN_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLMASR_SANITIZE=address,undefined
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	UBSAN_OPTIONS=$(UBSAN_OPTS) ASAN_OPTIONS=$(ASAN_OPTS) \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE '^student$$' -E '^test_remote_track$$'
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE '^student$$' -E '^(test_remote_track|test_shipped_model)$$'
 
 # libFuzzer harnesses (fuzz/) for the audio reader, the safetensors header, config.json,
 # tokenizer.json and the BPE encoder, built with clang, ASan and UBSan in $(FUZZ_BUILD), each run
