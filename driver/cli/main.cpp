@@ -245,6 +245,7 @@ int run_tracks() {
 int main(int argc, char** argv) {
     CLI::App app{"GLM-ASR Kernel Lab: speech to text through swappable kernel tracks"};
     app.require_subcommand(1);
+    const std::string track_help = glmasr::known_track_list() + ", or auto (GPU if present)";
 
     TranscribeArgs t;
     CLI::App* transcribe = app.add_subcommand("transcribe", "transcribe audio files (WAV, FLAC, ...)");
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
     transcribe->add_option("--random-weights", t.random_config, "build this config.json with seeded random weights (timing)");
     transcribe->add_option("--seed", t.seed, "seed for --random-weights");
     transcribe->add_option("--tokenizer", t.tokenizer_path, "tokenizer.json for --random-weights");
-    transcribe->add_option("--track", t.track, "cpu, baseline, reference, student, triton, triton-solution, cutile, cutile-solution, or auto (GPU if present)");
+    transcribe->add_option("--track", t.track, track_help);
     transcribe->add_option("--ops", t.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
     transcribe->add_option("--max-new-tokens", t.max_new_tokens, "most tokens to generate")->check(CLI::Range(1, 1 << 20));
     transcribe->add_flag("--force-length", t.force_length, "ignore stop tokens: always generate --max-new-tokens");
@@ -279,7 +280,7 @@ int main(int argc, char** argv) {
     cli::ProfileArgs p;
     p.track = "auto";
     CLI::App* profile = app.add_subcommand("profile", "time every op of one track on bench's workload: calls, ms, GB/s, TFLOP/s per stage");
-    profile->add_option("--track", p.track, "cpu, baseline, reference, student, triton, triton-solution, cutile, cutile-solution, or auto (GPU if present)");
+    profile->add_option("--track", p.track, track_help);
     profile->add_option("--ops", p.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
     profile->add_option("--delay-us", p.delay_us, "GPU idle time before each op, so no launch latency is timed (0: none)");
     CLI::Option* profile_csv = profile->add_option(
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
         "{\"audio_seed\": S, \"tokens\": [...], \"times\": {...}}\n"
         "{\"transcribe\": \"clip.wav\" [, \"max_new_tokens\": N]} -> {\"text\": ..., \"tokens\": [...], ...}\n"
         "A bad request -> {\"error\": ...}; a failing track -> {\"error\": ...} and exit 1; EOF -> exit 0.");
-    worker->add_option("--track", wk.track, "cpu, baseline, reference, student, triton, triton-solution, cutile, cutile-solution, or auto (GPU if present)");
+    worker->add_option("--track", wk.track, track_help);
     worker->add_option("--ops", wk.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
     cli::add_model_options(*worker, wk);
     cli::add_settings_options(*worker, settings);
@@ -334,7 +335,7 @@ int main(int argc, char** argv) {
                  "the per-op mix, see the transcript, the stage times and the per-op profile "
                  "(GET /, /health, /tracks, /clips; POST /transcribe)");
     serve->add_option("--model", sv.model_dir, "model directory (config.json, weights, tokenizer.json)")->required();
-    serve->add_option("--track", sv.track, "the default track: cpu, baseline, reference, student, triton, triton-solution, cutile, cutile-solution, or auto");
+    serve->add_option("--track", sv.track, "the default track: " + glmasr::known_track_list() + ", or auto");
     serve->add_option("--clips", sv.clips_dir, "sample clips the page offers (a folder with transcripts.tsv, e.g. assets/audio)");
     serve->add_option("--host", sv.host, "address to listen on");
     serve->add_option("--port", sv.port, "port (0: any free port; the address is printed)");

@@ -1,7 +1,8 @@
 // tracks.cpp — the registry of tracks this program links, and OpTable: ops picked per track.
 //
 // Which tracks a program links is fixed when it is built: driver/CMakeLists.txt compiles this
-// file once per set, with GLMASR_LINK_<TRACK> defined for each member. `glmasr` links all four;
+// file once per set, with a generated linked_tracks.h that lists the set's members (in the order
+// of GLMASR_TRACK_LIST, track.h). `glmasr` links all of them;
 // the grader's programs split them along the trust boundary (docs/grading.md): glmasr-trusted and
 // the kernel-test checkers have no student code in them, glmasr-student and the kernel runner
 // nothing but the student's. A track that is not linked cannot be asked for, so no process that
@@ -13,68 +14,36 @@
 
 #include "glmasr/error.h"
 #include "glmasr/track.h"
+#include "linked_tracks.h"
 
 namespace glmasr {
-#ifdef GLMASR_LINK_BASELINE
-const Track& baseline_track();   // baseline/
-#endif
-#ifdef GLMASR_LINK_REFERENCE
-const Track& reference_track();  // reference/
-#endif
-#ifdef GLMASR_LINK_STUDENT
-const Track& student_track();    // student/
-#endif
-#ifdef GLMASR_LINK_TRITON
-const Track& triton_track();           // student/triton/, compiled by aot/triton_aot.py
-#endif
-#ifdef GLMASR_LINK_TRITON_SOLUTION
-const Track& triton_solution_track();  // student/triton/ with reference/triton/ on top
-#endif
-#ifdef GLMASR_LINK_CUTILE
-const Track& cutile_track();           // student/cutile/, compiled by aot/cutile_aot.py
-#endif
-#ifdef GLMASR_LINK_CUTILE_SOLUTION
-const Track& cutile_solution_track();  // student/cutile/ with reference/cutile/ on top
-#endif
+// The constructors of the tracks this program links (GLMASR_LINKED_TRACKS: X(identifier) per
+// track, from the header CMake writes for this registry).
+#define GLMASR_DECLARE_TRACK(id) const Track& id##_track();
+GLMASR_LINKED_TRACKS(GLMASR_DECLARE_TRACK)
+#undef GLMASR_DECLARE_TRACK
 #ifdef GLMASR_WITH_CUDA
 Backend& cuda_backend();         // driver/cuda/
 bool cuda_device_present();      // driver/cuda/
 #endif
 
 const std::vector<std::string>& known_track_names() {
-    static const std::vector<std::string> names = {
-        "cpu", "baseline", "reference", "student", "triton", "triton-solution", "cutile",
-        "cutile-solution"};
+#define GLMASR_TRACK_NAME(id, name) name,
+    static const std::vector<std::string> names = {GLMASR_TRACK_LIST(GLMASR_TRACK_NAME)};
+#undef GLMASR_TRACK_NAME
     return names;
 }
 
+std::string known_track_list() {
+    std::string list;
+    for (const std::string& name : known_track_names()) list += (list.empty() ? "" : ", ") + name;
+    return list;
+}
+
 std::vector<const Track*> available_tracks() {
-    std::vector<const Track*> tracks;
-#ifdef GLMASR_LINK_CPU
-    tracks.push_back(&cpu_track());
-#endif
-#ifdef GLMASR_LINK_BASELINE
-    tracks.push_back(&baseline_track());
-#endif
-#ifdef GLMASR_LINK_REFERENCE
-    tracks.push_back(&reference_track());
-#endif
-#ifdef GLMASR_LINK_STUDENT
-    tracks.push_back(&student_track());
-#endif
-#ifdef GLMASR_LINK_TRITON
-    tracks.push_back(&triton_track());
-#endif
-#ifdef GLMASR_LINK_TRITON_SOLUTION
-    tracks.push_back(&triton_solution_track());
-#endif
-#ifdef GLMASR_LINK_CUTILE
-    tracks.push_back(&cutile_track());
-#endif
-#ifdef GLMASR_LINK_CUTILE_SOLUTION
-    tracks.push_back(&cutile_solution_track());
-#endif
-    return tracks;
+#define GLMASR_TRACK_ADDRESS(id) &id##_track(),
+    return {GLMASR_LINKED_TRACKS(GLMASR_TRACK_ADDRESS)};
+#undef GLMASR_TRACK_ADDRESS
 }
 
 bool gpu_available() {

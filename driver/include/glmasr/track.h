@@ -98,11 +98,22 @@ struct Track {
     void (*prefetch)(const Tensor& weights, Stream stream) = nullptr;
 };
 
+// Every track this project has, in the order `glmasr tracks` lists them: X(identifier, "name").
+// The one list: the registry (driver/registry/tracks.cpp), the CLI's help and CMake (which reads
+// the names from this line, driver/CMakeLists.txt) follow it. Track <identifier> is built by
+// <identifier>_track(); which tracks a program links is its registry's choice.
+#define GLMASR_TRACK_LIST(X)                                                                      \
+    X(cpu, "cpu") X(baseline, "baseline") X(reference, "reference") X(student, "student")        \
+    X(triton, "triton") X(triton_solution, "triton-solution") X(cutile, "cutile")                \
+    X(cutile_solution, "cutile-solution")
+
 // The cpu track (driver/cpu/): plain loops, the oracle every other track is tested against.
 const Track& cpu_track();
 
 // Every track name this project has, whether or not this program links it.
 const std::vector<std::string>& known_track_names();
+// The same names as one line for help texts: "cpu, baseline, ..., cutile-solution".
+std::string known_track_list();
 // The track, or throws glmasr::InputError with the reason (unknown name, built without CUDA,
 // not linked into this program — the grader's programs link only some tracks).
 const Track& get_track(const std::string& name);
