@@ -17,7 +17,6 @@ the cubin (its .nv.info: each parameter's offset and size, and the total) is che
 and the block size is read from the entry's required thread count.
 """
 import io
-import os
 import struct
 import sys
 

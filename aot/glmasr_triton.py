@@ -26,12 +26,10 @@ still compile, and its launcher throws "not implemented: <op> — see <guide>" i
 A track is an overlay of folders: the Triton solution is student/triton/ (the given kernels:
 conv1d, add, argmax, cache_write) with reference/triton/ (the eleven written ones) on top.
 """
-import os
-import sys
 from dataclasses import dataclass, field
 
-from launch_language import (check_expression, check_grid, evaluate,  # noqa: F401
-                             launches_of as launches_in, scalar_expression)  # (evaluate: tests)
+from launch_language import check_expression, check_grid, evaluate, scalar_expression  # noqa: F401
+from launch_language import launches_of as launches_in  # (evaluate: tests)
 
 
 @dataclass

@@ -6,7 +6,6 @@ parameters, same LAUNCH but for `todo` — so a student's finished kernel runs u
 the solution was tested with (CTest cutile.aot_rules)."""
 import ast
 import os
-import sys
 import tempfile
 import unittest
 

@@ -3,7 +3,6 @@
 launcher signatures read from fp32_kernels.h, the launch language, a track's missing ops, and
 what a kernel file may import or call (CTest triton.aot_rules)."""
 import os
-import sys
 import tempfile
 import textwrap
 import unittest

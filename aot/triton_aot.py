@@ -16,7 +16,6 @@ This file is the Triton half: how a LAUNCH maps onto the kernel's signature and 
 compiled and checked; the C++ generation and the command line are aot/trackgen.py's,
 shared with the cuTile tracks.
 """
-import os
 import re
 import sys
 

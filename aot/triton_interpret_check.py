@@ -37,11 +37,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 import triton.language as tl  # noqa: E402
-from triton.runtime.interpreter import TensorHandle  # noqa: E402
-
 import triton_aot as aot  # noqa: E402
-from triton_aot import C_TO_TRITON  # noqa: E402
 from glmasr_triton import evaluate, launches_of  # noqa: E402
+from triton.runtime.interpreter import TensorHandle  # noqa: E402
+from triton_aot import C_TO_TRITON  # noqa: E402
 
 EPS = 2.0 ** -23  # f32 machine epsilon, as kEpsF32 in the kernel tests
 RNG = np.random.default_rng(1234)
@@ -468,11 +467,17 @@ def check_argmax(run):
         x = f32((rows, cols))
         want = x.argmax(axis=1)
         if rows >= 6:
-            x[0, 100] = x[0, 1500] = x[0, 2400] = 50.0; want[0] = 100          # ties across chunks
-            x[1, 2000] = x[1, 2400] = np.nan; x[1, 10] = np.inf; want[1] = 2000  # first NaN wins
-            x[2, :] = -np.inf; want[2] = 0                                       # all −inf
-            x[3, 2499] = 60.0; want[3] = 2499                                    # in the ragged tail
-            x[4, 0] = np.nan; want[4] = 0
+            x[0, 100] = x[0, 1500] = x[0, 2400] = 50.0  # ties across chunks
+            want[0] = 100
+            x[1, 2000] = x[1, 2400] = np.nan  # the first NaN wins, even over +inf
+            x[1, 10] = np.inf
+            want[1] = 2000
+            x[2, :] = -np.inf  # all −inf
+            want[2] = 0
+            x[3, 2499] = 60.0  # in the ragged tail
+            want[3] = 2499
+            x[4, 0] = np.nan
+            want[4] = 0
         out = poisoned(rows, np.int32)
         run(dict(out=out, x=x, rows=rows, cols=cols))
         if not np.array_equal(out, want):
@@ -544,7 +549,7 @@ def main(folders):
             for launch in launches:
                 check_launch_fits(launch)
             t0 = time.time()
-            worst = CHECKS[op](lambda values: run_launches(launches, signature, values))
+            worst = CHECKS[op](lambda values, ls=launches, sig=signature: run_launches(ls, sig, values))
             print(f"ok {op} (max err {worst:.2e}, {time.time() - t0:.1f} s) [{path}]")
         except Exception as e:  # one op's failure must not hide the others'
             message = str(e).strip().splitlines()

@@ -170,7 +170,7 @@ class CliTest(unittest.TestCase):
         with open(path) as f:
             header = f.read()
         for enum, choices in (("GemmRung", GEMM_CHOICES), ("AttentionPath", ATTENTION_CHOICES)):
-            names = re.search(r"enum class %s \{([^}]*)\}" % enum, header).group(1)
+            names = re.search(rf"enum class {enum} \{{([^}}]*)\}}", header).group(1)
             names = [n.strip() for n in names.split(",")]
             self.assertEqual(", ".join(names[:-1]) + " or " + names[-1], choices, enum)
 

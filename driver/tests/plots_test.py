@@ -22,9 +22,10 @@ import sys
 import tempfile
 import unittest
 
+from tools.perf import plotting  # matplotlib_python
+
 GLMASR = None
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tools.perf import plotting  # matplotlib_python
 
 PLOT_KB = os.path.join(ROOT, "tools/perf/plot_kernel_bench.py")
 ROOFLINE = os.path.join(ROOT, "tools/perf/roofline.py")

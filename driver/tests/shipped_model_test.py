@@ -24,8 +24,9 @@ import tempfile
 import unittest
 import wave
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from grader.pipeline import score  # the grader's normalisation
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MODEL = os.path.join(ROOT, "assets/models/glm-asr-tiny")
 CLIPS = os.path.join(ROOT, "assets/audio")

@@ -146,7 +146,7 @@ def wait(job, hours, poll_seconds, say=print):
             if summary != last:
                 say(f"batch: job {job}: {summary}")
                 last = summary
-            for task, state, why in tasks:
+            for task, _state, why in tasks:
                 if "held" in why.lower() and task not in held_said:
                     say(f"batch: task {task} is held ({why}): `scontrol release {task}` or "
                         f"`scancel {task}`")

@@ -41,9 +41,9 @@ import tarfile
 import tomllib
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Callable
 
 # Every key of the rubric's [submission] table, with its type; all are required (the rubric is
 # the one place their values live). `owned` maps each student track (grade.py --track) to its

@@ -6,7 +6,6 @@
 import json
 import math
 import os
-import sys
 import unittest
 
 from grader import ROOT

@@ -20,11 +20,16 @@ import wave
 
 import numpy as np
 import torch
-from transformers import (GlmAsrForConditionalGeneration, GlmAsrProcessor, PreTrainedTokenizerFast,
-                          WhisperFeatureExtractor)
+from transformers import (
+    GlmAsrForConditionalGeneration,
+    GlmAsrProcessor,
+    PreTrainedTokenizerFast,
+    WhisperFeatureExtractor,
+)
+
+from grader.pipeline import score  # the grader's WER and normalisation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from grader.pipeline import score  # the grader's WER and normalisation
 
 PROMPT = ("<|user|>\n<|begin_of_audio|><|pad|><|end_of_audio|><|user|>\n"
           "Please transcribe this audio into text<|assistant|>\n")

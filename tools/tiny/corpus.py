@@ -37,7 +37,6 @@ import os
 import random
 import re
 import subprocess
-import sys
 import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -197,6 +196,7 @@ def train_tokenizer(texts, out_path):
     """Byte-level BPE on the training text in GLM-ASR's layout (tests/fixtures/tokenizer/make_test_tokenizer.py):
     the GLM-4 split regex then ByteLevel, byte b at id b, merges after, then the 18 specials."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
     from tests.fixtures.tokenizer import make_test_tokenizer as mtt
 
     tok = Tokenizer(models.BPE())

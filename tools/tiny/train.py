@@ -665,7 +665,12 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
 
 def export_and_evaluate(args, text, clip_records, summary):
     from safetensors.torch import load_file
-    from transformers import GlmAsrForConditionalGeneration, GlmAsrProcessor, WhisperFeatureExtractor
+    from transformers import (
+        GlmAsrForConditionalGeneration,
+        GlmAsrProcessor,
+        WhisperFeatureExtractor,
+    )
+
     from tests.fixtures.parity.make_parity_fixtures import hub_name
 
     best = os.path.join(args.out, "best")

@@ -117,7 +117,7 @@ def main():
     commit = (git("rev-parse", "HEAD") or b"").decode().strip() or None
     changes = git("status", "--porcelain", "--untracked-files=no")
     info = {"commit": commit, "tracked_changes_left_out": bool(changes),
-            "built": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "built": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "mode": mode, "max_points": rubric_total(), "tree": mode == "local"}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     part = args.out + ".part"

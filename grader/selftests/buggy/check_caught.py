@@ -42,10 +42,13 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 from grader import ROOT
-from grader.pipeline import grade  # find_sanitizer
-from grader.pipeline import score  # load_rubric, SANITIZER_ERROR
+from grader.pipeline import (
+    grade,  # find_sanitizer
+    score,  # load_rubric, SANITIZER_ERROR
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 BUG_LINE = re.compile(r'^BUG\((\w+),\s*(\w+),\s*(\w+),\s*"(.*)"\)\s*$')
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")

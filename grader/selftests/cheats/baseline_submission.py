@@ -20,9 +20,10 @@ import os
 import re
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 from grader import ROOT
 from grader.handout import bug_hooks  # the buggy track's hooks out of baseline/
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def files(root=ROOT):

@@ -45,9 +45,10 @@ import wave
 import zipfile
 from dataclasses import dataclass, field
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 from grader import ROOT
 from grader.selftests.cheats import baseline_submission
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 # The student-owned files when the rubric does not say (its [submission] owned list).
 DEFAULT_OWNED = ["student/*.cu", "student/*.cuh", "student/*.h"]

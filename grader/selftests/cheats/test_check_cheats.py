@@ -14,7 +14,6 @@
 import json
 import os
 import re
-import sys
 import tarfile
 import tempfile
 import unittest
@@ -98,7 +97,7 @@ class Controls(unittest.TestCase):
         rows = re.findall(r"\{(\d+), (\d+), (\d+), (\d+)\},  // (\S+)", text)
         self.assertEqual(sorted(r[4] for r in rows), sorted(clips))
         tokens = [int(t) for t in re.findall(r"\d+", text.split("#define REPLAY_TOKENS")[1])]
-        for tokens_, frames, first, count, name in rows:
+        for _tokens, _frames, first, count, name in rows:
             self.assertEqual(tokens[int(first):int(first) + int(count)], clips[name]["tokens"])
         keys = [(int(r[0]), int(r[1])) for r in rows]
         self.assertEqual(len(set(keys)), len(keys), "two clips the cheat cannot tell apart")

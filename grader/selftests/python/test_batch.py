@@ -6,7 +6,6 @@ student can end in, retries, resuming, the class CSV and the leaderboard page. N
 """
 import csv
 import html.parser
-import json
 import os
 import shutil
 import subprocess

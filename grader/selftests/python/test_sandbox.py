@@ -13,8 +13,8 @@ import fcntl
 import json
 import os
 import re
-import signal
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -22,8 +22,9 @@ import tempfile
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 from grader.isolation import sandbox
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 SANDBOX_UID = 65534
 FILE_LIMIT = 1_000_000

@@ -28,7 +28,10 @@ import unittest
 
 from grader import ROOT
 from grader.class_scale import slurm
-from grader.selftests.python.test_batch import FAKE_GRADE, Table  # the stand-in grader, the page's table
+from grader.selftests.python.test_batch import (  # the stand-in grader, the page's table
+    FAKE_GRADE,
+    Table,
+)
 
 # The stand-in for grade.py: does what the submission's behaviour.txt says, with results.json
 # written by score.py's own functions. "ok MS": every kernel passes, the graded track takes MS ms;

@@ -79,7 +79,7 @@ class TritonCompileBoxTest(unittest.TestCase):
             given = f.read()
         with open(add, "w", encoding="utf-8") as f:
             f.write(CHEAT.format(secret=cls.secret, planted=cls.planted) + given)
-        for folder, dirs, files in os.walk(cls.tree):
+        for folder, _dirs, files in os.walk(cls.tree):
             os.chmod(folder, 0o755)
             for name in files:
                 os.chmod(os.path.join(folder, name), 0o644)
