@@ -86,9 +86,13 @@ fuzz:
 
 # make test_rmsnorm TRACK=student|baseline|reference  (the student's kernels run in their own
 # process, build/graded/kernel-runner-student, which the test drives: grader/isolation/runner/)
+# A run in which every case was skipped (no GPU) exits 0 in GoogleTest; the last line turns it
+# into one plain sentence and a failure (grader/checks/nothing_ran.py: exit 77, "skipped").
 test_%: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target test_$* $(if $(filter student triton triton-solution cutile cutile-solution,$(TRACK)),kernel-runner-$(TRACK))
-	GLMASR_TRACK=$(TRACK) $(BUILD)/tests/test_$*
+	@rm -f $(BUILD)/tests/test_$*.json
+	GLMASR_TRACK=$(TRACK) $(BUILD)/tests/test_$* --gtest_output=json:$(BUILD)/tests/test_$*.json
+	@python3 -m grader.checks.nothing_ran test_$* $(BUILD)/tests/test_$*.json
 
 # The autograder (grader/pipeline/grade.py): writes grade-out/report.md and grade-out/results.json.
 grade: $(BUILD)/CMakeCache.txt

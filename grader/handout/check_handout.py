@@ -23,6 +23,13 @@ tarball into a fresh temporary directory and checks, printing one line per check
   (b) stubs: every student/*.cu that is a TODO still throws NotImplemented on its first line of
            work (`if (kTodo) throw NotImplemented(...)` under each "delete this line" marker),
            and student/kernels.h keeps kTodo = true;
+  links    what ships points only at what ships: every markdown link and .md reference of the
+           handout's markdown files resolves in the unpacked tree (tools/docs/check_doc_refs.py
+           of the instructor tree, run on the handout: the handout lacks it, and its CMake
+           registers the check only where grader/handout/ exists). A note, not a failure, lists
+           the other references to files the handout lacks: .md references from code and
+           configuration files, and paths of the instructor tree that the markdown names in
+           passing (`reference/triton/`);
   (c) build: the README's two commands (the block under "## Two commands") in the unpacked
            tree, then `make grade TRACK=student` (exit 0, grade-out/report.md and results.json:
            on a machine without a GPU the kernel tests report skipped), `glmasr tracks` lists
@@ -36,6 +43,7 @@ is removed unless --keep or a check failed (then its path and the build log's ar
 """
 import argparse
 import glob
+import importlib.util
 import os
 import re
 import shlex
@@ -72,6 +80,10 @@ class Report:
     def line(self, ok, name, detail):
         self.failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+    def note(self, name, detail):
+        """A finding that fails nothing but should be read."""
+        print(f"note {name}: {detail}", flush=True)
 
 
 def normalise(line):
@@ -252,6 +264,56 @@ def check_names(report, handout, members):
                 (f"; still there: {', '.join(kept)}" if kept else ""))
 
 
+PATH_TOKEN = re.compile(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]*)")  # dir/, dir/file.ext
+
+
+def tree_paths(files):
+    """A list of file paths → the set of those files and of every directory above them."""
+    paths = set(files)
+    for path in files:
+        while "/" in path:
+            path = path.rsplit("/", 1)[0]
+            paths.add(path)
+    return paths
+
+
+def check_links(report, handout):
+    """The handout's markdown points only at files the handout has."""
+    spec = importlib.util.spec_from_file_location(
+        "check_doc_refs", os.path.join(mh.ROOT, "tools/docs/check_doc_refs.py"))
+    refs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refs)
+    problems = refs.check(handout)  # not a git checkout: it walks the unpacked tree
+    broken = [p for p in problems if p.split(":", 1)[0].endswith(".md")]
+    markdown = sorted(f for f in refs.list_files(handout) if f.endswith(".md"))
+    report.line(not broken, "links",
+                f"{len(markdown)} markdown files, every link and .md reference resolves in the "
+                "handout" if not broken else
+                f"{len(broken)} in markdown files do not resolve in the handout: " +
+                "; ".join(broken[:8]) + ("; ..." if len(broken) > 8 else ""))
+
+    # Paths of the instructor tree that a shipped markdown file names but the handout lacks
+    # (.md paths are the reference checker's above).
+    tracked = subprocess.run(["git", "-C", mh.ROOT, "ls-files", "-z"], capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    instructor = tree_paths([p for p in tracked if p])
+    shipped = tree_paths(refs.list_files(handout))
+    named = []
+    for rel in markdown:
+        with open(os.path.join(handout, rel), encoding="utf-8", errors="replace") as f:
+            for lineno, line in enumerate(f, 1):
+                for m in PATH_TOKEN.finditer(line):
+                    path = m.group(1).rstrip("./")
+                    if not path.endswith(".md") and path in instructor and path not in shipped:
+                        named.append(f"{rel}:{lineno}: {m.group(1)}")
+    others = [p for p in problems if p not in broken]
+    absent = sorted(set(named) | set(others), key=lambda p: (p.split(":")[0], p))
+    if absent:
+        report.note("links", f"{len(absent)} other references to files the handout lacks "
+                    "(code comments, paths named in passing): " + "; ".join(absent[:8]) +
+                    ("; ..." if len(absent) > 8 else ""))
+
+
 def unpack(tarball, dest):
     """Extract after checking every member: under one top directory, plain files and
     directories only. Returns the file members' names."""
@@ -367,6 +429,7 @@ def main():
     handout = os.path.join(work, mh.NAME)
     members = unpack(args.tarball, work)
     check_names(report, handout, members)
+    check_links(report, handout)
     references, prints = fingerprints()
     check_sources(report, handout, references, prints)
     check_prebuilt(report, handout, prints)

@@ -22,11 +22,14 @@ everything else is ignored and listed. Then, with the student track:
                   timed by this process's clock on fresh teacher-forced inputs, every run's tokens
                   checked against the baseline's;
   6. report     — a terminal table, report.md and Gradescope's results.json, written here only.
+Steps 3 to 5 are the rows of ITEMS (one per item: its rubric table, what it needs, how it runs
+and what it records when it cannot), run in order by one loop in main.
 When this process is root, every student process runs in grader/isolation/sandbox.py's sandbox.
 Standard library only (Python >= 3.11 for tomllib). Scoring and rendering live in score.py so
 they can be tested on recorded results without a GPU (grader/selftests/score_selftest.py).
 """
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -35,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable, NamedTuple
 
 from grader import ROOT
 from grader.isolation import sandbox
@@ -487,6 +491,153 @@ def timed_rounds(run_round, repeats, cooldown_seconds, environment=timing_enviro
         sleep(cooldown_seconds)
 
 
+@dataclasses.dataclass
+class Grade:
+    """One grade as its items see it: what they run (the tree, its build, the graded track),
+    how (the seed, the sandbox, the launch hooks, the private directories) and under which
+    guards (the student build's error, the deadline). results is the grade's results so far."""
+    rubric: dict
+    tree: str
+    build_dir: str
+    track: str
+    seed: int | None
+    private_clips: str  # --private-clips: the instructor's extra clip directory, or ""
+    private: str        # reports only this process writes
+    scratch: str        # private clips' audio, readable by the student's processes
+    box: sandbox.Sandbox | None
+    launch: Callable
+    inspect: Callable
+    deadline: Deadline
+    build_error: str | None
+    results: dict
+
+    @property
+    def has_gpu_programs(self):
+        return os.path.exists(self.trusted_bin)
+
+    @property
+    def trusted_bin(self):
+        return os.path.join(self.build_dir, "graded", "glmasr-trusted")
+
+    @property
+    def graded_bin(self):
+        return None if self.track in TRUSTED_TRACKS else \
+            os.path.join(self.build_dir, "graded", f"glmasr-{self.track}")
+
+    @property
+    def workload(self):
+        """The speed item's workload, the kernel speed's too: the worker's arguments."""
+        sp = self.rubric["speed"]
+        model = ["--model", os.path.join(self.tree, sp["model"])] if sp.get("model") else \
+            ["--config", os.path.join(self.tree, sp["config"])]
+        return model + ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
+
+    def why_not_run(self, item):
+        """Why the item cannot run, the first reason of four; None: it runs. An item that does
+        not run still gets its result, in its own shape (Item.not_run), and scores 0."""
+        if self.build_error:
+            return self.build_error
+        if item.needs_gpu_programs and not self.has_gpu_programs:
+            return "this build has no CUDA programs (nvcc was not found)"
+        if item.prerequisite and (failed := item.prerequisite(self)):
+            return failed
+        if item.time_limit and self.deadline.limit(self.rubric[item.table][item.time_limit]) is None:
+            return self.deadline.spent
+        return None
+
+
+def run_kernels(g):
+    """Every kernel's suite, each checking the deadline itself; then, for a student's track with
+    GPU programs, each suite again under compute-sanitizer."""
+    kernels = run_kernel_tests(g.build_dir, g.track, g.rubric, g.seed, g.private, g.box, g.deadline)
+    if g.track not in STUDENT_TRACKS or not g.has_gpu_programs:
+        return {"kernels": kernels}
+    return {"kernels": kernels,
+            "sanitizer": run_sanitizer_pass(g.build_dir, g.tree, g.track, g.rubric, g.seed,
+                                            g.private, g.box, kernels, g.deadline)}
+
+
+def run_accuracy(g):
+    acc = g.rubric["accuracy"]
+    progress("accuracy: transcribing the clips and the fresh inputs")
+    return {"accuracy": e2e.run_accuracy(
+        g.trusted_bin, g.graded_bin, g.track, os.path.join(g.tree, acc["model"]),
+        gather_clips(g.tree, g.rubric, g.private_clips, g.scratch),
+        acc["max_new_tokens"], fresh_checks=acc["fresh_checks"], seed=g.seed,
+        launch_graded=g.launch, inspect_graded=g.inspect, graded_deadline=g.deadline.end,
+        ready_timeout=acc["timeout_seconds"], request_timeout=acc["timeout_seconds"],
+        near_tie_margin=acc["near_tie_margin"])}
+
+
+def run_speed(g):
+    """The timed rounds (timed_rounds says each one as it starts), and the GPU's state around
+    them."""
+    sp = g.rubric["speed"]
+    speed, environment = timed_rounds(
+        lambda: e2e.run_speed(
+            g.trusted_bin, g.graded_bin, g.track, g.workload, warmup=sp["warmup"],
+            repeats=sp["repeats"], seed=g.seed, launch_graded=g.launch,
+            inspect_graded=g.inspect, graded_deadline=g.deadline.end,
+            ready_timeout=sp["timeout_seconds"], request_timeout=sp["timeout_seconds"],
+            near_tie_margin=sp["near_tie_margin"]),
+        sp["throttle_repeats"], sp["cooldown_seconds"])
+    return {"speed": speed, "environment": environment}
+
+
+def speed_item_failure(g):
+    """The kernel speed's workers run the speed item's workload first: a graded track that failed
+    it there (a fault, a hang) would fail it again, at the cost of another time limit."""
+    failure = ((g.results.get("speed") or {}).get("tracks") or {}).get("graded", {}).get("error")
+    return failure and "the graded track failed the speed item's run of the same workload: " + failure
+
+
+def run_kernel_speed(g):
+    ks = g.rubric["kernel_speed"]
+    progress("kernel speed: every kernel at the model's shapes, by the grader's clock")
+    return {"kernel_speed": kernel_speed.run(
+        g.trusted_bin, g.graded_bin, g.track, g.workload, rounds=ks["rounds"],
+        target_ms=ks["target_ms"], launch_graded=g.launch, inspect_graded=g.inspect,
+        graded_deadline=g.deadline.end, ready_timeout=ks["timeout_seconds"],
+        request_timeout=ks["timeout_seconds"])}
+
+
+class Item(NamedTuple):
+    """One item the grade runs on the graded track's programs (steps 3 to 5 above)."""
+    name: str                  # its key in the results, and its --skip choice
+    table: str                 # the rubric table it reads; one with `enabled` runs only when on
+    needs_gpu_programs: bool   # glmasr-trusted and the graded track's programs (a CUDA build)
+    time_limit: str | None     # the table's key of the limit the deadline must still allow
+                               # before it starts (None: its run checks the deadline per step)
+    run: Callable              # run(Grade) -> the results entries it writes: its own, then any
+                               # that come with it
+    not_run: Callable          # not_run(its table, why) -> its result when it cannot run
+    prerequisite: Callable | None = None  # prerequisite(Grade) -> a reason not to run, or None
+
+
+def kernels_not_run(table, why):
+    return {kernel: score.kernel_result_missing(why) for kernel in table["points"]}
+
+
+def error_result(table, why):
+    return {"error": why}
+
+
+def kernel_speed_not_run(table, why):
+    return {"rows": [], "errors": {"graded": why}}
+
+
+# The items, in the order they run (the kernel speed reads the speed item's result). The
+# results entries each writes are the ones score.grade reads.
+ITEMS = (
+    #    name            table           GPU    time limit         run               not run
+    Item("kernels",      "kernels",      False, None,              run_kernels,      kernels_not_run),
+    Item("accuracy",     "accuracy",     True,  "timeout_seconds", run_accuracy,     error_result),
+    Item("speed",        "speed",        True,  "timeout_seconds", run_speed,        error_result),
+    Item("kernel_speed", "kernel_speed", True,  "timeout_seconds", run_kernel_speed,
+         kernel_speed_not_run, prerequisite=speed_item_failure),
+)
+
+
 def main():
     parser = argparse.ArgumentParser(description="GLM-ASR Kernel Lab autograder")
     parser.add_argument("--track", default="student",
@@ -509,7 +660,7 @@ def main():
     parser.add_argument("--sandbox", choices=["auto", "off", "required"], default=None,
                         help="override the rubric's [sandbox] enabled")
     parser.add_argument("--skip-build", action="store_true")
-    parser.add_argument("--skip", action="append", default=[], choices=["kernels", "accuracy", "speed", "kernel_speed"])
+    parser.add_argument("--skip", action="append", default=[], choices=[i.name for i in ITEMS])
     args = parser.parse_args()
 
     try:
@@ -603,67 +754,18 @@ def main():
         findings = results["integrity"]["violations"]
         launch, inspect = watched(box, findings)
 
-        has_gpu_programs = os.path.exists(os.path.join(build_dir, "graded", "glmasr-trusted"))
-        trusted_bin = os.path.join(build_dir, "graded", "glmasr-trusted")
-        graded_bin = None if graded in TRUSTED_TRACKS else \
-            os.path.join(build_dir, "graded", f"glmasr-{graded}")
-        blocked = student_build_error or (None if has_gpu_programs else
-                                          "this build has no CUDA programs (nvcc was not found)")
-        if "kernels" not in args.skip:
-            results["kernels"] = {k: score.kernel_result_missing(student_build_error)
-                                  for k in kernels} if student_build_error else \
-                run_kernel_tests(build_dir, graded, rubric, args.seed, private, box, deadline)
-            if student_track and not student_build_error and has_gpu_programs:
-                results["sanitizer"] = run_sanitizer_pass(build_dir, tree, graded, rubric, args.seed,
-                                                          private, box, results["kernels"],
-                                                          deadline)
-        if "accuracy" not in args.skip:
-            acc = rubric["accuracy"]
-            if blocked or deadline.limit(acc["timeout_seconds"]) is None:
-                results["accuracy"] = {"error": blocked or deadline.spent}
+        grade = Grade(rubric=rubric, tree=tree, build_dir=build_dir, track=graded, seed=args.seed,
+                      private_clips=args.private_clips, private=private, scratch=scratch, box=box,
+                      launch=launch, inspect=inspect, deadline=deadline,
+                      build_error=student_build_error, results=results)
+        for item in ITEMS:
+            if item.name in args.skip or not rubric[item.table].get("enabled", True):
+                continue
+            why_not = grade.why_not_run(item)
+            if why_not:
+                results[item.name] = item.not_run(rubric[item.table], why_not)
             else:
-                progress("accuracy: transcribing the clips and the fresh inputs")
-                results["accuracy"] = e2e.run_accuracy(
-                    trusted_bin, graded_bin, graded, os.path.join(tree, acc["model"]),
-                    gather_clips(tree, rubric, args.private_clips, scratch),
-                    acc["max_new_tokens"], fresh_checks=acc["fresh_checks"], seed=args.seed,
-                    launch_graded=launch, inspect_graded=inspect, graded_deadline=deadline.end,
-                    ready_timeout=acc["timeout_seconds"], request_timeout=acc["timeout_seconds"],
-                    near_tie_margin=acc["near_tie_margin"])
-        sp = rubric["speed"]  # its workload is the kernel speed's too
-        workload = ["--model", os.path.join(tree, sp["model"])] if sp.get("model") else \
-            ["--config", os.path.join(tree, sp["config"])]
-        workload += ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
-        if "speed" not in args.skip:
-            if blocked or deadline.limit(sp["timeout_seconds"]) is None:
-                results["speed"] = {"error": blocked or deadline.spent}
-            else:
-                results["speed"], results["environment"] = timed_rounds(
-                    lambda: e2e.run_speed(
-                        trusted_bin, graded_bin, graded, workload, warmup=sp["warmup"],
-                        repeats=sp["repeats"], seed=args.seed, launch_graded=launch,
-                        inspect_graded=inspect, graded_deadline=deadline.end,
-                        ready_timeout=sp["timeout_seconds"],
-                        request_timeout=sp["timeout_seconds"],
-                        near_tie_margin=sp["near_tie_margin"]),
-                    sp["throttle_repeats"], sp["cooldown_seconds"])
-        ks = rubric["kernel_speed"]
-        if ks["enabled"] and "kernel_speed" not in args.skip:
-            # Its workers run the speed item's workload first: a graded track that failed it there
-            # (a fault, a hang) would fail it again, at the cost of another time limit.
-            speed_failure = ((results.get("speed") or {}).get("tracks") or {}).get("graded", {}).get("error")
-            not_run = blocked or (speed_failure and "the graded track failed the speed item's run "
-                                  "of the same workload: " + speed_failure) or \
-                (deadline.limit(ks["timeout_seconds"]) is None and deadline.spent)
-            if not_run:
-                results["kernel_speed"] = {"rows": [], "errors": {"graded": not_run}}
-            else:
-                progress("kernel speed: every kernel at the model's shapes, by the grader's clock")
-                results["kernel_speed"] = kernel_speed.run(
-                    trusted_bin, graded_bin, graded, workload, rounds=ks["rounds"],
-                    target_ms=ks["target_ms"], launch_graded=launch, inspect_graded=inspect,
-                    graded_deadline=deadline.end, ready_timeout=ks["timeout_seconds"],
-                    request_timeout=ks["timeout_seconds"])
+                results.update(item.run(grade))
     finally:
         shutil.rmtree(private, ignore_errors=True)
         if scratch:
