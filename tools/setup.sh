@@ -3,6 +3,7 @@
 #   tools/setup.sh            install what is missing (apt-get; needs root or sudo)
 #   tools/setup.sh --check    only report what is missing (exit 1 if anything is)
 #   tools/setup.sh --instructor   also what the instructor-side tests use (CI installs it):
+#                             clang-format and .venv-tools/ with ruff (tools/check_style.sh),
 #                             chromium (grader.leaderboard_browser renders the class page),
 #                             slurm-wlm and munge (grader.slurm grades a class on a one-node
 #                             Slurm cluster the test starts on 127.0.0.1), clang and
@@ -20,7 +21,7 @@ packages=(build-essential cmake ninja-build pkgconf python3
           nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           libcpp-httplib-dev
           python3-matplotlib)  # tools/perf/plot_kernel_bench.py, tools/perf/roofline.py and their test
-[ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev)
+[ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev clang-format)
 case "${1:-}" in --instructor|--triton|--cutile) packages+=(python3-venv) ;; esac
 
 # The Triton tracks' Python (aot/AotTracks.cmake finds it here), after the packages.
@@ -33,6 +34,18 @@ triton_venv() {
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "triton==3.6.0" "numpy>=1.26,<2.4"
   echo "setup: installed triton 3.6.0 and numpy in $venv"
+}
+
+# The style checkers' Python tool (tools/check_style.sh), pinned: a new ruff may format differently.
+tools_venv() {
+  [ "${1:-}" = "--instructor" ] || return 0
+  local venv; venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-tools"
+  if [ "$("$venv/bin/ruff" --version 2>/dev/null)" = "ruff 0.17.6" ]; then
+    echo "setup: $venv has ruff 0.17.6"; return 0
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "ruff==0.17.6"
+  echo "setup: installed ruff 0.17.6 in $venv"
 }
 
 # The cuTile tracks' Python (aot/AotTracks.cmake finds it here). cuda-tile's
@@ -58,7 +71,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all build dependencies are installed"
-  [ "${1:-}" = "--check" ] || { triton_venv "${1:-}"; cutile_venv "${1:-}"; }
+  [ "${1:-}" = "--check" ] || { triton_venv "${1:-}"; cutile_venv "${1:-}"; tools_venv "${1:-}"; }
   exit 0
 fi
 echo "setup: missing packages: ${missing[*]}"
@@ -80,3 +93,4 @@ DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recomme
 echo "setup: installed ${missing[*]}"
 triton_venv "${1:-}"
 cutile_venv "${1:-}"
+tools_venv "${1:-}"
