@@ -38,7 +38,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from grader import ROOT
 from grader.isolation import sandbox
@@ -171,7 +172,7 @@ def sync_tree(source, dest, keep):
     directory rebuilds only each submission's own files) and deleting what source lacks, except
     the directory `keep` (the build)."""
     wanted = set()
-    for folder, dirs, files in os.walk(source):
+    for folder, _dirs, files in os.walk(source):
         rel = os.path.relpath(folder, source)
         os.makedirs(os.path.join(dest, rel), mode=0o755, exist_ok=True)
         for name in files:
@@ -724,7 +725,7 @@ def main():
         compilers = compiler_settings(args.build)
         if not args.skip_build:
             progress(f"building the {graded} track and the grader's programs in {build_dir}")
-            if STUDENT_TRACKS[graded].get("setup") and box and box.active:
+            if STUDENT_TRACKS.get(graded, {}).get("setup") and box and box.active:
                 # Compiling a Python track executes its kernel files: in a sandbox of its own
                 # whose one writable folder, emptied first, is where the compile leaves its C++.
                 aot_box = os.path.join(build_dir, "aot-box")
