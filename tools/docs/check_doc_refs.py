@@ -306,7 +306,7 @@ def selftest():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         help="the tree to check (default: this repo)")
     parser.add_argument("--selftest", action="store_true", help="test the checker itself")
     args = parser.parse_args()
