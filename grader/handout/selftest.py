@@ -131,7 +131,7 @@ def main():
         with open(stub, "w", encoding="utf-8") as f:
             f.write(original)
 
-        buggy = os.path.join(tree, "grader", "buggy", "rmsnorm.cu")
+        buggy = os.path.join(tree, "grader", "selftests", "buggy", "rmsnorm.cu")
         os.makedirs(os.path.dirname(buggy))
         shutil.copyfile(os.path.join(tree, "baseline", "rmsnorm.cu"), buggy)
         report = Recorder()

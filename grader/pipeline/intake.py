@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""intake.py — pristine intake of a student submission (docs/design §5a, "Pristine intake").
+"""intake.py — pristine intake of a student submission (docs/grading.md, "The trust boundary").
 
     python3 -m grader.pipeline.intake SUBMISSION [--rubric grader/rubric.toml] [--json]
 
@@ -44,6 +44,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+
+from grader import ROOT
 
 # Every key of the rubric's [submission] table, with its type; all are required (the rubric is
 # the one place their values live). `owned` maps each student track (grade.py --track) to its
@@ -527,11 +529,10 @@ def summary(record):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description="what grading a submission would take from it "
                                                  "(a dry run: nothing is written)")
     parser.add_argument("submission", help="a directory, .zip or .tar[.gz]")
-    parser.add_argument("--rubric", default=os.path.join(here, "rubric.toml"))
+    parser.add_argument("--rubric", default=os.path.join(ROOT, "grader", "rubric.toml"))
     parser.add_argument("--track", default="student", help="the student track graded (student, triton)")
     parser.add_argument("--json", action="store_true", help="print the full record as JSON")
     args = parser.parse_args()
