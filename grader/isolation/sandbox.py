@@ -418,7 +418,7 @@ class Sandbox:
 # ----------------------------------------------------------------------------- command line
 
 def main():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from grader import ROOT as root
     parser = argparse.ArgumentParser(description="the grader's sandbox for student code")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="print what would apply on this machine")

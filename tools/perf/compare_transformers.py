@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from transformers import GlmAsrConfig, GlmAsrForConditionalGeneration, WhisperFeatureExtractor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def synthetic_audio(seconds, rate=16000):

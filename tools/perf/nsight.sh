@@ -14,7 +14,7 @@
 # --nvtx-include filter, KERNEL/), NCU_FLAGS, NSYS_FLAGS (extra options), DECODE_STEPS (4),
 # CLIP and MODEL (nsys's transcription). Exit 2, one line on stderr: bad arguments, no tool.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 BUILD=${BUILD:-build}
 OUT=${OUT:-grade-out}
