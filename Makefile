@@ -117,11 +117,13 @@ cheats:
 endif
 
 # The Gradescope autograder (instructors): grade-out/gradescope-autograder.zip, set up by
-# grader/class_scale/gradescope/config.toml (docs/grading.md, "Grading on Gradescope"). GRADESCOPE_FLAGS:
-# --config FILE, --ssh-key FILE, --known-hosts FILE, --out ZIP.
+# grader/class_scale/gradescope/config.toml (docs/instructors.md). GRADESCOPE_FLAGS:
+# --config FILE, --ssh-key FILE, --known-hosts FILE, --out ZIP. Instructor tree only.
+ifneq ($(wildcard grader/class_scale/gradescope/make_autograder.py),)
 .PHONY: gradescope
 gradescope:
 	python3 -m grader.class_scale.gradescope.make_autograder $(GRADESCOPE_FLAGS)
+endif
 
 # Instructor tree only: grader/handout/ is not part of the handout (docs/grading.md,
 # "Instructor workflow"). HANDOUT_FLAGS: e.g. --cuda-archs "90-real"; CHECK_FLAGS: --quick.

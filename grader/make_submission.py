@@ -15,6 +15,7 @@ Then one warning line per kernel that is still a stub, found as the grader finds
 (exit 0), since handing in part of the work is allowed.
 Standard-library Python >= 3.11.
 """
+
 import argparse
 import glob
 import os
@@ -23,7 +24,7 @@ import tarfile
 import tomllib
 
 from grader import ROOT
-from grader.pipeline import integrity, intake
+from grader.pipeline import intake, integrity
 
 
 def fail(message):
@@ -34,9 +35,12 @@ def fail(message):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="submission.tar.gz")
-    parser.add_argument("--track", default="student",
-                        help="whose files: student (CUDA C++, student/*.cu), triton or cutile "
-                             "(student/<track>/*.py)")
+    parser.add_argument(
+        "--track",
+        default="student",
+        help="whose files: student (CUDA C++, student/*.cu), triton or cutile "
+        "(student/<track>/*.py)",
+    )
     args = parser.parse_args()
     try:
         with open(os.path.join(ROOT, "grader/rubric.toml"), "rb") as f:
@@ -44,8 +48,14 @@ def main():
     except (intake.IntakeError, OSError, tomllib.TOMLDecodeError) as e:
         fail(f"grader/rubric.toml: {e}")
 
-    files = sorted({p for pattern in policy["owned"] for p in glob.glob(pattern, root_dir=ROOT)
-                    if not os.path.isdir(os.path.join(ROOT, p))})
+    files = sorted(
+        {
+            p
+            for pattern in policy["owned"]
+            for p in glob.glob(pattern, root_dir=ROOT)
+            if not os.path.isdir(os.path.join(ROOT, p))
+        }
+    )
     if not files:
         fail(f"no file matches {' '.join(policy['owned'])}")
     with tarfile.open(args.out, "w:gz") as tar:
@@ -56,17 +66,26 @@ def main():
     if record["refused"]:
         os.remove(args.out)
         first = record["refused"][0]
-        fail(f"the grader would refuse {first['path']}: {first['reason']} "
-             f"({len(record['refused'])} refused in all; nothing written)")
+        fail(
+            f"the grader would refuse {first['path']}: {first['reason']} "
+            f"({len(record['refused'])} refused in all; nothing written)"
+        )
     accepted = [entry["path"] for entry in record["accepted"]]
-    print(f"make_submission: {args.out} ({os.path.getsize(args.out) / 1024:.0f} KiB): "
-          f"{' '.join(accepted)}")
+    print(
+        f"make_submission: {args.out} ({os.path.getsize(args.out) / 1024:.0f} KiB): "
+        f"{' '.join(accepted)}"
+    )
     folder = os.path.dirname(policy["owned"][0])
-    left_out = [f"{folder}/{n}" for n in sorted(os.listdir(os.path.join(ROOT, folder)))
-                if os.path.isfile(os.path.join(ROOT, folder, n)) and f"{folder}/{n}" not in accepted]
+    left_out = [
+        f"{folder}/{n}"
+        for n in sorted(os.listdir(os.path.join(ROOT, folder)))
+        if os.path.isfile(os.path.join(ROOT, folder, n)) and f"{folder}/{n}" not in accepted
+    ]
     if left_out:
-        print(f"make_submission: not handed in (the rubric does not make them yours): "
-              f"{' '.join(left_out)}")
+        print(
+            f"make_submission: not handed in (the rubric does not make them yours): "
+            f"{' '.join(left_out)}"
+        )
     stubs = integrity.stubs(ROOT, args.track)
     for kernel, path in sorted(stubs.items(), key=lambda stub: (stub[1], stub[0])):
         print(f"make_submission: still a stub, its tests score 0: {kernel} ({path})")

@@ -16,7 +16,7 @@ import re
 import subprocess
 
 VENDOR_LIBRARY = re.compile(r"(cublas|cudnn|cutlass)", re.IGNORECASE)
-STUB = re.compile(r'if \(kTodo\) throw NotImplemented\("([a-z_0-9]+)"')
+STUB = re.compile(r'^\s*if \(kTodo\) throw NotImplemented\("([a-z_0-9]+)"', re.M)  # code, not a comment
 # A Triton or cuTile stub's LAUNCH keeps its `todo="docs/kernels/<guide>.md"` (aot/).
 LAUNCH_STUB = re.compile(r'^\s*todo\s*=', re.M)
 
