@@ -28,6 +28,7 @@ still compile, and its launcher throws "not implemented: <op> — see <guide>" i
 A track is an overlay of folders: the cuTile solution is student/cutile/ (the given kernels:
 conv1d, add, argmax, cache_write) with reference/cutile/ (the eleven written ones) on top.
 """
+
 from dataclasses import dataclass, field
 
 from launch_language import check_expression, check_grid, evaluate, scalar_expression  # noqa: F401
@@ -44,8 +45,9 @@ class Array:
 
     def strides(self):
         """Row-major strides, in elements, as launch expressions."""
-        return tuple(" * ".join(f"({s})" for s in self.shape[k + 1:]) or "1"
-                     for k in range(len(self.shape)))
+        return tuple(
+            " * ".join(f"({s})" for s in self.shape[k + 1 :]) or "1" for k in range(len(self.shape))
+        )
 
     def __repr__(self):
         return f"Array({', '.join(map(repr, (self.pointer,) + self.shape))})"
@@ -53,18 +55,19 @@ class Array:
 
 @dataclass
 class Launch:
-    kernel: object                      # the @ct.kernel function
-    grid: tuple                         # 1-3 expressions over the launcher's parameters
-    args: tuple                         # per non-constant parameter: Array, name or (type, expr)
-    constants: dict = field(default_factory=dict)   # the ct.Constant parameters' values
-    todo: str = ""                       # the guide of a kernel still to be written
+    kernel: object  # the @ct.kernel function
+    grid: tuple  # 1-3 expressions over the launcher's parameters
+    args: tuple  # per non-constant parameter: Array, name or (type, expr)
+    constants: dict = field(default_factory=dict)  # the ct.Constant parameters' values
+    todo: str = ""  # the guide of a kernel still to be written
 
     def __post_init__(self):
         self.grid, self.args = tuple(self.grid), tuple(self.args)
         check_grid(self.grid, self.name)
         for a in self.args:
-            for expression in [a.pointer, *a.shape] if isinstance(a, Array) else \
-                    [scalar_expression(a, self.name)]:
+            for expression in (
+                [a.pointer, *a.shape] if isinstance(a, Array) else [scalar_expression(a, self.name)]
+            ):
                 check_expression(expression, self.name)
 
     @property

@@ -26,6 +26,7 @@ still compile, and its launcher throws "not implemented: <op> — see <guide>" i
 A track is an overlay of folders: the Triton solution is student/triton/ (the given kernels:
 conv1d, add, argmax, cache_write) with reference/triton/ (the eleven written ones) on top.
 """
+
 from dataclasses import dataclass, field
 
 from launch_language import check_expression, check_grid, evaluate, scalar_expression  # noqa: F401
@@ -34,13 +35,13 @@ from launch_language import launches_of as launches_in  # (evaluate: tests)
 
 @dataclass
 class Launch:
-    kernel: object                      # the @triton.jit function
-    grid: tuple                         # 1-3 expressions over the launcher's parameters
-    args: tuple                         # one per runtime parameter: name or (type, expression)
+    kernel: object  # the @triton.jit function
+    grid: tuple  # 1-3 expressions over the launcher's parameters
+    args: tuple  # one per runtime parameter: name or (type, expression)
     constexprs: dict = field(default_factory=dict)
     num_warps: int = 4
     num_stages: int = 3
-    todo: str = ""                       # the guide of a kernel still to be written
+    todo: str = ""  # the guide of a kernel still to be written
 
     def __post_init__(self):
         self.grid, self.args = tuple(self.grid), tuple(self.args)

@@ -8,6 +8,7 @@ parameters), integer literals, + - * and parentheses, `cdiv(a, b)` (a / b rounde
 not null, else 0). aot/trackgen.py pastes it into the C++ launcher, where every integer
 parameter is 64-bit; tests evaluate it in Python with evaluate().
 """
+
 import ast
 
 FUNCTIONS = {"cdiv", "i64", "min", "max", "nonnull"}
@@ -19,8 +20,19 @@ def check_expression(expression, where):
     """An expression is the shared subset of C++ and Python described above, or an error: its
     Python parse may hold only names, integer literals, + - * (and unary -) and calls of the
     FUNCTIONS."""
-    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.USub,
-               ast.Name, ast.Load, ast.Constant, ast.Call)
+    allowed = (
+        ast.Expression,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.Add,
+        ast.Sub,
+        ast.Mult,
+        ast.USub,
+        ast.Name,
+        ast.Load,
+        ast.Constant,
+        ast.Call,
+    )
     try:
         tree = ast.parse(expression, mode="eval") if isinstance(expression, str) else None
     except SyntaxError:
@@ -37,8 +49,10 @@ def check_expression(expression, where):
             tree = None
             break
     if tree is None:
-        raise ValueError(f"{where}: {expression!r} is not a launch expression (names, integers, "
-                         f"+ - *, parentheses, {'/'.join(sorted(FUNCTIONS))})")
+        raise ValueError(
+            f"{where}: {expression!r} is not a launch expression (names, integers, "
+            f"+ - *, parentheses, {'/'.join(sorted(FUNCTIONS))})"
+        )
 
 
 def check_grid(grid, where):
@@ -54,8 +68,10 @@ def scalar_expression(arg, where):
     with a type of SCALAR_TYPES."""
     if isinstance(arg, tuple):
         if len(arg) != 2 or arg[0] not in SCALAR_TYPES:
-            raise ValueError(f"{where}: argument {arg!r} must be (type, expression) "
-                             f"with a type of {', '.join(SCALAR_TYPES)}")
+            raise ValueError(
+                f"{where}: argument {arg!r} must be (type, expression) "
+                f"with a type of {', '.join(SCALAR_TYPES)}"
+            )
         return arg[1]
     return arg
 
@@ -72,7 +88,12 @@ def launches_of(module, launch_class):
 def evaluate(expression, values):
     """An expression's value in Python, given the launcher's parameters by name (a pointer as an
     integer address, 0 for null)."""
-    scope = {"cdiv": lambda a, b: -(-a // b), "i64": int, "min": min, "max": max,
-             "nonnull": lambda p: int(p != 0)}
+    scope = {
+        "cdiv": lambda a, b: -(-a // b),
+        "i64": int,
+        "min": min,
+        "max": max,
+        "nonnull": lambda p: int(p != 0),
+    }
     # The expression passed check_expression: no builtins, names and the functions above only.
     return eval(expression, {"__builtins__": {}}, {**scope, **values})

@@ -4,6 +4,7 @@ strides and the launch language, what a cuTile kernel file may import, and that 
 student/cutile/ launches exactly like its solution in reference/cutile/ — same kernel
 parameters, same LAUNCH but for `todo` — so a student's finished kernel runs under the launch
 the solution was tested with (CTest cutile.aot_rules)."""
+
 import ast
 import os
 import tempfile
@@ -19,13 +20,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def kernel_stub():
     def rmsnorm_kernel():
         pass
+
     return rmsnorm_kernel
 
 
 class LaunchLanguage(unittest.TestCase):
     def test_row_major_strides(self):
-        self.assertEqual(Array("x", "T", "n_heads * head_dim").strides(),
-                         ("(n_heads * head_dim)", "1"))
+        self.assertEqual(
+            Array("x", "T", "n_heads * head_dim").strides(), ("(n_heads * head_dim)", "1")
+        )
         self.assertEqual(Array("s", "Hq", "Tq", "Tk").strides(), ("(Tq) * (Tk)", "(Tk)", "1"))
         self.assertEqual(evaluate("nonnull(bias)", {"bias": 0}), 0)
         self.assertEqual(evaluate("nonnull(bias)", {"bias": 4096}), 1)
@@ -42,9 +45,12 @@ class LaunchLanguage(unittest.TestCase):
 
 class KernelFiles(unittest.TestCase):
     def test_only_cuda_tile_may_be_imported(self):
-        refused = {"import torch\n": "imports torch",
-                   "import cuda.bindings\n": "imports cuda.bindings",
-                   "from cuda import cuda\n": "imports cuda", "exec('1')\n": "calls exec"}
+        refused = {
+            "import torch\n": "imports torch",
+            "import cuda.bindings\n": "imports cuda.bindings",
+            "from cuda import cuda\n": "imports cuda",
+            "exec('1')\n": "calls exec",
+        }
         with tempfile.TemporaryDirectory() as d:
             for text, message in refused.items():
                 with self.subTest(text=text):
@@ -66,12 +72,22 @@ def launch_parts(path):
     """(the kernel's parameter names, the LAUNCH call without todo, the constants) of a file."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read())
-    kernels = {n.name: [a.arg for a in n.args.args] for n in tree.body
-               if isinstance(n, ast.FunctionDef)}
-    constants = {t.id: ast.dump(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                 for t in n.targets if isinstance(t, ast.Name) and t.id != "LAUNCH"}
-    launch = next(n.value for n in tree.body if isinstance(n, ast.Assign)
-                  and any(isinstance(t, ast.Name) and t.id == "LAUNCH" for t in n.targets))
+    kernels = {
+        n.name: [a.arg for a in n.args.args] for n in tree.body if isinstance(n, ast.FunctionDef)
+    }
+    constants = {
+        t.id: ast.dump(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name) and t.id != "LAUNCH"
+    }
+    launch = next(
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "LAUNCH" for t in n.targets)
+    )
     launch.keywords = [k for k in launch.keywords if k.arg != "todo"]
     return kernels, ast.dump(launch), constants
 

@@ -2,6 +2,7 @@
 """The rules of aot/triton_aot.py and glmasr_triton.py that need no Triton and no GPU: the
 launcher signatures read from fp32_kernels.h, the launch language, a track's missing ops, and
 what a kernel file may import or call (CTest triton.aot_rules)."""
+
 import os
 import tempfile
 import textwrap
@@ -18,8 +19,10 @@ with open(os.path.join(ROOT, "driver/cuda/include/glmasr/fp32_kernels.h"), encod
 
 def kernel_stub():
     """A stand-in for a @triton.jit function: its name is all Launch needs."""
+
     def rmsnorm_kernel():
         pass
+
     return rmsnorm_kernel
 
 
@@ -27,16 +30,27 @@ class Signatures(unittest.TestCase):
     def test_every_primitive_in_order(self):
         self.assertEqual(list(OPS)[:3], ["linear", "conv1d", "layernorm"])
         self.assertEqual(len(OPS), 15)
-        self.assertEqual(OPS["rmsnorm"], [("float*", "out"), ("const float*", "x"),
-                                          ("const float*", "w"), ("int", "rows"),
-                                          ("int", "dim"), ("float", "eps")])
+        self.assertEqual(
+            OPS["rmsnorm"],
+            [
+                ("float*", "out"),
+                ("const float*", "x"),
+                ("const float*", "w"),
+                ("int", "rows"),
+                ("int", "dim"),
+                ("float", "eps"),
+            ],
+        )
         self.assertEqual(OPS["gelu"][-1], ("long long", "n"))
 
 
 class LaunchLanguage(unittest.TestCase):
     def test_accepts_the_shared_subset(self):
-        launch = Launch(kernel_stub(), grid=("cdiv(n, 1024)", "max(rows, 1)"),
-                        args=("out", ("i64", "i64(rows) * dim")))
+        launch = Launch(
+            kernel_stub(),
+            grid=("cdiv(n, 1024)", "max(rows, 1)"),
+            args=("out", ("i64", "i64(rows) * dim")),
+        )
         self.assertEqual(evaluate(launch.grid[0], {"n": 2049}), 3)
         self.assertEqual(evaluate("i64(rows) * dim", {"rows": 70000, "dim": 70000}), 4900000000)
 
@@ -91,13 +105,17 @@ class KernelFiles(unittest.TestCase):
                     path = self.write(d, "k.py", text)
                     with self.assertRaisesRegex(aot.AotError, message):
                         aot.check_source(path)
-            path = self.write(d, "ok.py", """\
+            path = self.write(
+                d,
+                "ok.py",
+                """\
                 import math
                 import triton
                 import triton.language as tl
                 from triton.language.extra import libdevice
                 from glmasr_triton import Launch
-                """)
+                """,
+            )
             aot.check_source(path)
 
     def test_the_labs_own_files_follow_the_rule(self):

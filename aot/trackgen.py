@@ -10,6 +10,7 @@ each op's launcher (64-bit launch arithmetic, grid and i32 limits checked, `todo
 throw NotImplemented), the launcher table and the track's constructor — plus the command line
 both tools share, with the grader's sandbox hook (GLMASR_AOT_SANDBOX).
 """
+
 import argparse
 import ast
 import importlib.util
@@ -32,8 +33,18 @@ WIDENED = {"int": "long long"}
 # copies the C++ it wrote. check_source() is a rule for honest students; this is the boundary.
 SANDBOX_ENV = "GLMASR_AOT_SANDBOX"
 
-FORBIDDEN_CALLS = {"__import__", "exec", "eval", "compile", "open", "breakpoint", "globals",
-                   "vars", "setattr", "delattr"}
+FORBIDDEN_CALLS = {
+    "__import__",
+    "exec",
+    "eval",
+    "compile",
+    "open",
+    "breakpoint",
+    "globals",
+    "vars",
+    "setattr",
+    "delattr",
+}
 
 
 class AotError(Exception):
@@ -42,10 +53,11 @@ class AotError(Exception):
 
 class Backend:
     """What a kernel language supplies (see aot/triton_aot.py for the Triton one)."""
-    language = ""            # "Triton", "cuTile": for messages and the generated comments
-    tool = ""                # the tool's path, for the generated file's header
-    allowed_modules = ()     # what a kernel file may import
-    trailing_params = ()     # (C declaration, name) passed after the kernel's own arguments
+
+    language = ""  # "Triton", "cuTile": for messages and the generated comments
+    tool = ""  # the tool's path, for the generated file's header
+    allowed_modules = ()  # what a kernel file may import
+    trailing_params = ()  # (C declaration, name) passed after the kernel's own arguments
 
     def launches_of(self, module):
         """The module's LAUNCH as a list of the language's launch records."""
@@ -77,8 +89,10 @@ def launcher_signatures(header_text):
             c_type = c_type.replace(" *", "*")
             if c_type != "cudaStream_t":
                 if c_type not in C_TYPES:
-                    raise AotError(f"fp32_kernels.h: {op}: parameter type '{c_type}' has no "
-                                   "kernel-language type")
+                    raise AotError(
+                        f"fp32_kernels.h: {op}: parameter type '{c_type}' has no "
+                        "kernel-language type"
+                    )
                 parsed.append((c_type, name))
         ops[op] = parsed
     if not ops:
@@ -96,8 +110,10 @@ def kernel_files(folders, ops, language="Triton"):
                 files[op] = path
     missing = [op for op in ops if op not in files]
     if missing:
-        raise AotError(f"{', '.join(folders)}: no kernel file for {', '.join(missing)} "
-                       f"(a {language} track writes every primitive: {', '.join(ops)})")
+        raise AotError(
+            f"{', '.join(folders)}: no kernel file for {', '.join(missing)} "
+            f"(a {language} track writes every primitive: {', '.join(ops)})"
+        )
     return files
 
 
@@ -121,10 +137,15 @@ def check_source(path, allowed_modules, language):
             modules = [("." * node.level) + (node.module or "")]
         for module in modules:
             if module.split(".")[0] not in allowed_modules:
-                raise AotError(f"{path}:{node.lineno}: imports {module}; {what} may import only "
-                               f"{', '.join(allowed_modules)}")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id in FORBIDDEN_CALLS:
+                raise AotError(
+                    f"{path}:{node.lineno}: imports {module}; {what} may import only "
+                    f"{', '.join(allowed_modules)}"
+                )
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FORBIDDEN_CALLS
+        ):
             raise AotError(f"{path}:{node.lineno}: calls {node.func.id}(), which {what} may not")
         if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
             raise AotError(f"{path}:{node.lineno}: reaches for {node.attr}, which {what} may not")
@@ -147,14 +168,14 @@ def load_module(path, backend):
 def narrowed(c_type, expression, op):
     """The C++ value of one kernel argument from its (64-bit) expression: an i32 checked to fit."""
     if c_type in ("int32_t", "int"):
-        return f"to_i32({expression}, \"{op}\")"
+        return f'to_i32({expression}, "{op}")'
     return expression
 
 
 def c_bytes(data):
     lines = []
     for i in range(0, len(data), 24):
-        lines.append("    " + ", ".join(str(b) for b in data[i:i + 24]) + ",")
+        lines.append("    " + ", ".join(str(b) for b in data[i : i + 24]) + ",")
     return "\n".join(lines)
 
 
@@ -177,46 +198,67 @@ def generate(backend, track, folders, archs, ops):
             entries, symbol, threads = [], None, None
             for arch in archs:
                 try:
-                    symbol, binary, shared, threads = backend.compile(launch, state, declarations,
-                                                                      arch, where)
+                    symbol, binary, shared, threads = backend.compile(
+                        launch, state, declarations, arch, where
+                    )
                 except AotError:
                     raise
                 except Exception as e:
                     raise AotError(f"{where} (sm_{arch}): {type(e).__name__}: {e}") from e
                 cubins.append(f"const unsigned char {var}_sm{arch}[] = {{\n{c_bytes(binary)}\n}};")
                 entries.append(f"{{{arch}, {var}_sm{arch}, sizeof {var}_sm{arch}, {shared}}}")
-            cubins.append(f"const cuda::TritonCubin {var}_cubins[] = {{{', '.join(entries)}}};\n"
-                          f"const cuda::TritonKernel {var} = {{\"{op}\", \"{symbol}\", "
-                          f"{threads}, {var}_cubins, {len(entries)}}};")
+            cubins.append(
+                f"const cuda::TritonCubin {var}_cubins[] = {{{', '.join(entries)}}};\n"
+                f'const cuda::TritonKernel {var} = {{"{op}", "{symbol}", '
+                f"{threads}, {var}_cubins, {len(entries)}}};"
+            )
             grid = list(launch.grid) + ["1"] * (3 - len(launch.grid))
-            referenced.update(re.findall(r"[A-Za-z_]\w*",
-                                         " ".join(grid + [e for _, e in declarations])))
-            locals_ = [f"        {c_type} a{i} = {narrowed(c_type, e, op)};"
-                       for i, (c_type, e) in enumerate(declarations)]
-            pointers = ", ".join([f"&a{i}" for i in range(len(declarations))] +
-                                 [f"&{name}" for _, name in backend.trailing_params])
-            dims = ", ".join(f"to_grid({g}, {limit}, \"{op}\")"
-                             for g, limit in zip(grid, ("kMaxGridX", "kMaxGridYZ", "kMaxGridYZ")))
+            referenced.update(
+                re.findall(r"[A-Za-z_]\w*", " ".join(grid + [e for _, e in declarations]))
+            )
+            locals_ = [
+                f"        {c_type} a{i} = {narrowed(c_type, e, op)};"
+                for i, (c_type, e) in enumerate(declarations)
+            ]
+            pointers = ", ".join(
+                [f"&a{i}" for i in range(len(declarations))]
+                + [f"&{name}" for _, name in backend.trailing_params]
+            )
+            dims = ", ".join(
+                f'to_grid({g}, {limit}, "{op}")'
+                for g, limit in zip(grid, ("kMaxGridX", "kMaxGridYZ", "kMaxGridYZ"))
+            )
             launch_lines.append(
                 "    {\n" + "\n".join(locals_) + "\n"
                 f"        void* params[] = {{{pointers}}};\n"
                 f"        {var}.launch(dim3({dims}), stream, params);\n"
-                "    }")
+                "    }"
+            )
         # The launcher's parameters come in under their names + "_in"; the launch expressions see
         # them under their own names, every integer widened to 64 bits.
         used = [(c, n) for c, n in params if n in referenced]
-        signature = ", ".join(f"{c} {n}_in" if n in referenced else f"{c} /*{n}*/"
-                              for c, n in params) + ", cudaStream_t stream"
+        signature = (
+            ", ".join(f"{c} {n}_in" if n in referenced else f"{c} /*{n}*/" for c, n in params)
+            + ", cudaStream_t stream"
+        )
         widened = "".join(f"    {WIDENED.get(c, c)} {n} = {n}_in;\n" for c, n in used)
-        body = ("    if (kTodo) throw NotImplemented(\"" + op + "\", \"" + todo + "\");\n" if todo
-                else "") + widened + \
-            "".join(f"    {decl}\n" for decl, _ in backend.trailing_params if decl) + \
-            "\n".join(launch_lines)
+        body = (
+            ('    if (kTodo) throw NotImplemented("' + op + '", "' + todo + '");\n' if todo else "")
+            + widened
+            + "".join(f"    {decl}\n" for decl, _ in backend.trailing_params if decl)
+            + "\n".join(launch_lines)
+        )
         launchers.append(f"void {op}({signature}) {{\n{body}\n}}")
-    return TEMPLATE.format(track=track, ident=ident, folders=" ".join(folders),
-                           archs=", ".join(f"sm_{a}" for a in archs), language=backend.language,
-                           tool=backend.tool, cubins="\n".join(cubins),
-                           launchers="\n\n".join(launchers))
+    return TEMPLATE.format(
+        track=track,
+        ident=ident,
+        folders=" ".join(folders),
+        archs=", ".join(f"sm_{a}" for a in archs),
+        language=backend.language,
+        tool=backend.tool,
+        cubins="\n".join(cubins),
+        launchers="\n\n".join(launchers),
+    )
 
 
 TEMPLATE = """\
@@ -290,9 +332,15 @@ def main(backend, script, description, cache_env):
     sandbox's box when the grader sandboxes the compile."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--track", required=True, help="the track's name (e.g. triton-solution)")
-    parser.add_argument("--folders", nargs="+", required=True, help="kernel folders, later ones on top")
-    parser.add_argument("--arch", type=int, action="append", required=True, help="80, 90, ... (repeat)")
-    parser.add_argument("--kernels-header", required=True, help="driver/cuda/include/glmasr/fp32_kernels.h")
+    parser.add_argument(
+        "--folders", nargs="+", required=True, help="kernel folders, later ones on top"
+    )
+    parser.add_argument(
+        "--arch", type=int, action="append", required=True, help="80, 90, ... (repeat)"
+    )
+    parser.add_argument(
+        "--kernels-header", required=True, help="driver/cuda/include/glmasr/fp32_kernels.h"
+    )
     parser.add_argument("--out", required=True, help="the C++ file to write")
     args = parser.parse_args()
     if os.environ.get(SANDBOX_ENV):
@@ -323,18 +371,34 @@ def run_sandboxed(args, sandbox, script, cache_env):
     if os.path.exists(inner_out):
         os.remove(inner_out)
     archs = [a for arch in sorted(set(args.arch)) for a in ("--arch", str(arch))]
-    variables = [f"{k}={os.environ[k]}" for k in COMPILER_ENV if k in os.environ] + \
-        [f"{cache_env}={os.path.join(box, 'cache')}"]
-    argv = sandbox["prefix"] + variables + [
-        sys.executable, os.path.abspath(script), "--track", args.track,
-        "--folders", *map(os.path.abspath, args.folders), *archs,
-        "--kernels-header", os.path.abspath(args.kernels_header), "--out", inner_out]
+    variables = [f"{k}={os.environ[k]}" for k in COMPILER_ENV if k in os.environ] + [
+        f"{cache_env}={os.path.join(box, 'cache')}"
+    ]
+    argv = (
+        sandbox["prefix"]
+        + variables
+        + [
+            sys.executable,
+            os.path.abspath(script),
+            "--track",
+            args.track,
+            "--folders",
+            *map(os.path.abspath, args.folders),
+            *archs,
+            "--kernels-header",
+            os.path.abspath(args.kernels_header),
+            "--out",
+            inner_out,
+        ]
+    )
     code = subprocess.run(argv, env=sandbox["env"], cwd=os.getcwd()).returncode
     if code != 0:
         return code if 0 < code < 128 else 2
     if not os.path.isfile(inner_out) or os.path.islink(inner_out):
-        print(f"{os.path.basename(script)}: the sandboxed compile wrote no {inner_out}",
-              file=sys.stderr)
+        print(
+            f"{os.path.basename(script)}: the sandboxed compile wrote no {inner_out}",
+            file=sys.stderr,
+        )
         return 2
     shutil.copyfile(inner_out, args.out + ".tmp")
     os.replace(args.out + ".tmp", args.out)

@@ -20,6 +20,7 @@ methods it calls (data_ptr, dtype, untyped_storage, storage_offset, size, stride
 set_, and the storage's cpu / copy_). A null pointer (an absent bias or positions) is a Buffer
 without an array: its data_ptr is 0.
 """
+
 import importlib.util
 import inspect
 import math
@@ -42,20 +43,24 @@ from glmasr_triton import evaluate, launches_of  # noqa: E402
 from triton.runtime.interpreter import TensorHandle  # noqa: E402
 from triton_aot import C_TO_TRITON  # noqa: E402
 
-EPS = 2.0 ** -23  # f32 machine epsilon, as kEpsF32 in the kernel tests
+EPS = 2.0**-23  # f32 machine epsilon, as kEpsF32 in the kernel tests
 RNG = np.random.default_rng(1234)
 
 
 # ---------------------------------------------------------------- the launchers' signatures
 
+
 def launcher_signatures():
     """{op: [(name, triton type), ...]} in the op list's order: fp32_kernels.h as aot.py reads it."""
     header = (ROOT / "driver/cuda/include/glmasr/fp32_kernels.h").read_text()
-    return {op: [(name, C_TO_TRITON[c_type]) for c_type, name in params]
-            for op, params in aot.launcher_signatures(header).items()}
+    return {
+        op: [(name, C_TO_TRITON[c_type]) for c_type, name in params]
+        for op, params in aot.launcher_signatures(header).items()
+    }
 
 
 # ---------------------------------------------------------------- a tensor for the interpreter
+
 
 class _Storage:
     def __init__(self, array):
@@ -91,7 +96,11 @@ class Buffer:
         return (0,) if self.array is None else self.array.shape
 
     def stride(self):
-        return (1,) if self.array is None else tuple(s // self.array.itemsize for s in self.array.strides)
+        return (
+            (1,)
+            if self.array is None
+            else tuple(s // self.array.itemsize for s in self.array.strides)
+        )
 
     def new_empty(self, *size, device=None):
         return Buffer(None, self.dtype)
@@ -103,6 +112,7 @@ class Buffer:
 
 # ---------------------------------------------------------------- running a LAUNCH
 
+
 def check_launch_fits(launch):
     """The LAUNCH gives every runtime parameter one argument and every tl.constexpr a value."""
     fn = getattr(launch.kernel, "fn", launch.kernel)
@@ -111,11 +121,15 @@ def check_launch_fits(launch):
     runtime = [p.name for p in params if not is_constexpr(p)]
     constexprs = {p.name for p in params if is_constexpr(p)}
     if len(runtime) != len(launch.args):
-        raise ValueError(f"{launch.name} takes {len(runtime)} runtime arguments "
-                         f"({', '.join(runtime)}), LAUNCH gives {len(launch.args)}")
+        raise ValueError(
+            f"{launch.name} takes {len(runtime)} runtime arguments "
+            f"({', '.join(runtime)}), LAUNCH gives {len(launch.args)}"
+        )
     if constexprs != set(launch.constexprs):
-        raise ValueError(f"{launch.name}: constexprs {sorted(launch.constexprs)} "
-                         f"do not match the kernel's {sorted(constexprs)}")
+        raise ValueError(
+            f"{launch.name}: constexprs {sorted(launch.constexprs)} "
+            f"do not match the kernel's {sorted(constexprs)}"
+        )
 
 
 def scalar(kind, value):
@@ -149,9 +163,10 @@ def run_launches(launches, signature, values):
 
 # ---------------------------------------------------------------- comparing
 
+
 def relative_budget(ref, rel, scale=None):
     finite = ref[np.isfinite(ref)]
-    s = scale if scale is not None else (np.sqrt(np.mean(finite ** 2)) if finite.size else 0.0)
+    s = scale if scale is not None else (np.sqrt(np.mean(finite**2)) if finite.size else 0.0)
     return rel * (np.abs(ref) + s)
 
 
@@ -168,8 +183,10 @@ def compare(got, ref, budget, what):
     if bad.any():
         k = np.flatnonzero(bad.ravel())[0]
         index = tuple(int(i) for i in np.unravel_index(k, ref.shape))
-        raise AssertionError(f"{what}: {int(bad.sum())} of {ref.size} wrong, first at {index}: "
-                             f"got {got[index]:.7g}, want {ref[index]:.7g} (budget {budget[index]:.3g})")
+        raise AssertionError(
+            f"{what}: {int(bad.sum())} of {ref.size} wrong, first at {index}: "
+            f"got {got[index]:.7g}, want {ref[index]:.7g} (budget {budget[index]:.3g})"
+        )
     return float(err.max()) if err.size else 0.0
 
 
@@ -185,10 +202,16 @@ def poisoned(shape, dtype=np.float32):
 # ---------------------------------------------------------------- the ops: cases and references
 # Each returns the largest error seen; `run(values)` calls the op's launches.
 
+
 def check_linear(run):
     worst = 0.0
-    for M, N, K, has_bias in [(1, 19, 111, True), (37, 70, 50, False), (5, 130, 33, True),
-                              (70, 3, 1, True), (4, 9, 1100, False)]:
+    for M, N, K, has_bias in [
+        (1, 19, 111, True),
+        (37, 70, 50, False),
+        (5, 130, 33, True),
+        (70, 3, 1, True),
+        (4, 9, 1100, False),
+    ]:
         x, w = f32((M, K)), f32((N, K))
         bias = f32(N) if has_bias else None
         out = poisoned((M, N))
@@ -196,7 +219,7 @@ def check_linear(run):
         x64, w64 = x.astype(np.float64), w.astype(np.float64)
         ref = x64 @ w64.T + (bias if has_bias else 0)
         magnitude = np.abs(x64) @ np.abs(w64).T + (np.abs(bias) if has_bias else 0)
-        u = 2.0 ** -9 + EPS  # the TF32 model of product_tolerance
+        u = 2.0**-9 + EPS  # the TF32 model of product_tolerance
         budget = 4 * (u * magnitude + EPS * math.sqrt(K) * np.abs(ref))
         worst = max(worst, compare(out, ref, budget, f"M={M} N={N} K={K} bias={has_bias}"))
     return worst
@@ -206,11 +229,11 @@ def conv1d_reference(x, w, bias, stride, padding, T_out):
     T_in, C_in = x.shape
     C_out, _, ksize = w.shape
     padded = np.zeros((T_in + 2 * padding + ksize, C_in))
-    padded[padding:padding + T_in] = x
+    padded[padding : padding + T_in] = x
     out = np.zeros((T_out, C_out)) + (0 if bias is None else bias)
     magnitude = np.zeros((T_out, C_out)) + (0 if bias is None else np.abs(bias))
     for kk in range(ksize):
-        rows = padded[kk + stride * np.arange(T_out)]          # (T_out, C_in)
+        rows = padded[kk + stride * np.arange(T_out)]  # (T_out, C_in)
         out += rows @ w[:, :, kk].astype(np.float64).T
         magnitude += np.abs(rows) @ np.abs(w[:, :, kk]).astype(np.float64).T
     return out, magnitude
@@ -219,19 +242,42 @@ def conv1d_reference(x, w, bias, stride, padding, T_out):
 def check_conv1d(run):
     worst = 0.0
     for T_in, C_in, C_out, ksize, stride, padding, has_bias in [
-            (11, 5, 7, 3, 1, 1, True), (20, 33, 70, 3, 2, 1, False), (7, 3, 4, 5, 3, 2, True),
-            (1, 2, 3, 1, 1, 0, True)]:
+        (11, 5, 7, 3, 1, 1, True),
+        (20, 33, 70, 3, 2, 1, False),
+        (7, 3, 4, 5, 3, 2, True),
+        (1, 2, 3, 1, 1, 0, True),
+    ]:
         T_out = (T_in + 2 * padding - ksize) // stride + 1
         x, w = f32((T_in, C_in)), f32((C_out, C_in, ksize))
         bias = f32(C_out) if has_bias else None
         out = poisoned((T_out, C_out))
-        run(dict(out=out, x=x, w=w, bias=bias, T_in=T_in, C_in=C_in, C_out=C_out, ksize=ksize,
-                 stride=stride, padding=padding, T_out=T_out))
+        run(
+            dict(
+                out=out,
+                x=x,
+                w=w,
+                bias=bias,
+                T_in=T_in,
+                C_in=C_in,
+                C_out=C_out,
+                ksize=ksize,
+                stride=stride,
+                padding=padding,
+                T_out=T_out,
+            )
+        )
         ref, magnitude = conv1d_reference(x.astype(np.float64), w, bias, stride, padding, T_out)
         K = C_in * ksize
-        budget = 4 * ((2.0 ** -9 + EPS) * magnitude + EPS * math.sqrt(K) * np.abs(ref))
-        worst = max(worst, compare(out, ref, budget, f"T_in={T_in} C_in={C_in} C_out={C_out} "
-                                                     f"k={ksize} stride={stride} pad={padding}"))
+        budget = 4 * ((2.0**-9 + EPS) * magnitude + EPS * math.sqrt(K) * np.abs(ref))
+        worst = max(
+            worst,
+            compare(
+                out,
+                ref,
+                budget,
+                f"T_in={T_in} C_in={C_in} C_out={C_out} k={ksize} stride={stride} pad={padding}",
+            ),
+        )
     return worst
 
 
@@ -247,7 +293,7 @@ def check_layernorm(run):
         run(dict(out=out, x=x, w=w, b=b, rows=rows, dim=dim, eps=1e-5))
         x64 = x.astype(np.float64)
         centred = x64 - x64.mean(axis=1, keepdims=True)
-        normed = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-5)
+        normed = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + 1e-5)
         ref = normed * w + b
         # centring costs digits in proportion to |mean| / std (layernorm_tolerance)
         rel = 16 * EPS * (math.sqrt(dim) + 2) * (1 + np.abs(x64.mean(axis=1, keepdims=True)))
@@ -263,7 +309,7 @@ def check_rmsnorm(run):
         out = poisoned((rows, dim))
         run(dict(out=out, x=x, w=w, rows=rows, dim=dim, eps=1e-6))
         x64 = x.astype(np.float64)
-        ref = x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6) * w
+        ref = x64 / np.sqrt((x64**2).mean(axis=1, keepdims=True) + 1e-6) * w
         budget = relative_budget(ref, 8 * EPS * (math.sqrt(dim) + 2))
         worst = max(worst, compare(out, ref, budget, f"rows={rows} dim={dim}"))
     return worst
@@ -272,7 +318,9 @@ def check_rmsnorm(run):
 def elementwise_inputs(n):
     """Normal values with extremes planted every 7th element (exp overflows, erf saturates)."""
     x = f32(n, 3.0)
-    x[::7] = np.resize(np.array([-1e4, 1e4, -100.0, 100.0, 0.0, -20.0, 20.0], np.float32), x[::7].size)
+    x[::7] = np.resize(
+        np.array([-1e4, 1e4, -100.0, 100.0, 0.0, -20.0, 20.0], np.float32), x[::7].size
+    )
     return x
 
 
@@ -285,7 +333,7 @@ def check_gelu(run):
         ref = x64 * 0.5 * (1 + erf(x64 / math.sqrt(2)))
         out = x if in_place else poisoned(n)
         run(dict(out=out, x=x, n=n))
-        budget = relative_budget(ref, 16 * EPS, float(np.sqrt(np.mean(x64 ** 2))))
+        budget = relative_budget(ref, 16 * EPS, float(np.sqrt(np.mean(x64**2))))
         worst = max(worst, compare(out, ref, budget, f"n={n} in_place={in_place}"))
     return worst
 
@@ -318,22 +366,32 @@ def check_softmax(run):
     for rows, cols, in_place in [(1, 1, False), (6, 2500, False), (3, 1024, True), (2, 70, True)]:
         x = f32((rows, cols), 3.0)
         if cols > 1:
-            x[0, cols // 3:] = -np.inf            # a causal-style tail
+            x[0, cols // 3 :] = -np.inf  # a causal-style tail
         if rows > 1:
-            x[1, :] = -np.inf                     # a fully masked row: zeros
+            x[1, :] = -np.inf  # a fully masked row: zeros
         ref = softmax_reference(x)
         finite = np.where(np.isfinite(x), x, np.nan)
-        spread = np.nanmax(np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1)) if np.isfinite(finite).any() else 0
+        spread = (
+            np.nanmax(np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1))
+            if np.isfinite(finite).any()
+            else 0
+        )
         out = x if in_place else poisoned((rows, cols))
         run(dict(out=out, x=x, rows=rows, cols=cols))
         budget = relative_budget(ref, 8 * EPS * (math.sqrt(cols) + 2 + spread))
-        worst = max(worst, compare(out, ref, budget, f"rows={rows} cols={cols} in_place={in_place}"))
+        worst = max(
+            worst, compare(out, ref, budget, f"rows={rows} cols={cols} in_place={in_place}")
+        )
     return worst
 
 
 def rope_tables(P, half, theta):
-    inv_freq = (1.0 / np.power(np.float32(theta), np.arange(half, dtype=np.float32) * 2 / (2 * half),
-                               dtype=np.float32)).astype(np.float32)
+    inv_freq = (
+        1.0
+        / np.power(
+            np.float32(theta), np.arange(half, dtype=np.float32) * 2 / (2 * half), dtype=np.float32
+        )
+    ).astype(np.float32)
     angle = np.arange(P, dtype=np.float32)[:, None] * inv_freq[None, :]  # the f32 product
     return np.cos(angle.astype(np.float64)), np.sin(angle.astype(np.float64)), angle
 
@@ -355,36 +413,52 @@ def check_rope_freqs(run):
 
 def check_rope_apply(run):
     worst = 0.0
-    for T, n_heads, head_dim, half, P in [(5, 3, 10, 3, 20), (2, 2, 128, 64, 300), (1, 1, 2, 1, 1),
-                                          (4, 5, 64, 16, 8)]:
+    for T, n_heads, head_dim, half, P in [
+        (5, 3, 10, 3, 20),
+        (2, 2, 128, 64, 300),
+        (1, 1, 2, 1, 1),
+        (4, 5, 64, 16, 8),
+    ]:
         cos, sin, _ = rope_tables(P, half, 10000.0)
         cos, sin = cos.astype(np.float32), sin.astype(np.float32)
         positions = RNG.integers(0, P, T).astype(np.int32)
         if T > 2:
-            positions[-1] = -1                     # a driver bug: the pairs become NaN
+            positions[-1] = -1  # a driver bug: the pairs become NaN
         x = f32((T, n_heads * head_dim))
         heads = x.astype(np.float64).reshape(T, n_heads, head_dim)
         ref = heads.copy()
         c = cos[positions][:, None, :].astype(np.float64)
         s = sin[positions][:, None, :].astype(np.float64)
-        a, b = heads[:, :, :half], heads[:, :, half:2 * half]
+        a, b = heads[:, :, :half], heads[:, :, half : 2 * half]
         ref[:, :, :half] = a * c - b * s
-        ref[:, :, half:2 * half] = b * c + a * s
-        ref[positions < 0, :, :2 * half] = np.nan
+        ref[:, :, half : 2 * half] = b * c + a * s
+        ref[positions < 0, :, : 2 * half] = np.nan
         ref = ref.reshape(T, n_heads * head_dim)
-        run(dict(x=x, cos=cos, sin=sin, positions=positions, T=T, n_heads=n_heads,
-                 head_dim=head_dim, half=half))
-        budget = relative_budget(ref, 8 * EPS, float(np.sqrt(np.mean(heads ** 2))))
-        worst = max(worst, compare(x, ref, budget, f"T={T} heads={n_heads} head_dim={head_dim} half={half}"))
+        run(
+            dict(
+                x=x,
+                cos=cos,
+                sin=sin,
+                positions=positions,
+                T=T,
+                n_heads=n_heads,
+                head_dim=head_dim,
+                half=half,
+            )
+        )
+        budget = relative_budget(ref, 8 * EPS, float(np.sqrt(np.mean(heads**2))))
+        worst = max(
+            worst, compare(x, ref, budget, f"T={T} heads={n_heads} head_dim={head_dim} half={half}")
+        )
     return worst
 
 
 # (Tq, Tk, Hq, Hkv, D, positions or None)
 ATTENTION_CASES = [
-    (5, 7, 4, 2, 16, None),                        # encoder-like: every key visible, GQA 2:1
-    (3, 70, 4, 2, 40, [10, 33, 65]),               # a prompt over a cache, rows > 65 unwritten
-    (1, 130, 2, 1, 128, [129]),                    # decode: one query, the whole cache
-    (66, 66, 3, 3, 8, list(range(66))),            # prefill: causal, a query tile straddled
+    (5, 7, 4, 2, 16, None),  # encoder-like: every key visible, GQA 2:1
+    (3, 70, 4, 2, 40, [10, 33, 65]),  # a prompt over a cache, rows > 65 unwritten
+    (1, 130, 2, 1, 128, [129]),  # decode: one query, the whole cache
+    (66, 66, 3, 3, 8, list(range(66))),  # prefill: causal, a query tile straddled
 ]
 
 
@@ -392,11 +466,11 @@ def attention_data(Tq, Tk, Hq, Hkv, D, positions):
     q, k, v = f32((Tq, Hq * D)), f32((Tk, Hkv * D)), f32((Tk, Hkv * D))
     pos = None if positions is None else np.array(positions, dtype=np.int32)
     if pos is not None:
-        k[pos.max() + 1:] = np.nan                 # never written: must never be read
-        v[pos.max() + 1:] = np.nan
+        k[pos.max() + 1 :] = np.nan  # never written: must never be read
+        v[pos.max() + 1 :] = np.nan
     g = np.arange(Hq) // (Hq // Hkv)
-    qh = q.astype(np.float64).reshape(Tq, Hq, D).transpose(1, 0, 2)                 # (Hq, Tq, D)
-    kh = k.astype(np.float64).reshape(Tk, Hkv, D).transpose(1, 0, 2)[g]             # (Hq, Tk, D)
+    qh = q.astype(np.float64).reshape(Tq, Hq, D).transpose(1, 0, 2)  # (Hq, Tq, D)
+    kh = k.astype(np.float64).reshape(Tk, Hkv, D).transpose(1, 0, 2)[g]  # (Hq, Tk, D)
     visible = np.ones((Tq, Tk), bool) if pos is None else np.arange(Tk)[None, :] <= pos[:, None]
     kh = np.where(np.isnan(kh), 0.0, kh)
     return q, k, v, pos, qh, kh, visible, g
@@ -408,13 +482,32 @@ def check_attention_scores(run):
         q, k, v, pos, qh, kh, visible, g = attention_data(Tq, Tk, Hq, Hkv, D, positions)
         scale = 1 / math.sqrt(D)
         ref = np.where(visible[None], np.einsum("hid,hjd->hij", qh, kh) * scale, -np.inf)
-        typical = float(np.sqrt(np.mean(np.einsum("hid,hjd->hij", qh ** 2, kh ** 2)))) * scale
+        typical = float(np.sqrt(np.mean(np.einsum("hid,hjd->hij", qh**2, kh**2)))) * scale
         scores = poisoned((Hq, Tq, Tk))
-        run(dict(scores=scores, q=q, k=k, positions=pos, Tq=Tq, Tk=Tk, Hq=Hq, Hkv=Hkv, D=D,
-                 scale=scale))
+        run(
+            dict(
+                scores=scores,
+                q=q,
+                k=k,
+                positions=pos,
+                Tq=Tq,
+                Tk=Tk,
+                Hq=Hq,
+                Hkv=Hkv,
+                D=D,
+                scale=scale,
+            )
+        )
         budget = relative_budget(ref, 8 * EPS * (math.sqrt(D) + 2), typical)
-        worst = max(worst, compare(scores, ref, budget, f"Tq={Tq} Tk={Tk} Hq={Hq} Hkv={Hkv} D={D} "
-                                                        f"masked={pos is not None}"))
+        worst = max(
+            worst,
+            compare(
+                scores,
+                ref,
+                budget,
+                f"Tq={Tq} Tk={Tk} Hq={Hq} Hkv={Hkv} D={D} masked={pos is not None}",
+            ),
+        )
     return worst
 
 
@@ -423,8 +516,10 @@ def check_attention_output(run):
     for Tq, Tk, Hq, Hkv, D, positions in ATTENTION_CASES:
         q, k, v, pos, qh, kh, visible, g = attention_data(Tq, Tk, Hq, Hkv, D, positions)
         logits = np.where(visible[None], np.einsum("hid,hjd->hij", qh, kh) / math.sqrt(D), -np.inf)
-        probs = softmax_reference(logits.reshape(Hq * Tq, Tk)).reshape(Hq, Tq, Tk).astype(np.float32)
-        vh = v.astype(np.float64).reshape(Tk, Hkv, D).transpose(1, 0, 2)[g]             # (Hq, Tk, D)
+        probs = (
+            softmax_reference(logits.reshape(Hq * Tq, Tk)).reshape(Hq, Tq, Tk).astype(np.float32)
+        )
+        vh = v.astype(np.float64).reshape(Tk, Hkv, D).transpose(1, 0, 2)[g]  # (Hq, Tk, D)
         ref = np.einsum("hij,hjd->ihd", probs.astype(np.float64), np.where(np.isnan(vh), 0.0, vh))
         ref = ref.reshape(Tq, Hq * D)
         out = poisoned((Tq, Hq * D))
@@ -432,8 +527,15 @@ def check_attention_output(run):
         valid = int(visible.sum(axis=1).max())
         typical = float(np.sqrt(np.nanmean(v.astype(np.float64) ** 2)))
         budget = relative_budget(ref, 8 * EPS * (math.sqrt(valid) + 2), typical)
-        worst = max(worst, compare(out, ref, budget, f"Tq={Tq} Tk={Tk} Hq={Hq} Hkv={Hkv} D={D} "
-                                                     f"masked={pos is not None}"))
+        worst = max(
+            worst,
+            compare(
+                out,
+                ref,
+                budget,
+                f"Tq={Tq} Tk={Tk} Hq={Hq} Hkv={Hkv} D={D} masked={pos is not None}",
+            ),
+        )
     return worst
 
 
@@ -443,7 +545,7 @@ def check_embedding(run):
         table = f32((V, D))
         ids = RNG.integers(0, V, T).astype(np.int32)
         if T > 2:
-            ids[1], ids[2] = -1, V                 # out of range: NaN rows
+            ids[1], ids[2] = -1, V  # out of range: NaN rows
         out = poisoned((T, D))
         run(dict(out=out, table=table, ids=ids, T=T, D=D, V=V))
         ref = np.where(((ids >= 0) & (ids < V))[:, None], table[np.clip(ids, 0, V - 1)], np.nan)
@@ -458,7 +560,9 @@ def check_add(run):
         ref = a.astype(np.float64) + b
         out = a if in_place else poisoned(n)
         run(dict(out=out, a=a, b=b, n=n))
-        worst = max(worst, compare(out, ref, relative_budget(ref, EPS, 0.0), f"n={n} in_place={in_place}"))
+        worst = max(
+            worst, compare(out, ref, relative_budget(ref, EPS, 0.0), f"n={n} in_place={in_place}")
+        )
     return worst
 
 
@@ -487,23 +591,28 @@ def check_argmax(run):
 
 
 def check_cache_write(run):
-    for T, W, cap, positions in [(5, 37, 10, [3, 0, 12, 9, -1]), (1, 1030, 4, [2]), (3, 512, 3, [2, 1, 0])]:
+    for T, W, cap, positions in [
+        (5, 37, 10, [3, 0, 12, 9, -1]),
+        (1, 1030, 4, [2]),
+        (3, 512, 3, [2, 1, 0]),
+    ]:
         rows = f32((T, W))
         positions = np.array(positions, dtype=np.int32)
         cache = f32((cap, W))
         want = cache.copy()
         for i, p in enumerate(positions):
-            if 0 <= p < cap:                       # out of range: skipped
+            if 0 <= p < cap:  # out of range: skipped
                 want[p] = rows[i]
         run(dict(cache=cache, rows=rows, positions=positions, T=T, W=W, cap=cap))
         compare(cache, want, 0.0, f"T={T} W={W} cap={cap}")
     return 0.0
 
 
-CHECKS = {name[len("check_"):]: fn for name, fn in globals().items() if name.startswith("check_")}
+CHECKS = {name[len("check_") :]: fn for name, fn in globals().items() if name.startswith("check_")}
 
 
 # ---------------------------------------------------------------- the track
+
 
 def load_module(path, tag):
     spec = importlib.util.spec_from_file_location(f"glmasr_track_{tag}_{path.stem}", path)
@@ -522,8 +631,9 @@ def main(folders):
     if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 4):
         # Triton 3.6's interpreter fails inside numpy 2.4 and later: not a kernel's fault, so
         # no verdict (tools/setup.sh --triton installs a numpy it runs with).
-        print(f"skipped: Triton 3.6's interpreter needs numpy < 2.4, this "
-              f"Python has {np.__version__}")
+        print(
+            f"skipped: Triton 3.6's interpreter needs numpy < 2.4, this Python has {np.__version__}"
+        )
         return SKIPPED
     signatures = launcher_signatures()
     np.seterr(all="ignore")  # exp overflow, −inf − −inf, ...: the inputs are meant to reach them
@@ -549,7 +659,9 @@ def main(folders):
             for launch in launches:
                 check_launch_fits(launch)
             t0 = time.time()
-            worst = CHECKS[op](lambda values, ls=launches, sig=signature: run_launches(ls, sig, values))
+            worst = CHECKS[op](
+                lambda values, ls=launches, sig=signature: run_launches(ls, sig, values)
+            )
             print(f"ok {op} (max err {worst:.2e}, {time.time() - t0:.1f} s) [{path}]")
         except Exception as e:  # one op's failure must not hide the others'
             message = str(e).strip().splitlines()

@@ -32,8 +32,8 @@ __global__ void add_kernel(float* out,      // (n), may equal a or b
 
 void add(float* out, const float* a, const float* b, long long n, cudaStream_t stream) {
     if (n == 0) return;  // a launch of zero blocks is an error
-    add_kernel<<<cuda::blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
-        out, a, b, n);
+    add_kernel<<<cuda::blocks_for(n, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(out, a, b,
+                                                                                       n);
     CUDA_CHECK_LAUNCH();
 }
 

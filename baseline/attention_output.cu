@@ -35,10 +35,10 @@ __global__ void attention_output_kernel(float* out,          // (Tq, Hq·D)
     const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (idx >= static_cast<long long>(Tq) * Hq * D) return;
     const int d = static_cast<int>(idx % D);  // consecutive threads: consecutive d of one head
-    const long long ih = idx / D;              // i · Hq + h
+    const long long ih = idx / D;             // i · Hq + h
     const int h = static_cast<int>(ih % Hq);
     const long long i = ih / Hq;
-    int g = h / (Hq / Hkv);  // the KV head this query head reads
+    int g = h / (Hq / Hkv);                          // the KV head this query head reads
     if (GLMASR_BUG(output_gqa_modulo)) g = h % Hkv;  // round-robin, not consecutive groups
     const float* p_row = probs + (static_cast<long long>(h) * Tq + i) * Tk;
     const float* v_col = v + static_cast<long long>(g) * D + d;  // v[j, g·D + d] at j·Hkv·D

@@ -37,7 +37,7 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
                                         int Tq, int Tk, int Hq, int Hkv, int D, float scale) {
     const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (idx >= static_cast<long long>(Hq) * Tq * Tk) return;
-    const long long j = idx % Tk;  // consecutive threads: consecutive keys of one query row
+    const long long j = idx % Tk;   // consecutive threads: consecutive keys of one query row
     const long long hi = idx / Tk;  // h · Tq + i
     const long long i = hi % Tq;
     const int h = static_cast<int>(hi / Tq);
@@ -58,7 +58,7 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
         scores[idx] = -INFINITY;
         return;
     }
-    int g = h / (Hq / Hkv);  // the KV head this query head reads
+    int g = h / (Hq / Hkv);                          // the KV head this query head reads
     if (GLMASR_BUG(scores_gqa_modulo)) g = h % Hkv;  // round-robin, not consecutive groups
     const float* q_row = q + i * Hq * D + static_cast<long long>(h) * D;
     const float* k_row = k + j * Hkv * D + static_cast<long long>(g) * D;
@@ -71,8 +71,8 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
 
 }  // namespace
 
-void attention_scores(float* scores, const float* q, const float* k, const int* positions,
-                      int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+void attention_scores(float* scores, const float* q, const float* k, const int* positions, int Tq,
+                      int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
     const long long n_scores = static_cast<long long>(Hq) * Tq * Tk;
     if (n_scores == 0) return;  // a launch of zero blocks is an error
     attention_scores_kernel<<<cuda::blocks_for(n_scores, kThreadsPerBlock), kThreadsPerBlock, 0,

@@ -28,9 +28,9 @@ __global__ void embedding_kernel(float* out,          // (T, D)
     const long long t = idx / D;
     const long long d = idx % D;
     int id = ids[t];
-    if (GLMASR_BUG(embedding_id_minus_1)) id -= 1;  // 1-based ids
+    if (GLMASR_BUG(embedding_id_minus_1)) id -= 1;        // 1-based ids
     if (GLMASR_BUG(embedding_last_row_rejected)) V -= 1;  // the check becomes id < V − 1
-    if (GLMASR_BUG(embedding_row_past_end)) V += 1;  // the check becomes id <= V
+    if (GLMASR_BUG(embedding_row_past_end)) V += 1;       // the check becomes id <= V
     out[idx] = (id >= 0 && id < V) ? table[static_cast<long long>(id) * D + d] : NAN;
 }
 

@@ -48,10 +48,10 @@ __global__ void rope_freqs_kernel(float* cos_out,  // (n_positions, half)
     sin_out[i] = sinf(angle);
 }
 
-__global__ void rope_apply_kernel(float* x,               // (T, n_heads·head_dim), in place
-                                  const float* cos_tab,   // (P, half)
-                                  const float* sin_tab,   // (P, half)
-                                  const int* positions,   // (T)
+__global__ void rope_apply_kernel(float* x,              // (T, n_heads·head_dim), in place
+                                  const float* cos_tab,  // (P, half)
+                                  const float* sin_tab,  // (P, half)
+                                  const int* positions,  // (T)
                                   int T, int n_heads, int head_dim, int half) {
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= static_cast<long long>(T) * n_heads * half) return;
@@ -70,7 +70,7 @@ __global__ void rope_apply_kernel(float* x,               // (T, n_heads·head_d
     const float c = cos_tab[static_cast<long long>(p) * half + j];
     float s = sin_tab[static_cast<long long>(p) * half + j];
     if (GLMASR_BUG(rope_apply_wrong_sign)) s = -s;  // a rotation by −angle
-    if (GLMASR_BUG(rope_apply_interleaved)) {  // GPT-J pairs (2j, 2j + 1), not (j, j + half)
+    if (GLMASR_BUG(rope_apply_interleaved)) {       // GPT-J pairs (2j, 2j + 1), not (j, j + half)
         const float a = x_head[2 * j];
         const float b = x_head[2 * j + 1];
         x_head[2 * j] = a * c - b * s;
@@ -99,8 +99,8 @@ void rope_apply(float* x, const float* cos, const float* sin, const int* positio
                 int n_heads, int head_dim, int half, cudaStream_t stream) {
     const long long n_pairs = static_cast<long long>(T) * n_heads * half;
     if (n_pairs == 0) return;  // a launch of zero blocks is an error
-    rope_apply_kernel<<<cuda::blocks_for(n_pairs, kThreadsPerBlock), kThreadsPerBlock, 0,
-                        stream>>>(x, cos, sin, positions, T, n_heads, head_dim, half);
+    rope_apply_kernel<<<cuda::blocks_for(n_pairs, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
+        x, cos, sin, positions, T, n_heads, head_dim, half);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -27,10 +27,9 @@ const cuda::Fp32Kernels kBaselineKernels = GLMASR_FP32_KERNELS;
 }  // namespace baseline
 
 const Track& baseline_track() {
-    static const Track track{"baseline",
-                             "naive CUDA: one thread per output, global memory only, fp32",
-                             Device::Cuda, DType::F32,
-                             cuda::fp32_ops<baseline::kBaselineKernels>()};
+    static const Track track{
+        "baseline", "naive CUDA: one thread per output, global memory only, fp32", Device::Cuda,
+        DType::F32, cuda::fp32_ops<baseline::kBaselineKernels>()};
     return track;
 }
 

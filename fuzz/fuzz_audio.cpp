@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& path = file.write(data, size);
     fuzz::expect_only_input_errors([&] {
         const glmasr::AudioClip clip = glmasr::load_audio(path, 16000);
-        if (clip.sample_rate != 16000) fuzz::finding("clip at " + std::to_string(clip.sample_rate) + " Hz");
+        if (clip.sample_rate != 16000)
+            fuzz::finding("clip at " + std::to_string(clip.sample_rate) + " Hz");
         for (float v : clip.samples)
             if (!std::isfinite(v)) fuzz::finding("accepted clip holds a non-finite sample");
     });

@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::expect_only_input_errors([&] {
         const std::vector<int> ids = tok.encode(text);
         for (int id : ids)
-            if (id < 0 || id >= tok.vocab_size()) fuzz::finding("encode gave id " + std::to_string(id));
+            if (id < 0 || id >= tok.vocab_size())
+                fuzz::finding("encode gave id " + std::to_string(id));
         const std::string back = tok.decode(ids, /*skip_special_tokens=*/false);
         if (back != text) fuzz::finding("decode(encode(text)) differs from the text");
     });

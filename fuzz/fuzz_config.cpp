@@ -11,9 +11,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static fuzz::MemFile file;
     fuzz::expect_only_input_errors([&] {
         const std::string json = glmasr::ModelConfig::load(file.write(data, size)).to_json();
-        const std::string again = glmasr::ModelConfig::load(
-            file.write(reinterpret_cast<const uint8_t*>(json.data()), json.size())).to_json();
-        if (again != json) fuzz::finding("config changes in a to_json/load round trip:\n" + json + "\n" + again);
+        const std::string again =
+            glmasr::ModelConfig::load(
+                file.write(reinterpret_cast<const uint8_t*>(json.data()), json.size()))
+                .to_json();
+        if (again != json)
+            fuzz::finding("config changes in a to_json/load round trip:\n" + json + "\n" + again);
     });
     return 0;
 }

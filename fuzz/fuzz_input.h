@@ -58,7 +58,8 @@ void expect_only_input_errors(Parse&& parse) {
     } catch (const glmasr::InputError&) {
         // the expected rejection of bad input
     } catch (const std::exception& e) {
-        finding(std::string("exception other than InputError: ") + typeid(e).name() + ": " + e.what());
+        finding(std::string("exception other than InputError: ") + typeid(e).name() + ": " +
+                e.what());
     } catch (...) {
         finding("a non-std exception");
     }

@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string& path = file.write(data, size);
     fuzz::expect_only_input_errors([&] {
         const glmasr::Tokenizer tok = glmasr::Tokenizer::load(path);
-        const std::vector<int> ids =
-            tok.encode("<|user|>\nPlease transcribe this audio into text<|assistant|>\nHello, world! 123");
+        const std::vector<int> ids = tok.encode(
+            "<|user|>\nPlease transcribe this audio into text<|assistant|>\nHello, world! 123");
         for (int id : ids)
             if (id < 0 || id >= tok.vocab_size())
                 fuzz::finding("encode gave id " + std::to_string(id) + " outside [0, " +

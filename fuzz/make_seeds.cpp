@@ -135,29 +135,34 @@ int main(int argc, char** argv) {
                              "tests/fixtures/features/chirp.wav"})
         audio_seeds(root / clip, out / "audio");
 
-    safetensors_seeds(root / "assets/models/glm-asr-tiny/model.safetensors", out / "safetensors", "tiny_model");
+    safetensors_seeds(root / "assets/models/glm-asr-tiny/model.safetensors", out / "safetensors",
+                      "tiny_model");
     for (const char* name : {"awkward", "mini_nano"}) {
         safetensors_seeds(root / "tests/fixtures/parity" / name / "model/model.safetensors",
                           out / "safetensors", std::string(name) + "_model");
         safetensors_seeds(root / "tests/fixtures/parity" / name / "expected.safetensors",
                           out / "safetensors", std::string(name) + "_expected");
     }
-    safetensors_seeds(root / "tests/fixtures/features/features.safetensors", out / "safetensors", "features");
+    safetensors_seeds(root / "tests/fixtures/features/features.safetensors", out / "safetensors",
+                      "features");
 
     int n = 0;
-    for (const char* config : {"assets/models/glm-asr-tiny/config.json", "tests/fixtures/configs/nano.json",
-                               "tests/fixtures/configs/small.json",
-                               "tests/fixtures/parity/awkward/model/config.json",
-                               "tests/fixtures/parity/mini_nano/model/config.json"})
-        fs::copy_file(root / config, out / "config" / std::to_string(n++), fs::copy_options::overwrite_existing);
+    for (const char* config :
+         {"assets/models/glm-asr-tiny/config.json", "tests/fixtures/configs/nano.json",
+          "tests/fixtures/configs/small.json", "tests/fixtures/parity/awkward/model/config.json",
+          "tests/fixtures/parity/mini_nano/model/config.json"})
+        fs::copy_file(root / config, out / "config" / std::to_string(n++),
+                      fs::copy_options::overwrite_existing);
     for (const char* tokenizer : {"assets/models/glm-asr-tiny/tokenizer.json",
                                   "tests/fixtures/tokenizer/glm_style/tokenizer.json",
                                   "tests/fixtures/tokenizer/gpt2_style/tokenizer.json"})
-        fs::copy_file(root / tokenizer, out / "tokenizer" / std::to_string(n++), fs::copy_options::overwrite_existing);
+        fs::copy_file(root / tokenizer, out / "tokenizer" / std::to_string(n++),
+                      fs::copy_options::overwrite_existing);
 
     const json cases = json::parse(read_file(root / "tests/fixtures/tokenizer/cases.json"));
     for (const auto& [style, tok] : cases["tokenizers"].items())
-        for (const auto& c : tok["encode"]) write_file(out / "bpe" / std::to_string(n++), c["text"].get<std::string>());
+        for (const auto& c : tok["encode"])
+            write_file(out / "bpe" / std::to_string(n++), c["text"].get<std::string>());
     std::ifstream tsv(root / "assets/audio/transcripts.tsv");
     for (std::string line; std::getline(tsv, line);)
         write_file(out / "bpe" / std::to_string(n++), line.substr(line.find('\t') + 1));

@@ -10,6 +10,7 @@ Rooms by role:
 rubric.toml (what is graded, points, limits) and make_submission.py (`make submission`) sit here.
 Every entry point runs from the project root as a module: `python3 -m grader.<room>.<module>`.
 """
+
 import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the project's root

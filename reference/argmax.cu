@@ -60,10 +60,9 @@ __device__ void block_argmax(float& best_v, int& best_i, int none) {
 }
 
 // Grid: rows; one block scans a whole row.
-__global__ void __launch_bounds__(kArgmaxThreads)
-argmax_kernel(int* __restrict__ out,        // (rows)
-              const float* x,               // (rows, cols)
-              int cols) {
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(int* __restrict__ out,  // (rows)
+                                                                const float* x,  // (rows, cols)
+                                                                int cols) {
     pdl_wait();
     const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
     float best_v = -__builtin_huge_valf();
@@ -82,8 +81,9 @@ argmax_kernel(int* __restrict__ out,        // (rows)
 // Grid: (kArgmaxSplits, rows); block s scans slice s of its row. A slice past the row's end
 // reports "none".
 __global__ void __launch_bounds__(kSplitThreads)
-argmax_split_kernel(float* __restrict__ part_v, int* __restrict__ part_i,  // (rows, kArgmaxSplits)
-                    const float* x, int cols) {
+    argmax_split_kernel(float* __restrict__ part_v,
+                        int* __restrict__ part_i,  // (rows, kArgmaxSplits)
+                        const float* x, int cols) {
     pdl_launch_dependents();
     pdl_wait();
     const float* xr = x + static_cast<size_t>(blockIdx.y) * cols;
@@ -107,7 +107,7 @@ argmax_split_kernel(float* __restrict__ part_v, int* __restrict__ part_i,  // (r
 
 // Grid: rows; block: kArgmaxSplits threads, one partial each.
 __global__ void __launch_bounds__(kArgmaxSplits)
-argmax_combine_kernel(int* __restrict__ out, const float* part_v, const int* part_i, int cols) {
+    argmax_combine_kernel(int* __restrict__ out, const float* part_v, const int* part_i, int cols) {
     pdl_wait();
     float best_v = part_v[blockIdx.x * kArgmaxSplits + threadIdx.x];
     int best_i = part_i[blockIdx.x * kArgmaxSplits + threadIdx.x];
@@ -122,9 +122,12 @@ void argmax(Context& ctx, int* out, const float* x, int rows, int cols, cudaStre
     if (cols == 0) throw Error("argmax: rows of zero columns have no maximum");
     if (rows <= kArgmaxSplitRows) {
         float* part_v = ctx.argmax_partials;
-        int* part_i = reinterpret_cast<int*>(ctx.argmax_partials + kArgmaxSplitRows * kArgmaxSplits);
-        launch_pdl(argmax_split_kernel, dim3(kArgmaxSplits, rows), kSplitThreads, 0, stream, part_v, part_i, x, cols);
-        launch_pdl(argmax_combine_kernel, rows, kArgmaxSplits, 0, stream, out, part_v, part_i, cols);
+        int* part_i =
+            reinterpret_cast<int*>(ctx.argmax_partials + kArgmaxSplitRows * kArgmaxSplits);
+        launch_pdl(argmax_split_kernel, dim3(kArgmaxSplits, rows), kSplitThreads, 0, stream, part_v,
+                   part_i, x, cols);
+        launch_pdl(argmax_combine_kernel, rows, kArgmaxSplits, 0, stream, out, part_v, part_i,
+                   cols);
         return;
     }
     launch_pdl(argmax_kernel, rows, kArgmaxThreads, 0, stream, out, x, cols);

@@ -23,8 +23,8 @@
 
 namespace glmasr::reference {
 
-void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions,
-               int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions, int Tq,
+               int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
     const L2Prefetch prefetch = std::exchange(ctx.l2_hints, L2Prefetch{});
     if (Tq == 0) return;
     if (k.is_bf16 != v.is_bf16 || k.is_bf16 != out.is_bf16)
@@ -33,19 +33,21 @@ void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int
     const bool staging_fits = flash_tc_fits(Tk, Hkv * D);
     if (k.is_bf16) {
         if (flash_supports(D) && (aligned || staging_fits))
-            flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, false, stream);
-        else
-            attention_generic(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+            flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, false,
+                               stream);
+        else attention_generic(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
         return;
     }
     if (Tq == 1 && flash_supports(D) && Hq <= kMaxDecodeHeads) {
-        decode_attention(out.f32(), ctx.decode_partials, q, k.f32(), v.f32(), positions, Tk, Hq, Hkv, D,
-                         scale, prefetch, stream);
-    } else if (flash_supports(D) && ctx.attention != AttentionPath::flash_simt && staging_fits && aligned) {
+        decode_attention(out.f32(), ctx.decode_partials, q, k.f32(), v.f32(), positions, Tk, Hq,
+                         Hkv, D, scale, prefetch, stream);
+    } else if (flash_supports(D) && ctx.attention != AttentionPath::flash_simt && staging_fits &&
+               aligned) {
         flash_attention_tc(ctx, out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale,
                            ctx.attention == AttentionPath::flash_split, stream);
     } else if (flash_supports(D)) {
-        flash_attention(out.f32(), q, k.f32(), v.f32(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        flash_attention(out.f32(), q, k.f32(), v.f32(), positions, Tq, Tk, Hq, Hkv, D, scale,
+                        stream);
     } else {
         attention_generic(out, q, k, v, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
     }

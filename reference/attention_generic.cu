@@ -71,8 +71,8 @@ __global__ void attention_generic_kernel(T* __restrict__ out,                // 
 template <typename T>
 void launch(T* out, const float* q, const T* k, const T* v, const int* positions, int Tq, int Tk,
             int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
-    attention_generic_kernel<T><<<dim3(Tq, Hq), kWarpSize, 0, stream>>>(out, q, k, v, positions, Tk, Hq,
-                                                                        Hkv, D, scale);
+    attention_generic_kernel<T>
+        <<<dim3(Tq, Hq), kWarpSize, 0, stream>>>(out, q, k, v, positions, Tk, Hq, Hkv, D, scale);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -86,7 +86,8 @@ void attention_generic(ActOut out, const float* q, Act k, Act v, const int* posi
                     std::to_string(kAttentionMaxGenericDim));
     if (k.is_bf16 != v.is_bf16 || k.is_bf16 != out.is_bf16)
         throw Error("attention_generic: k, v and out must share their dtype");
-    if (k.is_bf16) launch(out.b16(), q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    if (k.is_bf16)
+        launch(out.b16(), q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
     else launch(out.f32(), q, k.f32(), v.f32(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
 }
 

@@ -19,9 +19,9 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kRowsPerThread = 4;  // blockDim = (32, 8)
 
-__global__ void attention_scores_kernel(float* __restrict__ scores,       // (Hq, Tq, Tk)
-                                        const float* __restrict__ q,      // (Tq, Hq·D)
-                                        const float* __restrict__ k,      // (Tk, Hkv·D)
+__global__ void attention_scores_kernel(float* __restrict__ scores,         // (Hq, Tq, Tk)
+                                        const float* __restrict__ q,        // (Tq, Hq·D)
+                                        const float* __restrict__ k,        // (Tk, Hkv·D)
                                         const int* __restrict__ positions,  // (Tq) or null
                                         int Tq, int Tk, int Hq, int Hkv, int D, float scale) {
     __shared__ float qs[kTile][kTile + 1], ks[kTile][kTile + 1];
@@ -53,14 +53,15 @@ __global__ void attention_scores_kernel(float* __restrict__ scores,       // (Hq
         const int i = i0 + ty + r * 8;
         if (i >= Tq) continue;
         const bool hidden = positions && j > positions[i];
-        scores[(static_cast<size_t>(h) * Tq + i) * Tk + j] = hidden ? -__builtin_huge_valf() : scale * acc[r];
+        scores[(static_cast<size_t>(h) * Tq + i) * Tk + j] =
+            hidden ? -__builtin_huge_valf() : scale * acc[r];
     }
 }
 
 }  // namespace
 
-void attention_scores(float* scores, const float* q, const float* k, const int* positions,
-                      int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+void attention_scores(float* scores, const float* q, const float* k, const int* positions, int Tq,
+                      int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
     if (Tq == 0 || Tk == 0) return;
     const dim3 grid(cuda::blocks_for(Tk, kTile), cuda::blocks_for(Tq, kTile), Hq);
     attention_scores_kernel<<<grid, dim3(kTile, kTile / kRowsPerThread), 0, stream>>>(

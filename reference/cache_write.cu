@@ -14,10 +14,10 @@ namespace {
 constexpr int kCacheThreads = 256;
 
 __global__ void __launch_bounds__(kCacheThreads)
-cache_write_kernel(float* __restrict__ cache,          // (cap, W)
-                   const float* rows,                  // (T, W)
-                   const int* positions,               // (T)
-                   int W, int cap, bool vectorised) {
+    cache_write_kernel(float* __restrict__ cache,  // (cap, W)
+                       const float* rows,          // (T, W)
+                       const int* positions,       // (T)
+                       int W, int cap, bool vectorised) {
     pdl_wait();
     const int i = blockIdx.x;
     const int p = positions[i];
@@ -38,7 +38,8 @@ void cache_write(float* cache, const float* rows, const int* positions, int T, i
                  cudaStream_t stream) {
     if (T == 0 || W == 0) return;
     const bool vectorised = W % 4 == 0 && aligned_to(cache, 16) && aligned_to(rows, 16);
-    launch_pdl(cache_write_kernel, T, kCacheThreads, 0, stream, cache, rows, positions, W, cap, vectorised);
+    launch_pdl(cache_write_kernel, T, kCacheThreads, 0, stream, cache, rows, positions, W, cap,
+               vectorised);
 }
 
 }  // namespace glmasr::reference

@@ -32,7 +32,8 @@ inline bool aligned_to(const void* ptr, int bytes) {
 // with its roundings spelled out: the exact sequence ptxas chose for rope_apply.cu's plain
 // expressions, so the kernels that call this (rope_apply.cu, rope_cache.cu) give the same bits
 // whatever the compiler would contract in each of them.
-__device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& x0, float& x1) {
+__device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, float& x0,
+                                            float& x1) {
     x0 = __fmaf_rn(a, c, -__fmul_rn(b, s));
     x1 = __fmaf_rn(a, s, __fmul_rn(b, c));
 }
@@ -40,14 +41,20 @@ __device__ __forceinline__ void rope_rotate(float a, float b, float c, float s, 
 // A bf16 value is the top half of an f32: widening is a shift. One 32-bit word holds two bf16
 // (element 0 in the low half, little-endian).
 __device__ __forceinline__ float bf16_low(uint32_t word) { return __uint_as_float(word << 16); }
-__device__ __forceinline__ float bf16_high(uint32_t word) { return __uint_as_float(word & 0xffff0000u); }
+__device__ __forceinline__ float bf16_high(uint32_t word) {
+    return __uint_as_float(word & 0xffff0000u);
+}
 
 // The 8 bf16 of a 16-byte load, widened to f32 in order.
 __device__ __forceinline__ void unpack_bf16x8(const uint4& v, float (&f)[8]) {
-    f[0] = bf16_low(v.x); f[1] = bf16_high(v.x);
-    f[2] = bf16_low(v.y); f[3] = bf16_high(v.y);
-    f[4] = bf16_low(v.z); f[5] = bf16_high(v.z);
-    f[6] = bf16_low(v.w); f[7] = bf16_high(v.w);
+    f[0] = bf16_low(v.x);
+    f[1] = bf16_high(v.x);
+    f[2] = bf16_low(v.y);
+    f[3] = bf16_high(v.y);
+    f[4] = bf16_low(v.z);
+    f[5] = bf16_high(v.z);
+    f[6] = bf16_low(v.w);
+    f[7] = bf16_high(v.w);
 }
 
 __device__ __forceinline__ float warp_sum(float v) {

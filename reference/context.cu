@@ -12,8 +12,8 @@ namespace glmasr::reference {
 void check_cublas(cublasStatus_t status, const char* expr, const char* file, int line) {
     if (status == CUBLAS_STATUS_SUCCESS) return;
     throw Error(std::string("cuBLAS error ") + cublasGetStatusName(status) + " (" +
-                cublasGetStatusString(status) + ") at " + file + ":" + std::to_string(line) +
-                ": " + expr);
+                cublasGetStatusString(status) + ") at " + file + ":" + std::to_string(line) + ": " +
+                expr);
 }
 
 namespace {
@@ -74,17 +74,18 @@ Settings read_settings() {
     if (const char* attn = std::getenv("GLMASR_ATTENTION"); attn && *attn) {
         const std::string v = attn;
         bool found = false;
-        for (AttentionPath a : {AttentionPath::three_kernel, AttentionPath::flash_simt,
-                                AttentionPath::flash_split, AttentionPath::flash_mma,
-                                AttentionPath::flash_bf16}) {
+        for (AttentionPath a :
+             {AttentionPath::three_kernel, AttentionPath::flash_simt, AttentionPath::flash_split,
+              AttentionPath::flash_mma, AttentionPath::flash_bf16}) {
             if (v == attention_name(a)) {
                 s.attention = a;
                 found = true;
             }
         }
         if (!found)
-            throw InputError("GLMASR_ATTENTION: unknown attention path '" + v +
-                             "' (choose three_kernel, flash_simt, flash_split, flash_mma or flash_bf16)");
+            throw InputError(
+                "GLMASR_ATTENTION: unknown attention path '" + v +
+                "' (choose three_kernel, flash_simt, flash_split, flash_mma or flash_bf16)");
     }
     return s;
 }
@@ -123,8 +124,9 @@ Context& Context::get(cudaStream_t stream) {
         cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
         CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
         if (status != cudaStreamCaptureStatusNone)
-            throw Error("reference track: its setup hook must run before a CUDA graph is "
-                        "captured (it allocates the track's workspaces)");
+            throw Error(
+                "reference track: its setup hook must run before a CUDA graph is "
+                "captured (it allocates the track's workspaces)");
         context = new Context();
     }
     return *context;

@@ -69,16 +69,16 @@ const Settings& settings();
 const char* rung_name(GemmRung rung);
 const char* attention_name(AttentionPath path);
 
-constexpr int kGemvMaxRows = 8;                         // M ≤ 8: bandwidth-bound GEMV path
-constexpr int64_t kStagingElems = 8ll * 1024 * 1024;    // bf16 GEMM operand staging
+constexpr int kGemvMaxRows = 8;                       // M ≤ 8: bandwidth-bound GEMV path
+constexpr int64_t kStagingElems = 8ll * 1024 * 1024;  // bf16 GEMM operand staging
 constexpr size_t kLtWorkspaceBytes = 32ull << 20;
-constexpr int64_t kAttnKvElems = 4ll * 1024 * 1024;     // per staged K/V part
+constexpr int64_t kAttnKvElems = 4ll * 1024 * 1024;  // per staged K/V part
 constexpr int kMaxDecodeHeads = 64;
-constexpr int kMaxDecodePartials = 256;                 // key splits of one decode step
+constexpr int kMaxDecodePartials = 256;  // key splits of one decode step
 constexpr int kMaxDecodeHeadDim = 128;
 constexpr int64_t kBiasStagingElems = 64 * 1024;
-constexpr int kArgmaxSplits = 128;                      // blocks per row of a split argmax
-constexpr int kArgmaxSplitRows = 8;                     // rows the split argmax's partials hold
+constexpr int kArgmaxSplits = 128;   // blocks per row of a split argmax
+constexpr int kArgmaxSplitRows = 8;  // rows the split argmax's partials hold
 
 // Weights a prefetch hint named (Track::prefetch, track.cu): up to kL2Hints byte ranges that the
 // next decode attention's blocks ask to be brought into L2 (decode_attention.cu says which part
@@ -97,12 +97,12 @@ public:
     static Context& get(cudaStream_t stream);
 
     cublasLtHandle_t lt = nullptr;
-    void* lt_workspace = nullptr;           // kLtWorkspaceBytes
-    bf16* staging = nullptr;                // (kStagingElems) bf16 GEMM A operand
-    bf16* attn_kv = nullptr;                // 4 x kAttnKvElems: K hi, K lo, V hi, V lo
-    float* decode_partials = nullptr;       // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
-    float* bias_staging = nullptr;          // (kBiasStagingElems) f32, 256-byte aligned
-    float* argmax_partials = nullptr;       // kArgmaxSplitRows·kArgmaxSplits (value, index) pairs
+    void* lt_workspace = nullptr;      // kLtWorkspaceBytes
+    bf16* staging = nullptr;           // (kStagingElems) bf16 GEMM A operand
+    bf16* attn_kv = nullptr;           // 4 x kAttnKvElems: K hi, K lo, V hi, V lo
+    float* decode_partials = nullptr;  // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
+    float* bias_staging = nullptr;     // (kBiasStagingElems) f32, 256-byte aligned
+    float* argmax_partials = nullptr;  // kArgmaxSplitRows·kArgmaxSplits (value, index) pairs
     // Pending until the next attention call takes them (host state of the one model that runs:
     // like the scratch above, not for two models on two streams at once); the setup hook clears
     // hints a failed call may have left.

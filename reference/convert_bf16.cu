@@ -44,8 +44,8 @@ void launch(bf16* out, const float* x, long long n, cudaStream_t stream) {
     if (n == 0) return;
     constexpr int kThreads = 256;
     const bool vectorised = aligned_to(x, 16) && aligned_to(out, 8);
-    convert_to_bf16_kernel<Op><<<cuda::blocks_for((n + 3) / 4, kThreads), kThreads, 0, stream>>>(
-        out, x, n, vectorised);
+    convert_to_bf16_kernel<Op>
+        <<<cuda::blocks_for((n + 3) / 4, kThreads), kThreads, 0, stream>>>(out, x, n, vectorised);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -54,10 +54,10 @@ namespace {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr int kDecodeWarps = 4;
-constexpr int kBatch = 8;             // keys whose loads are issued together
+constexpr int kBatch = 8;                                // keys whose loads are issued together
 constexpr int kMinKeysPerSplit = kDecodeWarps * kBatch;  // one batch per warp
-constexpr int kCombineGroups = 8;     // partials summed in parallel per output dim
-constexpr int kCombineAhead = 2;      // partials per group loaded before their common maximum
+constexpr int kCombineGroups = 8;  // partials summed in parallel per output dim
+constexpr int kCombineAhead = 2;   // partials per group loaded before their common maximum
 // How much of the hinted weights to prefetch, over all hints of one step's attention: about what
 // the attention window's idle DRAM time holds (Nano on an H100, ms per token: none 1.184, 4 MB
 // 1.167–1.168, 6 MB 1.162–1.163, 8 MB 1.169–1.172, 12 MB 1.187–1.188, 16 MB 1.184–1.185, 24 MB
@@ -77,7 +77,8 @@ __device__ __forceinline__ void l2_prefetch_share(const L2Prefetch& prefetch) {
         const unsigned share = max(16u, (bytes / blocks + 15) / 16 * 16), begin = share * block;
         if (begin >= bytes) continue;
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(prefetch.ptr[i] + begin),
-                     "r"(min(share, bytes - begin)) : "memory");
+                     "r"(min(share, bytes - begin))
+                     : "memory");
     }
 #endif
 }
@@ -87,13 +88,17 @@ __device__ __forceinline__ void load_slice(float (&dst)[E], const float* src, bo
     if constexpr (E == 4) {
         if (vec) {
             const float4 t = *reinterpret_cast<const float4*>(src);
-            dst[0] = t.x; dst[1] = t.y; dst[2] = t.z; dst[3] = t.w;
+            dst[0] = t.x;
+            dst[1] = t.y;
+            dst[2] = t.z;
+            dst[3] = t.w;
             return;
         }
     } else if constexpr (E == 2) {
         if (vec) {
             const float2 t = *reinterpret_cast<const float2*>(src);
-            dst[0] = t.x; dst[1] = t.y;
+            dst[0] = t.x;
+            dst[1] = t.y;
             return;
         }
     }
@@ -121,8 +126,9 @@ __device__ __forceinline__ KeySplit key_split(int valid, int n_splits) {
 // kr, vr ← this lane's slices of key and value rows j0 … j0 + kBatch − 1, those below `limit`
 // (zeros past it). All loads are issued before any is used: kBatch rows in flight per warp.
 template <int E>
-__device__ __forceinline__ void load_batch(float (&kr)[kBatch][E], float (&vr)[kBatch][E], const float* kb,
-                                           const float* vb, size_t stride, int j0, int limit, bool vec) {
+__device__ __forceinline__ void load_batch(float (&kr)[kBatch][E], float (&vr)[kBatch][E],
+                                           const float* kb, const float* vb, size_t stride, int j0,
+                                           int limit, bool vec) {
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
         if (j0 + b < limit) {
@@ -141,14 +147,15 @@ __device__ __forceinline__ void load_batch(float (&kr)[kBatch][E], float (&vr)[k
 // (m, l, o) in shared memory into the split's one partial. Splits past the valid keys write an
 // empty partial (m = −inf), which the combine skips.
 template <int D>
-__global__ void __launch_bounds__(kDecodeWarps * kWarpSize)
-decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D) unnormalised
-                        float* __restrict__ part_ml,         // (Hq, n_splits, 2): m, l
-                        const float* q,                      // (1, Hq·D)
-                        const float* k,                      // (Tk, Hkv·D)
-                        const float* v,                      // (Tk, Hkv·D)
-                        const int* positions,                // (1) or null
-                        int Tk, int Hq, int Hkv, float scale_log2, bool vec, L2Prefetch prefetch) {
+__global__ void __launch_bounds__(kDecodeWarps* kWarpSize)
+    decode_attention_kernel(float* __restrict__ part_o,   // (Hq, n_splits, D) unnormalised
+                            float* __restrict__ part_ml,  // (Hq, n_splits, 2): m, l
+                            const float* q,               // (1, Hq·D)
+                            const float* k,               // (Tk, Hkv·D)
+                            const float* v,               // (Tk, Hkv·D)
+                            const int* positions,         // (1) or null
+                            int Tk, int Hq, int Hkv, float scale_log2, bool vec,
+                            L2Prefetch prefetch) {
     constexpr int E = D / kWarpSize;  // dims per lane
     __shared__ float sm_o[kDecodeWarps][D];
     __shared__ float sm_m[kDecodeWarps], sm_l[kDecodeWarps];
@@ -163,17 +170,20 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
     // step before this kernel appends only row positions[0] to the cache (the q/k/v kernel) and
     // every earlier row was written by an earlier step; positions itself is uploaded before the
     // step. The count read here is only a guess that the count read after the wait confirms.
-    const int guessed = positions ? valid_keys(*static_cast<const volatile int*>(positions), Tk) : -1;
+    const int guessed =
+        positions ? valid_keys(*static_cast<const volatile int*>(positions), Tk) : -1;
     const KeySplit guessed_split = key_split(max(guessed, 0), n_splits);
     const int guessed_j0 = guessed_split.begin + warp * kBatch, newest = guessed - 1;
-    if (guessed > 0) load_batch<E>(kr, vr, kb, vb, stride, guessed_j0, min(guessed_split.end, newest), vec);
+    if (guessed > 0)
+        load_batch<E>(kr, vr, kb, vb, stride, guessed_j0, min(guessed_split.end, newest), vec);
     pdl_launch_dependents();  // the combine and then the o GEMV may start their own set-up
     pdl_wait();
     l2_prefetch_share(prefetch);  // after the wait: before it, the q/k/v GEMV still streams
 
     // Right after the wait, the loads whose addresses are known already: q, and the newest key if
     // the guess puts it in this warp's batch; the count is read beside them and checked after.
-    const bool newest_here = guessed > 0 && newest >= guessed_j0 && newest < min(guessed_j0 + kBatch, guessed_split.end);
+    const bool newest_here =
+        guessed > 0 && newest >= guessed_j0 && newest < min(guessed_j0 + kBatch, guessed_split.end);
     float k_new[E], v_new[E];
     if (newest_here) {
         load_slice<E>(k_new, kb + newest * stride, vec);
@@ -223,7 +233,7 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
             if (j0 + b >= end) s[b] = kNegInf;
             mx = fmaxf(mx, s[b]);
         }
-        const float m_new = fmaxf(m, mx);    // finite: key j0 is valid
+        const float m_new = fmaxf(m, mx);     // finite: key j0 is valid
         const float corr = exp2f(m - m_new);  // m = −inf (first batch) → 0
         float sum = 0.0f, pv[E];
 #pragma unroll
@@ -271,11 +281,11 @@ decode_attention_kernel(float* __restrict__ part_o,          // (Hq, n_splits, D
 
 // Grid: (Hq, ceil(D / 32)); block: 32 dims × kCombineGroups groups of splits.
 // out(1, Hq·D) = Σ o_s·2^(m_s − M) / Σ l_s·2^(m_s − M) over the splits s of each head.
-__global__ void __launch_bounds__(kWarpSize * kCombineGroups)
-decode_combine_kernel(float* __restrict__ out,            // (1, Hq·D)
-                      const float* part_o,                // (Hq, n_splits, D)
-                      const float* part_ml,               // (Hq, n_splits, 2)
-                      int n_splits, int D) {
+__global__ void __launch_bounds__(kWarpSize* kCombineGroups)
+    decode_combine_kernel(float* __restrict__ out,  // (1, Hq·D)
+                          const float* part_o,      // (Hq, n_splits, D)
+                          const float* part_ml,     // (Hq, n_splits, 2)
+                          int n_splits, int D) {
     __shared__ float red_o[kCombineGroups][kWarpSize], red_l[kCombineGroups][kWarpSize];
     pdl_launch_dependents();  // the o GEMV's weight loads overlap this kernel
     pdl_wait();
@@ -326,18 +336,19 @@ decode_combine_kernel(float* __restrict__ out,            // (1, Hq·D)
 
 template <int D>
 void launch_decode(float* out, float* partials, const float* q, const float* k, const float* v,
-                   const int* positions, int Tk, int Hq, int Hkv, float scale, const L2Prefetch& prefetch,
-                   cudaStream_t stream) {
+                   const int* positions, int Tk, int Hq, int Hkv, float scale,
+                   const L2Prefetch& prefetch, cudaStream_t stream) {
     // Enough splits that a full cache gives each ~kMinKeysPerSplit keys.
-    const int n_splits = std::clamp((Tk + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1, kMaxDecodePartials);
-    float* part_o = partials;                                             // (Hq, n_splits, D)
-    float* part_ml = partials + static_cast<size_t>(Hq) * n_splits * D;   // (Hq, n_splits, 2)
+    const int n_splits =
+        std::clamp((Tk + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1, kMaxDecodePartials);
+    float* part_o = partials;                                            // (Hq, n_splits, D)
+    float* part_ml = partials + static_cast<size_t>(Hq) * n_splits * D;  // (Hq, n_splits, 2)
     const bool vec = aligned_to(k, 16) && aligned_to(v, 16);  // rows are D·4 bytes apart
-    launch_pdl(decode_attention_kernel<D>, dim3(Hq, n_splits), kDecodeWarps * kWarpSize, 0, stream, part_o, part_ml,
-               q, k, v, positions, Tk, Hq, Hkv, scale * kLog2e, vec, prefetch);
+    launch_pdl(decode_attention_kernel<D>, dim3(Hq, n_splits), kDecodeWarps * kWarpSize, 0, stream,
+               part_o, part_ml, q, k, v, positions, Tk, Hq, Hkv, scale * kLog2e, vec, prefetch);
     const dim3 combine_grid(Hq, (D + kWarpSize - 1) / kWarpSize);
-    launch_pdl(decode_combine_kernel, combine_grid, kWarpSize * kCombineGroups, 0, stream, out, part_o,
-               part_ml, n_splits, D);
+    launch_pdl(decode_combine_kernel, combine_grid, kWarpSize * kCombineGroups, 0, stream, out,
+               part_o, part_ml, n_splits, D);
 }
 
 }  // namespace
@@ -347,12 +358,24 @@ void decode_attention(float* out, float* partials, const float* q, const float* 
                       const L2Prefetch& prefetch, cudaStream_t stream) {
     if (Hq > kMaxDecodeHeads)
         throw Error("decode_attention: " + std::to_string(Hq) + " query heads exceed the " +
-                    std::to_string(kMaxDecodeHeads) + " the partial buffer holds (reference/context.h)");
+                    std::to_string(kMaxDecodeHeads) +
+                    " the partial buffer holds (reference/context.h)");
     switch (D) {
-        case 32: launch_decode<32>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch, stream); break;
-        case 64: launch_decode<64>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch, stream); break;
-        case 128: launch_decode<128>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch, stream); break;
-        default: throw Error("decode_attention: head_dim " + std::to_string(D) + " has no decode kernel");
+        case 32:
+            launch_decode<32>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch,
+                              stream);
+            break;
+        case 64:
+            launch_decode<64>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch,
+                              stream);
+            break;
+        case 128:
+            launch_decode<128>(out, partials, q, k, v, positions, Tk, Hq, Hkv, scale, prefetch,
+                               stream);
+            break;
+        default:
+            throw Error("decode_attention: head_dim " + std::to_string(D) +
+                        " has no decode kernel");
     }
 }
 
@@ -366,8 +389,10 @@ void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long lo
     int i = 0;
     while (i < kL2Hints && hints.bytes[i] != 0) ++i;
     if (i == kL2Hints) return;  // more hints than one attention carries
-    const uintptr_t start = reinterpret_cast<uintptr_t>(weights) + static_cast<uintptr_t>(rows / 3 * row_bytes);
-    const uintptr_t begin = (start + 15) / 16 * 16, end = reinterpret_cast<uintptr_t>(weights) + rows * row_bytes;
+    const uintptr_t start =
+        reinterpret_cast<uintptr_t>(weights) + static_cast<uintptr_t>(rows / 3 * row_bytes);
+    const uintptr_t begin = (start + 15) / 16 * 16,
+                    end = reinterpret_cast<uintptr_t>(weights) + rows * row_bytes;
     if (end <= begin) return;  // empty, or nothing left past the 16-byte boundary
     const long long bytes = std::min<long long>(kL2PrefetchBytes / kL2Hints, end - begin) / 16 * 16;
     hints.ptr[i] = reinterpret_cast<const char*>(begin);

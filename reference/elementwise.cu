@@ -30,8 +30,8 @@ struct AddOp {
 // `stride` apart (the gate and up halves of one product's rows), out is dense; plain ops pass
 // width = stride = n.
 template <typename Op>
-__global__ void elementwise_kernel(float* out, const float* a, const float* b, long long n, long long width,
-                                   long long stride, bool vectorised) {
+__global__ void elementwise_kernel(float* out, const float* a, const float* b, long long n,
+                                   long long width, long long stride, bool vectorised) {
     const Op op;
     const long long i = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
     if (i >= n) return;
@@ -48,8 +48,8 @@ __global__ void elementwise_kernel(float* out, const float* a, const float* b, l
 }
 
 template <typename Op>
-void launch(float* out, const float* a, const float* b, long long n, cudaStream_t stream, long long width = 0,
-            long long stride = 0) {
+void launch(float* out, const float* a, const float* b, long long n, cudaStream_t stream,
+            long long width = 0, long long stride = 0) {
     if (n == 0) return;
     if (width == 0) width = stride = n;
     constexpr int kThreads = 256;
@@ -72,7 +72,8 @@ void silu_mul(float* out, const float* gate, const float* up, long long n, cudaS
 }
 
 void silu_mul_rows(float* out, const float* gate_up, int rows, int F, cudaStream_t stream) {
-    launch<SiluMulOp>(out, gate_up, gate_up + F, static_cast<long long>(rows) * F, stream, F, 2ll * F);
+    launch<SiluMulOp>(out, gate_up, gate_up + F, static_cast<long long>(rows) * F, stream, F,
+                      2ll * F);
 }
 
 void add(float* out, const float* a, const float* b, long long n, cudaStream_t stream) {

@@ -14,16 +14,17 @@ namespace {
 constexpr int kEmbeddingThreads = 256;
 
 __global__ void __launch_bounds__(kEmbeddingThreads)
-embedding_bf16_kernel(float* __restrict__ out,        // (T, D)
-                      const bf16* __restrict__ table, // (V, D)
-                      const int* ids,                 // (T)
-                      int D, int V, bool vectorised) {
+    embedding_bf16_kernel(float* __restrict__ out,         // (T, D)
+                          const bf16* __restrict__ table,  // (V, D)
+                          const int* ids,                  // (T)
+                          int D, int V, bool vectorised) {
     pdl_wait();
     const int t = blockIdx.x;
     const int id = ids[t];
     float* dst = out + static_cast<size_t>(t) * D;
     if (id < 0 || id >= V) {
-        for (int d = threadIdx.x; d < D; d += kEmbeddingThreads) dst[d] = __int_as_float(0x7fc00000);
+        for (int d = threadIdx.x; d < D; d += kEmbeddingThreads)
+            dst[d] = __int_as_float(0x7fc00000);
         return;
     }
     const bf16* src = table + static_cast<size_t>(id) * D;
@@ -45,7 +46,8 @@ void embedding_bf16(float* out, const bf16* table, const int* ids, int T, int D,
                     cudaStream_t stream) {
     if (T == 0 || D == 0) return;
     const bool vectorised = D % 8 == 0 && aligned_to(table, 16) && aligned_to(out, 16);
-    launch_pdl(embedding_bf16_kernel, T, kEmbeddingThreads, 0, stream, out, table, ids, D, V, vectorised);
+    launch_pdl(embedding_bf16_kernel, T, kEmbeddingThreads, 0, stream, out, table, ids, D, V,
+               vectorised);
 }
 
 }  // namespace glmasr::reference

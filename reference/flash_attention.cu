@@ -42,15 +42,15 @@ constexpr float kNegInf = -__builtin_huge_valf();
 
 template <int D>
 struct FlashTile {
-    static constexpr int kBQ = 64;                     // queries per block
-    static constexpr int kBK = D >= 128 ? 32 : 64;     // keys per step
-    static constexpr int kThreads = 256;               // 16 × 16
-    static constexpr int kRows = kBQ / 16;             // query rows per thread
-    static constexpr int kCols = kBK / 16;             // key columns per thread
-    static constexpr int kPitch = D + 4;               // q, k, v rows in shared memory
-    static constexpr int kPPitch = kBK + 4;            // p rows in shared memory
-    static constexpr int kVW = D >= 64 ? 4 : 2;        // output columns per vector
-    static constexpr int kNV = D / (16 * kVW);         // output vectors per thread per row
+    static constexpr int kBQ = 64;                  // queries per block
+    static constexpr int kBK = D >= 128 ? 32 : 64;  // keys per step
+    static constexpr int kThreads = 256;            // 16 × 16
+    static constexpr int kRows = kBQ / 16;          // query rows per thread
+    static constexpr int kCols = kBK / 16;          // key columns per thread
+    static constexpr int kPitch = D + 4;            // q, k, v rows in shared memory
+    static constexpr int kPPitch = kBK + 4;         // p rows in shared memory
+    static constexpr int kVW = D >= 64 ? 4 : 2;     // output columns per vector
+    static constexpr int kNV = D / (16 * kVW);      // output vectors per thread per row
     static constexpr int kSmemBytes =
         static_cast<int>(sizeof(float)) * (kBQ * kPitch + 2 * kBK * kPitch + kBQ * kPPitch);
 };
@@ -61,36 +61,42 @@ __device__ __forceinline__ float4 load4(const float* p, bool vec) {
     return make_float4(p[0], p[1], p[2], p[3]);
 }
 
-template <int VW> struct Vec;
-template <> struct Vec<4> {
+template <int VW>
+struct Vec;
+template <>
+struct Vec<4> {
     using T = float4;
     __device__ static void add_scaled(float* acc, float p, const float4 v) {
-        acc[0] = fmaf(p, v.x, acc[0]); acc[1] = fmaf(p, v.y, acc[1]);
-        acc[2] = fmaf(p, v.z, acc[2]); acc[3] = fmaf(p, v.w, acc[3]);
+        acc[0] = fmaf(p, v.x, acc[0]);
+        acc[1] = fmaf(p, v.y, acc[1]);
+        acc[2] = fmaf(p, v.z, acc[2]);
+        acc[3] = fmaf(p, v.w, acc[3]);
     }
 };
-template <> struct Vec<2> {
+template <>
+struct Vec<2> {
     using T = float2;
     __device__ static void add_scaled(float* acc, float p, const float2 v) {
-        acc[0] = fmaf(p, v.x, acc[0]); acc[1] = fmaf(p, v.y, acc[1]);
+        acc[0] = fmaf(p, v.x, acc[0]);
+        acc[1] = fmaf(p, v.y, acc[1]);
     }
 };
 
 // Grid: (ceil(Tq / kBQ), Hq); block: kThreads; dynamic shared memory: kSmemBytes.
 template <int D>
 __global__ void __launch_bounds__(FlashTile<D>::kThreads)
-flash_attention_kernel(float* __restrict__ out,            // (Tq, Hq·D)
-                       const float* __restrict__ q,        // (Tq, Hq·D)
-                       const float* __restrict__ k,        // (Tk, Hkv·D)
-                       const float* __restrict__ v,        // (Tk, Hkv·D)
-                       const int* __restrict__ positions,  // (Tq) or null
-                       int Tq, int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
+    flash_attention_kernel(float* __restrict__ out,            // (Tq, Hq·D)
+                           const float* __restrict__ q,        // (Tq, Hq·D)
+                           const float* __restrict__ k,        // (Tk, Hkv·D)
+                           const float* __restrict__ v,        // (Tk, Hkv·D)
+                           const int* __restrict__ positions,  // (Tq) or null
+                           int Tq, int Tk, int Hq, int Hkv, float scale_log2, bool vec) {
     using C = FlashTile<D>;
     extern __shared__ float4 smem4[];
     float* qs = reinterpret_cast<float*>(smem4);  // (kBQ, kPitch)
-    float* ks = qs + C::kBQ * C::kPitch;           // (kBK, kPitch)
-    float* vs = ks + C::kBK * C::kPitch;           // (kBK, kPitch)
-    float* ps = vs + C::kBK * C::kPitch;           // (kBQ, kPPitch)
+    float* ks = qs + C::kBQ * C::kPitch;          // (kBK, kPitch)
+    float* vs = ks + C::kBK * C::kPitch;          // (kBK, kPitch)
+    float* ps = vs + C::kBK * C::kPitch;          // (kBQ, kPPitch)
     __shared__ int s_kv_end;
 
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -115,7 +121,10 @@ flash_attention_kernel(float* __restrict__ out,            // (Tq, Hq·D)
         const int r = idx / kD4, c = (idx % kD4) * 4;
         float4 val = make_float4(0, 0, 0, 0);
         if (q0 + r < Tq) val = load4(q + (q0 + r) * q_stride + h * D + c, vec);
-        val.x *= scale_log2; val.y *= scale_log2; val.z *= scale_log2; val.w *= scale_log2;
+        val.x *= scale_log2;
+        val.y *= scale_log2;
+        val.z *= scale_log2;
+        val.w *= scale_log2;
         *reinterpret_cast<float4*>(qs + r * C::kPitch + c) = val;
     }
     __syncthreads();
@@ -207,16 +216,21 @@ flash_attention_kernel(float* __restrict__ out,            // (Tq, Hq·D)
             float4 pv[C::kRows];
 #pragma unroll
             for (int i = 0; i < C::kRows; ++i)
-                pv[i] = *reinterpret_cast<const float4*>(ps + (ty * C::kRows + i) * C::kPPitch + kk);
+                pv[i] =
+                    *reinterpret_cast<const float4*>(ps + (ty * C::kRows + i) * C::kPPitch + kk);
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const float* vrow = vs + (kk + e) * C::kPitch + tx * C::kVW;
 #pragma unroll
                 for (int c = 0; c < C::kNV; ++c) {
-                    const auto vv = *reinterpret_cast<const typename Vec<C::kVW>::T*>(vrow + c * 16 * C::kVW);
+                    const auto vv =
+                        *reinterpret_cast<const typename Vec<C::kVW>::T*>(vrow + c * 16 * C::kVW);
 #pragma unroll
                     for (int i = 0; i < C::kRows; ++i) {
-                        const float p = e == 0 ? pv[i].x : e == 1 ? pv[i].y : e == 2 ? pv[i].z : pv[i].w;
+                        const float p = e == 0   ? pv[i].x
+                                        : e == 1 ? pv[i].y
+                                        : e == 2 ? pv[i].z
+                                                 : pv[i].w;
                         Vec<C::kVW>::add_scaled(acc[i][c], p, vv);
                     }
                 }
@@ -242,9 +256,8 @@ flash_attention_kernel(float* __restrict__ out,            // (Tq, Hq·D)
 }
 
 template <int D>
-void launch_flash(float* out, const float* q, const float* k, const float* v,
-                  const int* positions, int Tq, int Tk, int Hq, int Hkv, float scale,
-                  cudaStream_t stream) {
+void launch_flash(float* out, const float* q, const float* k, const float* v, const int* positions,
+                  int Tq, int Tk, int Hq, int Hkv, float scale, cudaStream_t stream) {
     using C = FlashTile<D>;
     const bool vec = aligned_to(q, 16) && aligned_to(k, 16) && aligned_to(v, 16);
     const dim3 grid(cuda::blocks_for(Tq, C::kBQ), Hq);
@@ -278,7 +291,8 @@ void flash_attention(float* out, const float* q, const float* k, const float* v,
         case 32: launch_flash<32>(out, q, k, v, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
         case 64: launch_flash<64>(out, q, k, v, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
         case 128: launch_flash<128>(out, q, k, v, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
-        default: throw Error("flash_attention: head_dim " + std::to_string(D) + " has no tiled kernel");
+        default:
+            throw Error("flash_attention: head_dim " + std::to_string(D) + " has no tiled kernel");
     }
 }
 

@@ -67,21 +67,21 @@ struct TcTile {
     static constexpr bool kWide = D <= 64 && !kSplit;
     static constexpr int kWarps = kWide ? 8 : 4;
     static constexpr int kThreads = kWarps * kWarpSize;
-    static constexpr int kBQ = 16 * kWarps;           // queries per block (16 per warp)
-    static constexpr int kBK = kWide ? 64 : 32;       // keys staged per step
+    static constexpr int kBQ = 16 * kWarps;      // queries per block (16 per warp)
+    static constexpr int kBK = kWide ? 64 : 32;  // keys staged per step
     // Keys per online-softmax update, whatever the staging: the running maximum, and so every
     // rounding of p to bf16, then moves exactly as with 32-key tiles. (Updating per 64 keys
     // measured 0.071 against 0.073 ms and moved one greedy choice of the shipped clips off
     // transformers'.)
     static constexpr int kSubKeys = flash::kSoftmaxKeys;
-    static constexpr int kStages = kSplit ? 2 : 3;    // K/V tiles in flight (cp.async ring)
+    static constexpr int kStages = kSplit ? 2 : 3;  // K/V tiles in flight (cp.async ring)
     // 16 warps per SM: the encoder's 240 blocks in one wave on 132 SMs; caps registers at 128
     // per thread, which D = 128 cannot meet.
     static constexpr int kMinBlocks = D >= 128 ? 2 : 16 / kWarps;
-    static constexpr int kPitch = D + 8;              // bf16 per staged K or V row
-    static constexpr int kArray = kBK * kPitch;       // one staged array (K hi, V hi, K lo, V lo)
-    static constexpr int kArrays = kSplit ? 4 : 2;    // staged arrays per tile
-    static constexpr int kChunks = kBK * (D / 8);     // 16-byte chunks of one array
+    static constexpr int kPitch = D + 8;            // bf16 per staged K or V row
+    static constexpr int kArray = kBK * kPitch;     // one staged array (K hi, V hi, K lo, V lo)
+    static constexpr int kArrays = kSplit ? 4 : 2;  // staged arrays per tile
+    static constexpr int kChunks = kBK * (D / 8);   // 16-byte chunks of one array
     static constexpr int kCopies = kArrays * kChunks / kThreads;  // cp.async per thread and tile
     static_assert(kChunks % kThreads == 0, "a thread's copies of a tile stay in one array each");
     static constexpr int kSmemBytes = static_cast<int>(sizeof(bf16)) * kStages * kArrays * kArray;
@@ -102,12 +102,14 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const bf16* row) {
     const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const bf16* row) {
     const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
 }
 
 // 16 bytes global → shared, asynchronously; zero-filled when !valid.
@@ -118,7 +120,9 @@ __device__ __forceinline__ void cp_async16(bf16* dst, const bf16* src, bool vali
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 // (x, y) → packed bf16 pair hi (x in the low half, as mma expects), and the residual pair lo.
 __device__ __forceinline__ void split_pair(float x, float y, uint32_t& hi, uint32_t& lo) {
@@ -157,11 +161,11 @@ __device__ int visible_keys(const int* positions, int Tq, int Tk, int* scratch) 
 // k, v (Tk, width) f32 → bf16 hi (and lo with split) of the rows some query can see.
 // Grid-stride over 8-element chunks; rows past the visible keys are left alone (never read).
 __global__ void __launch_bounds__(kSplitThreads)
-split_kv_kernel(bf16* __restrict__ k_hi, bf16* __restrict__ k_lo,  // (Tk, width)
-                bf16* __restrict__ v_hi, bf16* __restrict__ v_lo,  // (Tk, width)
-                const float* __restrict__ k, const float* __restrict__ v,  // (Tk, width)
-                const int* __restrict__ positions,                   // (Tq) or null
-                int Tq, int Tk, int width, bool split) {
+    split_kv_kernel(bf16* __restrict__ k_hi, bf16* __restrict__ k_lo,          // (Tk, width)
+                    bf16* __restrict__ v_hi, bf16* __restrict__ v_lo,          // (Tk, width)
+                    const float* __restrict__ k, const float* __restrict__ v,  // (Tk, width)
+                    const int* __restrict__ positions,                         // (Tq) or null
+                    int Tq, int Tk, int width, bool split) {
     __shared__ int s_max;
     const int rows = visible_keys(positions, Tq, Tk, &s_max);
     const long long n = static_cast<long long>(rows) * width / 8;
@@ -188,18 +192,18 @@ __device__ __forceinline__ void store_out(bf16* p, float x) { *p = __float2bfloa
 
 template <int D, bool kSplit, typename Out>
 __global__ void __launch_bounds__(TcTile<D, kSplit>::kThreads, TcTile<D, kSplit>::kMinBlocks)
-flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f32 or bf16
-                          const float* __restrict__ q,        // (Tq, Hq·D)
-                          const bf16* __restrict__ k_hi,      // (Tk, Hkv·D)
-                          const bf16* __restrict__ k_lo,      // (Tk, Hkv·D), kSplit only
-                          const bf16* __restrict__ v_hi,      // (Tk, Hkv·D)
-                          const bf16* __restrict__ v_lo,      // (Tk, Hkv·D), kSplit only
-                          const int* __restrict__ positions,  // (Tq) or null
-                          int Tq, int Tk, int Hq, int Hkv, float scale_log2) {
+    flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f32 or bf16
+                              const float* __restrict__ q,        // (Tq, Hq·D)
+                              const bf16* __restrict__ k_hi,      // (Tk, Hkv·D)
+                              const bf16* __restrict__ k_lo,      // (Tk, Hkv·D), kSplit only
+                              const bf16* __restrict__ v_hi,      // (Tk, Hkv·D)
+                              const bf16* __restrict__ v_lo,      // (Tk, Hkv·D), kSplit only
+                              const int* __restrict__ positions,  // (Tq) or null
+                              int Tq, int Tk, int Hq, int Hkv, float scale_log2) {
     using C = TcTile<D, kSplit>;
-    constexpr int kSteps = D / 16;         // k-steps of q·kᵀ
+    constexpr int kSteps = D / 16;              // k-steps of q·kᵀ
     constexpr int kKeyTiles = C::kSubKeys / 8;  // 8-key column blocks of S
-    constexpr int kDimTiles = D / 8;       // 8-dim column blocks of o
+    constexpr int kDimTiles = D / 8;            // 8-dim column blocks of o
     constexpr int kArrays = C::kArrays;
     extern __shared__ float4 smem4[];
     bf16* stage = reinterpret_cast<bf16*>(smem4);  // [kStages][K hi, V hi, K lo, V lo][kBK][kPitch]
@@ -213,12 +217,14 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
 
     if (tid == 0) s_kv_end = 0;
     __syncthreads();
-    if (tid < C::kBQ && q0 + tid < Tq) atomicMax(&s_kv_end, positions ? min(positions[q0 + tid] + 1, Tk) : Tk);
+    if (tid < C::kBQ && q0 + tid < Tq)
+        atomicMax(&s_kv_end, positions ? min(positions[q0 + tid] + 1, Tk) : Tk);
     const int lim0 = row0 >= Tq ? 0 : positions ? min(positions[row0] + 1, Tk) : Tk;
     const int lim1 = row1 >= Tq ? 0 : positions ? min(positions[row1] + 1, Tk) : Tk;
     // Keys below warp_lim are visible to all 16 rows of this warp: tiles below it skip the mask.
     int warp_lim = min(lim0, lim1);
-    for (int o = kWarpSize / 2; o > 0; o >>= 1) warp_lim = min(warp_lim, __shfl_xor_sync(0xffffffffu, warp_lim, o));
+    for (int o = kWarpSize / 2; o > 0; o >>= 1)
+        warp_lim = min(warp_lim, __shfl_xor_sync(0xffffffffu, warp_lim, o));
     __syncthreads();
     const int kv_end = s_kv_end;
     const int n_tiles = (kv_end + C::kBK - 1) / C::kBK;
@@ -228,7 +234,8 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
     constexpr int kPerArray = C::kChunks / C::kThreads, kRowStep = C::kThreads / (D / 8);
     const int copy_row = tid / (D / 8), copy_col = (tid % (D / 8)) * 8;
     auto issue_tile = [&](int t) {
-        bf16* dst = stage + (t % C::kStages) * kArrays * C::kArray + copy_row * C::kPitch + copy_col;
+        bf16* dst =
+            stage + (t % C::kStages) * kArrays * C::kArray + copy_row * C::kPitch + copy_col;
 #pragma unroll
         for (int i = 0; i < C::kCopies; ++i) {
             const int a = i / kPerArray, r = (i % kPerArray) * kRowStep;
@@ -259,7 +266,8 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
             if (row0 < Tq) x0 = make_float2(q[row0 * q_stride + col], q[row0 * q_stride + col + 1]);
             if (row1 < Tq) x1 = make_float2(q[row1 * q_stride + col], q[row1 * q_stride + col + 1]);
             split_pair(x0.x * scale_log2, x0.y * scale_log2, qh[ks][half * 2], ql[ks][half * 2]);
-            split_pair(x1.x * scale_log2, x1.y * scale_log2, qh[ks][half * 2 + 1], ql[ks][half * 2 + 1]);
+            split_pair(x1.x * scale_log2, x1.y * scale_log2, qh[ks][half * 2 + 1],
+                       ql[ks][half * 2 + 1]);
         }
 
     float o[kDimTiles][4];
@@ -280,7 +288,8 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
         const bf16* vl_s = kh_s + 3 * C::kArray;
 #pragma unroll
         for (int sub = 0; sub < C::kBK / C::kSubKeys; ++sub) {
-            const int kv0 = t * C::kBK + sub * C::kSubKeys, row_s = sub * C::kSubKeys;  // key, staged row
+            const int kv0 = t * C::kBK + sub * C::kSubKeys,
+                      row_s = sub * C::kSubKeys;  // key, staged row
 
             // S = q·kᵀ: 16 rows × kSubKeys keys per warp; one ldmatrix.x4 feeds two 8-key blocks.
             float s[kKeyTiles][4];
@@ -290,7 +299,8 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
             for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
                 for (int nt = 0; nt < kKeyTiles; nt += 2) {
-                    const int off = (row_s + (nt + lm_mat / 2) * 8 + lm_row) * C::kPitch + ks * 16 + (lm_mat % 2) * 8;
+                    const int off = (row_s + (nt + lm_mat / 2) * 8 + lm_row) * C::kPitch + ks * 16 +
+                                    (lm_mat % 2) * 8;
                     uint32_t bh[4], bl[4] = {0, 0, 0, 0};
                     ldmatrix_x4(bh, kh_s + off);
                     if constexpr (kSplit) ldmatrix_x4(bl, kl_s + off);
@@ -306,8 +316,10 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
             if (__any_sync(0xffffffffu, corr.x != 1.0f || corr.y != 1.0f)) {
 #pragma unroll
                 for (int dn = 0; dn < kDimTiles; ++dn) {
-                    o[dn][0] *= corr.x; o[dn][1] *= corr.x;
-                    o[dn][2] *= corr.y; o[dn][3] *= corr.y;
+                    o[dn][0] *= corr.x;
+                    o[dn][1] *= corr.x;
+                    o[dn][2] *= corr.y;
+                    o[dn][3] *= corr.y;
                 }
             }
 
@@ -322,7 +334,8 @@ flash_attention_tc_kernel(Out* __restrict__ out,              // (Tq, Hq·D), f3
                 split_pair(s[2 * kk + 1][2], s[2 * kk + 1][3], ph[3], pl[3]);
 #pragma unroll
                 for (int dn = 0; dn < kDimTiles; dn += 2) {
-                    const int off = (row_s + kk * 16 + (lm_mat % 2) * 8 + lm_row) * C::kPitch + (dn + lm_mat / 2) * 8;
+                    const int off = (row_s + kk * 16 + (lm_mat % 2) * 8 + lm_row) * C::kPitch +
+                                    (dn + lm_mat / 2) * 8;
                     uint32_t bh[4], bl[4] = {0, 0, 0, 0};
                     ldmatrix_x4_trans(bh, vh_s + off);
                     if constexpr (kSplit) ldmatrix_x4_trans(bl, vl_s + off);
@@ -368,10 +381,17 @@ template <bool kSplit, typename Out>
 void dispatch(Out* out, const float* q, StagedKv kv, const int* positions, int Tq, int Tk, int Hq,
               int Hkv, int D, float scale, cudaStream_t stream) {
     switch (D) {
-        case 32: launch_tc<32, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
-        case 64: launch_tc<64, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
-        case 128: launch_tc<128, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream); break;
-        default: throw Error("flash_attention_tc: head_dim " + std::to_string(D) + " has no kernel");
+        case 32:
+            launch_tc<32, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream);
+            break;
+        case 64:
+            launch_tc<64, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream);
+            break;
+        case 128:
+            launch_tc<128, kSplit>(out, q, kv, positions, Tq, Tk, Hq, Hkv, scale, stream);
+            break;
+        default:
+            throw Error("flash_attention_tc: head_dim " + std::to_string(D) + " has no kernel");
     }
 }
 
@@ -395,7 +415,8 @@ void plain_bf16(const Context& ctx, Out* out, const float* q, const bf16* k, con
 template <int D, bool kSplit, typename Out>
 void allow_smem() {
     CUDA_CHECK(cudaFuncSetAttribute(flash_attention_tc_kernel<D, kSplit, Out>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, TcTile<D, kSplit>::kSmemBytes));
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    TcTile<D, kSplit>::kSmemBytes));
 }
 template <int D>
 void allow_smem() {
@@ -425,9 +446,11 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
     const bool aligned = aligned_to(k.data, 16) && aligned_to(v.data, 16);
     if (k.is_bf16 != v.is_bf16 || k.is_bf16 != out.is_bf16)
         throw Error("flash_attention_tc: k, v and out must share their dtype");
-    if (k.is_bf16 && split) throw Error("flash_attention_tc: bf16 k and v have no lo parts to split");
+    if (k.is_bf16 && split)
+        throw Error("flash_attention_tc: bf16 k and v have no lo parts to split");
     if (k.is_bf16 && aligned) {  // read in place
-        plain_bf16(ctx, out.b16(), q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        plain_bf16(ctx, out.b16(), q, k.b16(), v.b16(), positions, Tq, Tk, Hq, Hkv, D, scale,
+                   stream);
         return;
     }
     if (!flash_tc_fits(Tk, width))
@@ -435,21 +458,27 @@ void flash_attention_tc(Context& ctx, ActOut out, const float* q, Act k, Act v,
                     " KV cache exceeds the staging buffers (reference/context.h)");
     const StagedKv staged{ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n};
     if (k.is_bf16) {  // off 16 bytes: copied to the aligned staging first
-        CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv, k.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
-        CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv + 2 * n, v.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
-        plain_bf16(ctx, out.b16(), q, staged.k_hi, staged.v_hi, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+        CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv, k.b16(), n * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                   stream));
+        CUDA_CHECK(cudaMemcpyAsync(ctx.attn_kv + 2 * n, v.b16(), n * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream));
+        plain_bf16(ctx, out.b16(), q, staged.k_hi, staged.v_hi, positions, Tq, Tk, Hq, Hkv, D,
+                   scale, stream);
         return;
     }
     if (!aligned) throw Error("flash_attention_tc: f32 k and v must be 16-byte aligned");
     const long long chunks = static_cast<long long>(n / 8);
     // Each block also scans the positions, so a few blocks per SM, striding, beat one per chunk.
-    const unsigned blocks = static_cast<unsigned>(std::min<long long>(cuda::blocks_for(chunks, kSplitThreads), 256));
+    const unsigned blocks =
+        static_cast<unsigned>(std::min<long long>(cuda::blocks_for(chunks, kSplitThreads), 256));
     split_kv_kernel<<<std::max(blocks, 1u), kSplitThreads, 0, stream>>>(
         ctx.attn_kv, ctx.attn_kv + n, ctx.attn_kv + 2 * n, ctx.attn_kv + 3 * n, k.f32(), v.f32(),
         positions, Tq, Tk, width, split);
     CUDA_CHECK_LAUNCH();
     if (split) dispatch<true>(out.f32(), q, staged, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
-    else plain_bf16(ctx, out.f32(), q, staged.k_hi, staged.v_hi, positions, Tq, Tk, Hq, Hkv, D, scale, stream);
+    else
+        plain_bf16(ctx, out.f32(), q, staged.k_hi, staged.v_hi, positions, Tq, Tk, Hq, Hkv, D,
+                   scale, stream);
 }
 
 }  // namespace glmasr::reference

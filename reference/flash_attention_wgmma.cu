@@ -55,13 +55,13 @@ namespace glmasr::reference {
 
 namespace {
 
-constexpr int kD = 64;                  // head dim
+constexpr int kD = 64;  // head dim
 constexpr int kWarpgroups = 2;
 constexpr int kThreads = kWarpgroups * 128;
-constexpr int kBQ = kWarpgroups * 64;   // queries per block
-constexpr int kBK = 64;                 // keys per staged tile
+constexpr int kBQ = kWarpgroups * 64;          // queries per block
+constexpr int kBK = 64;                        // keys per staged tile
 constexpr int kSubKeys = flash::kSoftmaxKeys;  // keys per online-softmax update
-constexpr int kStages = 3;              // K/V tiles in flight
+constexpr int kStages = 3;                     // K/V tiles in flight
 constexpr int kTileBytes = kBK * kD * static_cast<int>(sizeof(bf16));  // 8 KB: one K, V or Q tile
 // Q tiles, then the K/V ring; +1 KB to align the start to the swizzle's 1024-byte period.
 constexpr int kSmemBytes = (kWarpgroups + 2 * kStages) * kTileBytes + 1024;
@@ -96,12 +96,12 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool v
 // 16·warp + lane/4 (e < 2) or that + 8 (e ≥ 2), column 8j + 2·(lane % 4) + e % 2.
 using Acc = float[32];
 // The 32 accumulators as read-write asm operands %0..%31.
-#define WGMMA_ACCUMULATORS(d)                                                                          \
-    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),   \
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),      \
-        "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),    \
-        "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),    \
-        "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define WGMMA_ACCUMULATORS(d)                                                                      \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),            \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
 // d (+)= A(64 × 16) · B(16 × 64), both from shared memory, both K-major (S = Q·Kᵀ).
 __device__ __forceinline__ void wgmma_ss(Acc& d, uint64_t a, uint64_t b, bool accumulate) {
@@ -130,9 +130,15 @@ __device__ __forceinline__ void wgmma_rs(Acc& d, const uint32_t (&a)[4], uint64_
 
 // Issue order and completion: fence before a warpgroup's first wgmma (its registers are ready),
 // commit the issued ones as a group, wait for every group.
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
 // The compiler sees a wgmma's accumulators as written when it issues, and its register A
 // operand as read then; this keeps every use of them on its side of the fence or the wait.
 __device__ __forceinline__ void pin(Acc& d) {
@@ -144,26 +150,31 @@ __device__ __forceinline__ void pin(uint32_t (&a)[2][4]) {
     for (int i = 0; i < 8; ++i) asm volatile("" : "+r"(a[i / 4][i % 4])::"memory");
 }
 
-__device__ __forceinline__ void store_pair(float* p, float x, float y) { *reinterpret_cast<float2*>(p) = make_float2(x, y); }
-__device__ __forceinline__ void store_pair(bf16* p, float x, float y) { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
+__device__ __forceinline__ void store_pair(float* p, float x, float y) {
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+}
+__device__ __forceinline__ void store_pair(bf16* p, float x, float y) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+}
 
 // Grid: (ceil(Tq / kBQ), Hq); block: kThreads; dynamic shared memory: kSmemBytes.
 template <typename Out>
 __global__ void __launch_bounds__(kThreads, 2)
-flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f32 or bf16
-                             const float* __restrict__ q,     // (Tq, Hq·64)
-                             const bf16* __restrict__ k,      // (Tk, Hkv·64)
-                             const bf16* __restrict__ v,      // (Tk, Hkv·64)
-                             int Tq, int Tk, int Hq, int Hkv, float scale_log2) {
+    flash_attention_wgmma_kernel(Out* __restrict__ out,        // (Tq, Hq·64), f32 or bf16
+                                 const float* __restrict__ q,  // (Tq, Hq·64)
+                                 const bf16* __restrict__ k,   // (Tk, Hkv·64)
+                                 const bf16* __restrict__ v,   // (Tk, Hkv·64)
+                                 int Tq, int Tk, int Hq, int Hkv, float scale_log2) {
     extern __shared__ uint8_t smem_raw[];
     // The swizzle repeats every 1024 bytes of shared address: start the tiles on such a boundary.
     uint8_t* q_tiles = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
     uint8_t* ring = q_tiles + kWarpgroups * kTileBytes;  // [kStages][K, V]
 
-    const int tid = threadIdx.x, lane = tid % kWarpSize, wg = tid / 128, warp = (tid % 128) / kWarpSize;
+    const int tid = threadIdx.x, lane = tid % kWarpSize, wg = tid / 128,
+              warp = (tid % 128) / kWarpSize;
     const int h = blockIdx.y, g = h / (Hq / Hkv), q0 = blockIdx.x * kBQ + wg * 64;
     const size_t q_stride = static_cast<size_t>(Hq) * kD, kv_stride = static_cast<size_t>(Hkv) * kD;
-    const int fc = (lane % 4) * 2;                        // accumulator column pair
+    const int fc = (lane % 4) * 2;  // accumulator column pair
     const int row0 = q0 + warp * 16 + lane / 4, row1 = row0 + 8;
     const int n_tiles = (Tk + kBK - 1) / kBK;
 
@@ -193,13 +204,16 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
         const int c = tid % 128 + i * 128, r = c / 8, chunk = c % 8, row = q0 + r;
         float4 a = make_float4(0, 0, 0, 0), b = a;
         if (row < Tq) {
-            const float4* src = reinterpret_cast<const float4*>(q + row * q_stride + h * kD + chunk * 8);
+            const float4* src =
+                reinterpret_cast<const float4*>(q + row * q_stride + h * kD + chunk * 8);
             a = src[0];
             b = src[1];
         }
         *reinterpret_cast<uint4*>(q_tile + swizzled(r, chunk)) =
-            make_uint4(pack_bf16(a.x * scale_log2, a.y * scale_log2), pack_bf16(a.z * scale_log2, a.w * scale_log2),
-                       pack_bf16(b.x * scale_log2, b.y * scale_log2), pack_bf16(b.z * scale_log2, b.w * scale_log2));
+            make_uint4(pack_bf16(a.x * scale_log2, a.y * scale_log2),
+                       pack_bf16(a.z * scale_log2, a.w * scale_log2),
+                       pack_bf16(b.x * scale_log2, b.y * scale_log2),
+                       pack_bf16(b.z * scale_log2, b.w * scale_log2));
     }
     const uint32_t q_addr = smem_addr(q_tile);
 
@@ -209,14 +223,16 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
     flash::RowPairStats stats;
 
     for (int t = 0; t < n_tiles; ++t) {
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));  // this thread's copies of tile t
+        asm volatile(
+            "cp.async.wait_group %0;\n" ::"n"(kStages - 2));  // this thread's copies of tile t
         // Writes by cp.async and st.shared (the Q tile) are made visible to wgmma's reads (the
         // "async proxy"), then everyone's are there, and tile t − 1's buffer is free.
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
         if (t + kStages - 1 < n_tiles) issue_tile(t + kStages - 1);
         else asm volatile("cp.async.commit_group;\n" ::);
-        const uint32_t k_addr = smem_addr(ring + (t % kStages) * 2 * kTileBytes), v_addr = k_addr + kTileBytes;
+        const uint32_t k_addr = smem_addr(ring + (t % kStages) * 2 * kTileBytes),
+                       v_addr = k_addr + kTileBytes;
 
         Acc s;  // S = Q·Kᵀ over 4 steps of 16 dims
         wgmma_fence();
@@ -232,7 +248,8 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
             float* ss = s + sub * 16;  // the 4 column blocks of 8 keys of this update
             const int kv0 = t * kBK + sub * kSubKeys;
             // Only the last tile reaches past Tk and hides keys.
-            const float2 corr = flash::online_softmax_update(ss, stats, kv0, fc, Tk, Tk, kv0 + kSubKeys > Tk);
+            const float2 corr =
+                flash::online_softmax_update(ss, stats, kv0, fc, Tk, Tk, kv0 + kSubKeys > Tk);
             if (__any_sync(0xffffffffu, corr.x != 1.0f || corr.y != 1.0f)) {
 #pragma unroll
                 for (int j = 0; j < 8; ++j) {
@@ -248,7 +265,8 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
 #pragma unroll
             for (int step = 0; step < 2; ++step)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) p[step][i] = pack_bf16(ss[8 * step + 2 * i], ss[8 * step + 2 * i + 1]);
+                for (int i = 0; i < 4; ++i)
+                    p[step][i] = pack_bf16(ss[8 * step + 2 * i], ss[8 * step + 2 * i + 1]);
             pin(p);
             pin(o);
             wgmma_fence();
@@ -265,8 +283,10 @@ flash_attention_wgmma_kernel(Out* __restrict__ out,           // (Tq, Hq·64), f
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
         const int col = h * kD + 8 * j + fc;
-        if (row0 < Tq) store_pair(out + row0 * q_stride + col, o[4 * j] * inv.x, o[4 * j + 1] * inv.x);
-        if (row1 < Tq) store_pair(out + row1 * q_stride + col, o[4 * j + 2] * inv.y, o[4 * j + 3] * inv.y);
+        if (row0 < Tq)
+            store_pair(out + row0 * q_stride + col, o[4 * j] * inv.x, o[4 * j + 1] * inv.x);
+        if (row1 < Tq)
+            store_pair(out + row1 * q_stride + col, o[4 * j + 2] * inv.y, o[4 * j + 3] * inv.y);
     }
 }
 
@@ -274,8 +294,8 @@ template <typename Out>
 void launch(Out* out, const float* q, const bf16* k, const bf16* v, int Tq, int Tk, int Hq, int Hkv,
             float scale, cudaStream_t stream) {
     const dim3 grid(cuda::blocks_for(Tq, kBQ), Hq);
-    flash_attention_wgmma_kernel<Out><<<grid, kThreads, kSmemBytes, stream>>>(
-        out, q, k, v, Tq, Tk, Hq, Hkv, scale * kLog2e);
+    flash_attention_wgmma_kernel<Out>
+        <<<grid, kThreads, kSmemBytes, stream>>>(out, q, k, v, Tq, Tk, Hq, Hkv, scale * kLog2e);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -288,14 +308,15 @@ void configure_flash_attention_wgmma() {
                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
 }
 
-void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq,
-                           int Tk, int Hq, int Hkv, float scale, cudaStream_t stream) {
+void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq, int Tk,
+                           int Hq, int Hkv, float scale, cudaStream_t stream) {
     if (Hkv <= 0 || Hq % Hkv != 0)
-        throw Error("flash_attention_wgmma: " + std::to_string(Hq) + " query heads are not a multiple of " +
-                    std::to_string(Hkv) + " kv heads");
+        throw Error("flash_attention_wgmma: " + std::to_string(Hq) +
+                    " query heads are not a multiple of " + std::to_string(Hkv) + " kv heads");
     if (!aligned_to(q, 16) || !aligned_to(k, 16) || !aligned_to(v, 16) ||
         !aligned_to(out.data, out.is_bf16 ? 4 : 8))
-        throw Error("flash_attention_wgmma: q, k and v must be 16-byte aligned and out aligned to a pair");
+        throw Error(
+            "flash_attention_wgmma: q, k and v must be 16-byte aligned and out aligned to a pair");
     if (Tq == 0) return;
     if (out.is_bf16) launch(out.b16(), q, k, v, Tq, Tk, Hq, Hkv, scale, stream);
     else launch(out.f32(), q, k, v, Tq, Tk, Hq, Hkv, scale, stream);

@@ -39,8 +39,8 @@ namespace {
 // The value written to out[row]: `first` (and `second`, the up product) are the row's sums, `bias`
 // its bias (−0 without: x + (−0) is x for every x, −0 included), `old` its previous value (read
 // only by kAccumulate).
-__device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second, float bias,
-                                               float old) {
+__device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second,
+                                               float bias, float old) {
     if (epilogue == GemvEpilogue::kSiluMul) return silu(first) * second;
     const float v = first + bias;
     if (epilogue == GemvEpilogue::kAccumulate) return old + v;
@@ -51,12 +51,12 @@ __device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float firs
 // kRmsNorm: the product is taken with rmsnorm(x), norm.weight (K).
 template <int M, int kRows, GemvEpilogue kEpi, bool kRmsNorm>
 __global__ void __launch_bounds__(kGemvThreads)
-gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
-                 const float* x,                  // (M, K)
-                 const bf16* __restrict__ w,      // (N, K)
-                 const bf16* __restrict__ w2,     // (N, K) or null
-                 const float* __restrict__ bias,  // (N) or null
-                 GemvNorm norm, int N, int K) {
+    gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
+                     const float* x,                  // (M, K)
+                     const bf16* __restrict__ w,      // (N, K)
+                     const bf16* __restrict__ w2,     // (N, K) or null
+                     const float* __restrict__ bias,  // (N) or null
+                     GemvNorm norm, int N, int K) {
     constexpr int kMats = kEpi == GemvEpilogue::kSiluMul ? 2 : 1;
     const int row0 = blockIdx.x * kRows;
     // Owned rows, matrix by matrix: rows[mat · kRows + r] is row row0 + r of w (mat 0) or w2.
@@ -67,7 +67,8 @@ gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
         for (int r = 0; r < kRows; ++r) {
             // Rows past N (last block) re-read row N-1; their sums are never written.
             const int row = min(row0 + r, N - 1);
-            rows[mat * kRows + r] = reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
+            rows[mat * kRows + r] =
+                reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
         }
     // Start the weight loads, let the next kernel be scheduled as soon as SMs free up (PDL), and
     // only then wait for x.
@@ -127,7 +128,8 @@ __global__ void gemv_bf16_generic_kernel(float* __restrict__ out,         // (M,
         const float a = warp_sum(acc[m]), b = warp_sum(acc2[m]);
         if (lane == 0) {
             float& o = out[static_cast<size_t>(m) * N + row];
-            o = gemv_epilogue(epilogue, a, b, bias ? bias[row] : -0.0f, epilogue == GemvEpilogue::kAccumulate ? o : 0.0f);
+            o = gemv_epilogue(epilogue, a, b, bias ? bias[row] : -0.0f,
+                              epilogue == GemvEpilogue::kAccumulate ? o : 0.0f);
         }
     }
 }
@@ -141,13 +143,14 @@ void launch_fast(float* out, const float* x, const bf16* w, const bf16* w2, cons
     // more rows of x the gate/up accumulators multiply, so there it stays at 2 rows of each.
     constexpr int kRows = kEpi == GemvEpilogue::kSiluMul && M > 1 ? 2 : 4;
     const unsigned blocks = cuda::blocks_for(N, kRows);
-    launch_pdl(gemv_bf16_kernel<M, kRows, kEpi, kRmsNorm>, blocks, kGemvThreads, 0, stream, out, x, w, w2,
-               bias, norm, N, K);
+    launch_pdl(gemv_bf16_kernel<M, kRows, kEpi, kRmsNorm>, blocks, kGemvThreads, 0, stream, out, x,
+               w, w2, bias, norm, N, K);
 }
 
 template <GemvEpilogue kEpi, bool kRmsNorm = false>
 void launch_fast_for_rows(float* out, const float* x, const bf16* w, const bf16* w2,
-                          const float* bias, GemvNorm norm, int M, int N, int K, cudaStream_t stream) {
+                          const float* bias, GemvNorm norm, int M, int N, int K,
+                          cudaStream_t stream) {
     switch (M) {
         case 1: launch_fast<1, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
         case 2: launch_fast<2, kEpi, kRmsNorm>(out, x, w, w2, bias, norm, N, K, stream); break;
@@ -164,21 +167,22 @@ void launch_fast_for_rows(float* out, const float* x, const bf16* w, const bf16*
 }  // namespace
 
 bool gemv_fast_fits(const float* x, const bf16* w, const bf16* w2, GemvNorm norm, int K) {
-    return K % kGemvChunk == 0 && aligned_to(w, 16) && aligned_to(x, 16) && (!w2 || aligned_to(w2, 16)) &&
-           (!norm.weight || aligned_to(norm.weight, 16));
+    return K % kGemvChunk == 0 && aligned_to(w, 16) && aligned_to(x, 16) &&
+           (!w2 || aligned_to(w2, 16)) && (!norm.weight || aligned_to(norm.weight, 16));
 }
 
 void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const float* bias,
                GemvNorm norm, int M, int N, int K, GemvEpilogue epilogue, cudaStream_t stream) {
-    if (M < 1 || M > kGemvMaxRows) throw Error("gemv_bf16: M = " + std::to_string(M) + " is outside 1..8");
+    if (M < 1 || M > kGemvMaxRows)
+        throw Error("gemv_bf16: M = " + std::to_string(M) + " is outside 1..8");
     const bool fast = gemv_fast_fits(x, w, w2, norm, K);
     if (norm.weight && (!fast || epilogue != GemvEpilogue::kSiluMul))
         throw Error("gemv_bf16: the fused RMSNorm needs the fast path and the SiLU·up epilogue");
     if (N == 0) return;
     if (!fast) {
         constexpr int kWarpsPerBlock = 4;
-        launch_pdl(gemv_bf16_generic_kernel, cuda::blocks_for(N, kWarpsPerBlock), kWarpsPerBlock * kWarpSize,
-                   0, stream, out, x, w, w2, bias, M, N, K, epilogue);
+        launch_pdl(gemv_bf16_generic_kernel, cuda::blocks_for(N, kWarpsPerBlock),
+                   kWarpsPerBlock * kWarpSize, 0, stream, out, x, w, w2, bias, M, N, K, epilogue);
         return;
     }
     switch (epilogue) {
@@ -186,16 +190,20 @@ void gemv_bf16(float* out, const float* x, const bf16* w, const bf16* w2, const 
             launch_fast_for_rows<GemvEpilogue::kBias>(out, x, w, w2, bias, norm, M, N, K, stream);
             break;
         case GemvEpilogue::kBiasGelu:
-            launch_fast_for_rows<GemvEpilogue::kBiasGelu>(out, x, w, w2, bias, norm, M, N, K, stream);
+            launch_fast_for_rows<GemvEpilogue::kBiasGelu>(out, x, w, w2, bias, norm, M, N, K,
+                                                          stream);
             break;
         case GemvEpilogue::kAccumulate:
-            launch_fast_for_rows<GemvEpilogue::kAccumulate>(out, x, w, w2, bias, norm, M, N, K, stream);
+            launch_fast_for_rows<GemvEpilogue::kAccumulate>(out, x, w, w2, bias, norm, M, N, K,
+                                                            stream);
             break;
         case GemvEpilogue::kSiluMul:
             if (norm.weight)
-                launch_fast_for_rows<GemvEpilogue::kSiluMul, true>(out, x, w, w2, bias, norm, M, N, K, stream);
+                launch_fast_for_rows<GemvEpilogue::kSiluMul, true>(out, x, w, w2, bias, norm, M, N,
+                                                                   K, stream);
             else
-                launch_fast_for_rows<GemvEpilogue::kSiluMul>(out, x, w, w2, bias, norm, M, N, K, stream);
+                launch_fast_for_rows<GemvEpilogue::kSiluMul>(out, x, w, w2, bias, norm, M, N, K,
+                                                             stream);
             break;
     }
 }

@@ -64,13 +64,15 @@ struct GemvPrefetch {
 
 // pre ← the first kGemvPrefetch chunks of this thread in every row. Safe before pdl_wait().
 template <int R>
-__device__ __forceinline__ void gemv_prefetch(const uint4* const (&rows)[R], int K, GemvPrefetch<R>& pre) {
+__device__ __forceinline__ void gemv_prefetch(const uint4* const (&rows)[R], int K,
+                                              GemvPrefetch<R>& pre) {
     const int n_chunks = K / kGemvChunk;
 #pragma unroll
     for (int p = 0; p < kGemvPrefetch; ++p) {
         const int c = threadIdx.x + p * kGemvThreads;
 #pragma unroll
-        for (int r = 0; r < R; ++r) pre.chunk[p][r] = c < n_chunks ? __ldcs(rows[r] + c) : make_uint4(0, 0, 0, 0);
+        for (int r = 0; r < R; ++r)
+            pre.chunk[p][r] = c < n_chunks ? __ldcs(rows[r] + c) : make_uint4(0, 0, 0, 0);
     }
 }
 
@@ -88,8 +90,14 @@ __device__ __forceinline__ void gemv_chunk(const uint4 (&w)[R], int c,
     if constexpr (kRmsNorm) {
         const float4* gr = reinterpret_cast<const float4*>(norm_weight) + 2 * c;
         const float4 g0 = __ldg(gr), g1 = __ldg(gr + 1);
-        g[0] = g0.x; g[1] = g0.y; g[2] = g0.z; g[3] = g0.w;
-        g[4] = g1.x; g[5] = g1.y; g[6] = g1.z; g[7] = g1.w;
+        g[0] = g0.x;
+        g[1] = g0.y;
+        g[2] = g0.z;
+        g[3] = g0.w;
+        g[4] = g1.x;
+        g[5] = g1.y;
+        g[6] = g1.z;
+        g[7] = g1.w;
     }
 #pragma unroll
     for (int m = 0; m < M; ++m) {
@@ -117,7 +125,7 @@ __device__ __forceinline__ void gemv_chunk(const uint4 (&w)[R], int c,
 template <int M, int R, bool kRmsNorm = false>
 __device__ __forceinline__ void block_gemv(const uint4* const (&rows)[R],  // R rows of (K) bf16
                                            const GemvPrefetch<R>& pre,
-                                           const float* x,                 // (M, K)
+                                           const float* x,                         // (M, K)
                                            const float* __restrict__ norm_weight,  // (K) or null
                                            int K, GemvPartials<M, R, kRmsNorm>& partials) {
     constexpr int kSums = R + (kRmsNorm ? 1 : 0);

@@ -15,8 +15,8 @@ namespace glmasr::reference {
 
 namespace {
 
-__global__ void im2col_bf16_kernel(bf16* __restrict__ cols,       // (t_count, C_in·ksize)
-                                   const float* __restrict__ x,   // (T_in, C_in)
+__global__ void im2col_bf16_kernel(bf16* __restrict__ cols,      // (t_count, C_in·ksize)
+                                   const float* __restrict__ x,  // (T_in, C_in)
                                    int T_in, int C_in, int ksize, int stride, int padding,
                                    int t_begin, int t_count) {
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -33,8 +33,8 @@ __global__ void im2col_bf16_kernel(bf16* __restrict__ cols,       // (t_count, C
 
 }  // namespace
 
-void im2col_bf16(bf16* cols, const float* x, int T_in, int C_in, int ksize, int stride,
-                 int padding, int t_begin, int t_count, cudaStream_t stream) {
+void im2col_bf16(bf16* cols, const float* x, int T_in, int C_in, int ksize, int stride, int padding,
+                 int t_begin, int t_count, cudaStream_t stream) {
     const long long n = static_cast<long long>(t_count) * C_in;
     if (n == 0) return;
     constexpr int kThreads = 256;

@@ -49,8 +49,8 @@ struct GemvNorm {
 
 // out(M, N) = epilogue(x(M, K) · w(N, K)ᵀ + bias(N)); bias may be null. A bf16 x takes the GEMM
 // at any M (the GEMV reads f32).
-void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N,
-            int K, Epilogue epilogue, cudaStream_t stream);
+void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N, int K,
+            Epilogue epilogue, cudaStream_t stream);
 // residual(M, N) += x(M, K) · w(N, K)ᵀ (the GEMV's or the GEMM's epilogue adds; no scratch)
 void linear_residual(Context& ctx, float* residual, const float* x, const bf16* w, int M, int N,
                      int K, cudaStream_t stream);
@@ -65,8 +65,8 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
 // hidden(M, F) holds the first product in f32 above the GEMV range; the GELU then writes the
 // second product's bf16 operand itself, so the (M, F) activations are not written as f32 again
 void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf16* w1,
-                        const float* b1, const bf16* w2, const float* b2, int M, int F, int N, int K,
-                        cudaStream_t stream);
+                        const float* b1, const bf16* w2, const float* b2, int M, int F, int N,
+                        int K, cudaStream_t stream);
 // The encoder's attention inputs (qkv_rope): q(M, Hq·D) = rope(x · w_qᵀ + b_q), k(M, Hkv·D) =
 // rope(x · w_kᵀ + b_k), v(M, Hkv·D) = x · w_vᵀ + b_v, biases may be null; RoPE as rope_apply.
 // Above the GEMV range (or with a bf16 x) x is staged as bf16 once for the three products
@@ -75,19 +75,19 @@ void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf
 // the three weights lie back to back) and one pass rotates q and k and rounds k and v
 // (rope_qkv_bf16 in rope_cache.cu): the values the attention's own conversion would have given.
 struct QkvRopeArgs {
-    float* q;                           // (M, Hq·D) out
-    ActOut k;                           // (M, Hkv·D) out; k and v share their dtype
-    ActOut v;                           // (M, Hkv·D) out
-    Act x;                              // (M, K)
-    const bf16* w_q;                    // (Hq·D, K)
-    const float* b_q;                   // (Hq·D) or null
-    const bf16* w_k;                    // (Hkv·D, K)
-    const float* b_k;                   // (Hkv·D) or null
-    const bf16* w_v;                    // (Hkv·D, K)
-    const float* b_v;                   // (Hkv·D) or null
-    const float* cos;                   // (n_positions, half)
-    const float* sin;                   // (n_positions, half)
-    const int* positions;               // (M)
+    float* q;              // (M, Hq·D) out
+    ActOut k;              // (M, Hkv·D) out; k and v share their dtype
+    ActOut v;              // (M, Hkv·D) out
+    Act x;                 // (M, K)
+    const bf16* w_q;       // (Hq·D, K)
+    const float* b_q;      // (Hq·D) or null
+    const bf16* w_k;       // (Hkv·D, K)
+    const float* b_k;      // (Hkv·D) or null
+    const bf16* w_v;       // (Hkv·D, K)
+    const float* b_v;      // (Hkv·D) or null
+    const float* cos;      // (n_positions, half)
+    const float* sin;      // (n_positions, half)
+    const int* positions;  // (M)
     int M, K, n_heads, n_kv_heads, head_dim, half, n_positions;
 };
 void qkv_rope(Context& ctx, const QkvRopeArgs& args, cudaStream_t stream);
@@ -112,18 +112,18 @@ bool gemv_fast_fits(const float* x, const bf16* w, const bf16* w2, GemvNorm norm
 // ---- qkv_rope_cache.cu: the decoder's q/k/v products, RoPE and KV-cache write in one kernel
 
 struct QkvRopeCacheArgs {
-    float* q;                           // (M, Hq·D) out
-    float* k_cache;                     // (cap, Hkv·D), rows positions[m] written
-    float* v_cache;                     // (cap, Hkv·D), rows positions[m] written
-    const float* x;                     // (M, K)
-    const bf16* w_q;                    // (Hq·D, K)
-    const bf16* w_k;                    // (Hkv·D, K)
-    const bf16* w_v;                    // (Hkv·D, K)
-    const float* cos;                   // (n_positions, half)
-    const float* sin;                   // (n_positions, half)
-    const int* positions;               // (M)
+    float* q;              // (M, Hq·D) out
+    float* k_cache;        // (cap, Hkv·D), rows positions[m] written
+    float* v_cache;        // (cap, Hkv·D), rows positions[m] written
+    const float* x;        // (M, K)
+    const bf16* w_q;       // (Hq·D, K)
+    const bf16* w_k;       // (Hkv·D, K)
+    const bf16* w_v;       // (Hkv·D, K)
+    const float* cos;      // (n_positions, half)
+    const float* sin;      // (n_positions, half)
+    const int* positions;  // (M)
     int M, K, n_heads, n_kv_heads, head_dim, half, n_positions, cap;
-    GemvNorm norm;                      // x is normalised first when norm.weight is set
+    GemvNorm norm;  // x is normalised first when norm.weight is set
 };
 // True when the one-kernel path applies: M ≤ kGemvMaxRows, full-width RoPE, aligned rows.
 bool qkv_rope_cache_fits(const QkvRopeCacheArgs& args);
@@ -152,8 +152,8 @@ struct QkvProducts {
 // q(T, Hq·D) = rope(q'), k_cache[positions[t]] = rope(k')[t], v_cache likewise from v'
 // (unrotated); RoPE as rope_apply                                                (rope_cache.cu)
 void rope_cache(float* q, float* k_cache, float* v_cache, const QkvProducts& in, const float* cos,
-                const float* sin, const int* positions, int T, int n_heads, int n_kv_heads, int head_dim,
-                int half, int n_positions, int cap, cudaStream_t stream);
+                const float* sin, const int* positions, int T, int n_heads, int n_kv_heads,
+                int head_dim, int half, int n_positions, int cap, cudaStream_t stream);
 // q(T, Hq·D) = rope(q'), k_out, v_out (T, Hkv·D) bf16 = bf16(rope(k')), bf16(v'); RoPE as
 // rope_apply, rounded to nearest even                                            (rope_cache.cu)
 void rope_qkv_bf16(float* q, bf16* k_out, bf16* v_out, const QkvProducts& in, const float* cos,
@@ -168,22 +168,22 @@ void convert_to_bf16(bf16* out, const float* x, long long n, cudaStream_t stream
 void gelu_to_bf16(bf16* out, const float* x, long long n, cudaStream_t stream);
 // cols(t_count, C_in·ksize) bf16 = the receptive fields of output rows t_begin.. of a conv over
 // x(T_in, C_in), in the weight's (C_in, ksize) order; zero padding                  (im2col.cu)
-void im2col_bf16(bf16* cols, const float* x, int T_in, int C_in, int ksize, int stride,
-                 int padding, int t_begin, int t_count, cudaStream_t stream);
+void im2col_bf16(bf16* cols, const float* x, int T_in, int C_in, int ksize, int stride, int padding,
+                 int t_begin, int t_count, cudaStream_t stream);
 
 // ---- GEMM rungs (gemm_ladder/): out(M, N) = a(M, K) · w(N, K)ᵀ + bias(N), bf16 in, f32 out;
 // with `accumulate` the product is added to out instead (a residual connection, no add pass)
 
 using GemmFn = void (*)(Context& ctx, float* out, const bf16* a, const bf16* w, const float* bias,
                         int M, int N, int K, bool accumulate, cudaStream_t stream);
-void gemm_naive(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                int N, int K, bool accumulate, cudaStream_t stream);
-void gemm_smem(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, bool accumulate, cudaStream_t stream);
+void gemm_naive(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M, int N,
+                int K, bool accumulate, cudaStream_t stream);
+void gemm_smem(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M, int N,
+               int K, bool accumulate, cudaStream_t stream);
 void gemm_regtile(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
                   int N, int K, bool accumulate, cudaStream_t stream);
-void gemm_wmma(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, bool accumulate, cudaStream_t stream);
+void gemm_wmma(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M, int N,
+               int K, bool accumulate, cudaStream_t stream);
 void gemm_cublas(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
                  int N, int K, bool accumulate, cudaStream_t stream);
 GemmFn gemm_for(GemmRung rung);
@@ -207,7 +207,7 @@ constexpr int kNormMaxDim = 8192;
 
 // ---- elementwise (elementwise.cu); out may equal an input
 
-void gelu(float* out, const float* x, long long n, cudaStream_t stream);                  // (n)
+void gelu(float* out, const float* x, long long n, cudaStream_t stream);  // (n)
 void silu_mul(float* out, const float* gate, const float* up, long long n, cudaStream_t stream);
 // out(rows, F) = silu(gate) · up of one product's rows gate_up(rows, 2F) = [gate | up]    (elementwise.cu)
 void silu_mul_rows(float* out, const float* gate_up, int rows, int F, cudaStream_t stream);
@@ -226,7 +226,8 @@ void rope_apply(float* x, const float* cos, const float* sin, const int* positio
                 int n_heads, int head_dim, int half, int n_positions, cudaStream_t stream);
 // q(T, Hq·head_dim) and k(T, Hk·head_dim) rotated in place by one launch, as rope_apply
 void rope_apply_qk(float* q, float* k, const float* cos, const float* sin, const int* positions,
-                   int T, int Hq, int Hk, int head_dim, int half, int n_positions, cudaStream_t stream);
+                   int T, int Hq, int Hk, int head_dim, int half, int n_positions,
+                   cudaStream_t stream);
 // out(T, D) = f32(table(V, D)[ids(T)])                                           (embedding.cu)
 void embedding_bf16(float* out, const bf16* table, const int* ids, int T, int D, int V,
                     cudaStream_t stream);
@@ -241,8 +242,8 @@ void cache_write(float* cache, const float* rows, const int* positions, int T, i
 // positions(Tq) or null: with positions, key j is visible to query i iff j ≤ positions[i].
 
 // scores(Hq, Tq, Tk) = scale · q·kᵀ, hidden entries −inf                   (attention_scores.cu)
-void attention_scores(float* scores, const float* q, const float* k, const int* positions,
-                      int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
+void attention_scores(float* scores, const float* q, const float* k, const int* positions, int Tq,
+                      int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
 // out(Tq, Hq·D) = probs(Hq, Tq, Tk) · v                                    (attention_output.cu)
 void attention_output(float* out, const float* probs, const float* v, int Tq, int Tk, int Hq,
                       int Hkv, int D, cudaStream_t stream);
@@ -254,13 +255,13 @@ void attention_output(float* out, const float* probs, const float* v, int Tq, in
 // dtype for the three) take the plain bf16 tensor-core kernel where D allows, whatever
 // ctx.attention says (one query included), the generic one otherwise.
 //                                                                          (attention.cu, host)
-void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions,
-               int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
+void attention(Context& ctx, ActOut out, const float* q, Act k, Act v, const int* positions, int Tq,
+               int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
 constexpr int kAttentionMaxGenericDim = 256;
 bool flash_supports(int D);
 void flash_attention(float* out, const float* q, const float* k, const float* v,
                      const int* positions, int Tq, int Tk, int Hq, int Hkv, int D, float scale,
-                     cudaStream_t stream);                                    // (flash_attention.cu)
+                     cudaStream_t stream);  // (flash_attention.cu)
 // Tensor cores; f32 k and v are first converted into ctx.attn_kv (bf16, and the lo residual with
 // split), bf16 ones are read where they are (copied there first if not 16-byte aligned).
 // split (f32 k and v only): three bf16 mma per product (f32-level accuracy) instead of one
@@ -276,20 +277,20 @@ bool flash_tc_fits(int Tk, int kv_width);
 // two elements (it stores pairs); Hq a multiple of Hkv. Only in a build that targets sm_90
 // (GLMASR_WGMMA_ATTENTION), for a compute-capability 9.0 GPU (ctx.wgmma_attention); throws
 // Error on a precondition it does not meet.                               (flash_attention_wgmma.cu)
-void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq,
-                           int Tk, int Hq, int Hkv, float scale, cudaStream_t stream);
+void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16* v, int Tq, int Tk,
+                           int Hq, int Hkv, float scale, cudaStream_t stream);
 #endif
 // partials: kMaxDecodeHeads·kMaxDecodePartials·(D + 2) floats of scratch (Context); the blocks
 // also ask for the ranges of `prefetch` to be brought into L2 (a hint: no result changes)
 void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
                       const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
-                      const L2Prefetch& prefetch, cudaStream_t stream);      // (decode_attention.cu)
+                      const L2Prefetch& prefetch, cudaStream_t stream);  // (decode_attention.cu)
 // Adds part of weights(rows, row_bytes) to ctx.l2_hints, the ranges the next decode attention
 // prefetches into L2 (Track::prefetch); a hint beyond kL2Hints is dropped. (decode_attention.cu)
 void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long long row_bytes);
 void attention_generic(ActOut out, const float* q, Act k, Act v, const int* positions, int Tq,
                        int Tk, int Hq, int Hkv, int D, float scale,
-                       cudaStream_t stream);                                // (attention_generic.cu)
+                       cudaStream_t stream);  // (attention_generic.cu)
 // Raise the dynamic shared-memory limit of the flash kernels; called once by Context.
 void configure_flash_attention();
 void configure_flash_attention_tc();

@@ -61,7 +61,8 @@ struct Product {
 // as aligned as the staging buffer (256 bytes, cudaMalloc's guarantee), so no rung sees an
 // operand it did not see before.
 bool bf16_in_place(Act x, int K) {
-    return x.is_bf16 && aligned_to(x.data, 256) && (static_cast<size_t>(K) * sizeof(bf16)) % 256 == 0;
+    return x.is_bf16 && aligned_to(x.data, 256) &&
+           (static_cast<size_t>(K) * sizeof(bf16)) % 256 == 0;
 }
 
 // The bf16 GEMM operand for rows [r0, r0 + rows) of x(M, K): x itself where bf16_in_place,
@@ -73,7 +74,8 @@ const bf16* stage_rows(Context& ctx, Act x, GemvNorm norm, int r0, int rows, int
     if (x.is_bf16) {
         if (norm.weight) throw Error("linear: the reference normalises only f32 rows");
         if (bf16_in_place(x, K)) return x.b16() + offset;
-        CUDA_CHECK(cudaMemcpyAsync(ctx.staging, x.b16() + offset, n * sizeof(bf16), cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(ctx.staging, x.b16() + offset, n * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream));
     } else if (norm.weight) {
         rmsnorm_bf16(ctx.staging, x.f32() + offset, norm.weight, rows, K, norm.eps, stream);
     } else {
@@ -154,12 +156,13 @@ QkvProducts qkv_products(Context& ctx, const bf16* operand, int rows, int K, con
 
 }  // namespace
 
-void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N,
-            int K, Epilogue epilogue, cudaStream_t stream) {
+void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N, int K,
+            Epilogue epilogue, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     if (M <= kGemvMaxRows && !x.is_bf16) {
         gemv_bf16(out, x.f32(), w, nullptr, bias, GemvNorm{}, M, N, K,
-                  epilogue == Epilogue::kGelu ? GemvEpilogue::kBiasGelu : GemvEpilogue::kBias, stream);
+                  epilogue == Epilogue::kGelu ? GemvEpilogue::kBiasGelu : GemvEpilogue::kBias,
+                  stream);
         return;
     }
     staged_gemms(ctx, {{out, w, bias, N}}, x, GemvNorm{}, M, K, false, stream);
@@ -170,28 +173,33 @@ void linear_residual(Context& ctx, float* residual, const float* x, const bf16* 
                      int K, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     if (M <= kGemvMaxRows) {
-        gemv_bf16(residual, x, w, nullptr, nullptr, GemvNorm{}, M, N, K, GemvEpilogue::kAccumulate, stream);
+        gemv_bf16(residual, x, w, nullptr, nullptr, GemvNorm{}, M, N, K, GemvEpilogue::kAccumulate,
+                  stream);
         return;
     }
     staged_gemms(ctx, {{residual, w, nullptr, N}}, x, GemvNorm{}, M, K, true, stream);
 }
 
 void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf16* w1,
-                        const float* b1, const bf16* w2, const float* b2, int M, int F, int N, int K,
-                        cudaStream_t stream) {
+                        const float* b1, const bf16* w2, const float* b2, int M, int F, int N,
+                        int K, cudaStream_t stream) {
     if ((M <= kGemvMaxRows && !x.is_bf16) || F == 0 || N == 0) {  // GEMVs (or nothing to fuse)
         linear(ctx, hidden, x, w1, b1, M, F, K, Epilogue::kGelu, stream);
         linear(ctx, out, hidden, w2, b2, M, N, F, Epilogue::kNone, stream);
         return;
     }
     const GemmFn gemm = gemm_for(ctx.gemm);
-    const int chunk = std::min(rows_per_chunk("linear_gelu_linear", K), rows_per_chunk("linear_gelu_linear", F));
+    const int chunk =
+        std::min(rows_per_chunk("linear_gelu_linear", K), rows_per_chunk("linear_gelu_linear", F));
     for (int r0 = 0; r0 < M; r0 += chunk) {
         const int rows = std::min(chunk, M - r0);
         float* h = hidden + static_cast<size_t>(r0) * F;
-        gemm(ctx, h, stage_rows(ctx, x, GemvNorm{}, r0, rows, K, stream), w1, b1, rows, F, K, false, stream);
-        gelu_to_bf16(ctx.staging, h, static_cast<long long>(rows) * F, stream);  // x's staging is consumed
-        gemm(ctx, out + static_cast<size_t>(r0) * N, ctx.staging, w2, b2, rows, N, F, false, stream);
+        gemm(ctx, h, stage_rows(ctx, x, GemvNorm{}, r0, rows, K, stream), w1, b1, rows, F, K, false,
+             stream);
+        gelu_to_bf16(ctx.staging, h, static_cast<long long>(rows) * F,
+                     stream);  // x's staging is consumed
+        gemm(ctx, out + static_cast<size_t>(r0) * N, ctx.staging, w2, b2, rows, N, F, false,
+             stream);
     }
 }
 
@@ -201,7 +209,8 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
     if (M == 0 || F == 0) return;
     if (M <= kGemvMaxRows) {
         if (norm.weight && !gemv_fast_fits(x, w_gate, w_up, norm, K)) {
-            rmsnorm(normed, x, norm.weight, M, K, norm.eps, stream);  // the norm as a kernel of its own
+            rmsnorm(normed, x, norm.weight, M, K, norm.eps,
+                    stream);  // the norm as a kernel of its own
             x = normed;
             norm = GemvNorm{};
         }
@@ -209,7 +218,8 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
         return;
     }
     if (!follows(w_gate, F, K, w_up)) {
-        staged_gemms(ctx, {{out, w_gate, nullptr, F}, {scratch, w_up, nullptr, F}}, x, norm, M, K, false, stream);
+        staged_gemms(ctx, {{out, w_gate, nullptr, F}, {scratch, w_up, nullptr, F}}, x, norm, M, K,
+                     false, stream);
         silu_mul(out, out, scratch, static_cast<long long>(M) * F, stream);
         return;
     }
@@ -217,16 +227,18 @@ void gate_up_silu(Context& ctx, float* out, float* scratch, float* normed, const
     // of tiles instead of two partial ones), into the K/V staging, then SiLU·up from it.
     const GemmFn gemm = gemm_for(ctx.gemm);
     float* gate_up = reinterpret_cast<float*>(ctx.attn_kv);
-    const int chunk = std::min(rows_per_chunk("gate_up_silu", K), product_rows_per_chunk("gate_up_silu", 2ll * F));
+    const int chunk = std::min(rows_per_chunk("gate_up_silu", K),
+                               product_rows_per_chunk("gate_up_silu", 2ll * F));
     for (int r0 = 0; r0 < M; r0 += chunk) {
         const int rows = std::min(chunk, M - r0);
-        gemm(ctx, gate_up, stage_rows(ctx, x, norm, r0, rows, K, stream), w_gate, nullptr, rows, 2 * F, K, false,
-             stream);
+        gemm(ctx, gate_up, stage_rows(ctx, x, norm, r0, rows, K, stream), w_gate, nullptr, rows,
+             2 * F, K, false, stream);
         silu_mul_rows(out + static_cast<size_t>(r0) * F, gate_up, rows, F, stream);
     }
 }
 
-void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, cudaStream_t stream) {
+void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed,
+                    cudaStream_t stream) {
     if (args.M == 0) return;
     if (qkv_rope_cache_fits(args)) {
         qkv_rope_cache_gemv(args, stream);
@@ -235,24 +247,26 @@ void qkv_rope_cache(Context& ctx, const QkvRopeCacheArgs& args, float* normed, c
     const QkvRopeCacheArgs& a = args;
     const int width_q = a.n_heads * a.head_dim, width_kv = a.n_kv_heads * a.head_dim;
     auto rope = [&](const QkvProducts& products, int r0, int rows) {
-        rope_cache(a.q + static_cast<size_t>(r0) * width_q, a.k_cache, a.v_cache, products, a.cos, a.sin,
-                   a.positions + r0, rows, a.n_heads, a.n_kv_heads, a.head_dim, a.half, a.n_positions, a.cap,
-                   stream);
+        rope_cache(a.q + static_cast<size_t>(r0) * width_q, a.k_cache, a.v_cache, products, a.cos,
+                   a.sin, a.positions + r0, rows, a.n_heads, a.n_kv_heads, a.head_dim, a.half,
+                   a.n_positions, a.cap, stream);
     };
     if (a.M > kGemvMaxRows) {
-        const int chunk = std::min(rows_per_chunk("qkv_rope_cache", a.K),
-                                   product_rows_per_chunk("qkv_rope_cache", width_q + 2ll * width_kv));
+        const int chunk =
+            std::min(rows_per_chunk("qkv_rope_cache", a.K),
+                     product_rows_per_chunk("qkv_rope_cache", width_q + 2ll * width_kv));
         for (int r0 = 0; r0 < a.M; r0 += chunk) {
             const int rows = std::min(chunk, a.M - r0);
             const bf16* operand = stage_rows(ctx, a.x, a.norm, r0, rows, a.K, stream);
-            rope(qkv_products(ctx, operand, rows, a.K, a.w_q, nullptr, a.w_k, nullptr, a.w_v, nullptr,
-                              width_q, width_kv, stream),
+            rope(qkv_products(ctx, operand, rows, a.K, a.w_q, nullptr, a.w_k, nullptr, a.w_v,
+                              nullptr, width_q, width_kv, stream),
                  r0, rows);
         }
         return;
     }
     if (product_rows_per_chunk("qkv_rope_cache", width_q + 2ll * width_kv) < a.M)
-        throw Error("qkv_rope_cache: q/k/v rows exceed the reference's K/V staging (reference/context.h)");
+        throw Error(
+            "qkv_rope_cache: q/k/v rows exceed the reference's K/V staging (reference/context.h)");
     const float* x = a.x;
     if (a.norm.weight) {  // the norm as a kernel of its own
         rmsnorm(normed, x, a.norm.weight, a.M, a.K, a.norm.eps, stream);
@@ -272,16 +286,17 @@ namespace {
 // rotates k, and rounds k and v.
 void qkv_rope_bf16_kv(Context& ctx, const QkvRopeArgs& a, int width_q, int width_kv,
                       cudaStream_t stream) {
-    const int chunk = std::min(rows_per_chunk("qkv_rope", a.K), product_rows_per_chunk("qkv_rope", width_q + 2ll * width_kv));
+    const int chunk = std::min(rows_per_chunk("qkv_rope", a.K),
+                               product_rows_per_chunk("qkv_rope", width_q + 2ll * width_kv));
     for (int r0 = 0; r0 < a.M; r0 += chunk) {
         const int rows = std::min(chunk, a.M - r0);
         const bf16* operand = stage_rows(ctx, a.x, GemvNorm{}, r0, rows, a.K, stream);
-        const QkvProducts products = qkv_products(ctx, operand, rows, a.K, a.w_q, a.b_q, a.w_k, a.b_k, a.w_v,
-                                                  a.b_v, width_q, width_kv, stream);
+        const QkvProducts products = qkv_products(ctx, operand, rows, a.K, a.w_q, a.b_q, a.w_k,
+                                                  a.b_k, a.w_v, a.b_v, width_q, width_kv, stream);
         const size_t kv_offset = static_cast<size_t>(r0) * width_kv;
-        rope_qkv_bf16(a.q + static_cast<size_t>(r0) * width_q, a.k.b16() + kv_offset, a.v.b16() + kv_offset,
-                      products, a.cos, a.sin, a.positions + r0, rows, a.n_heads, a.n_kv_heads, a.head_dim,
-                      a.half, a.n_positions, stream);
+        rope_qkv_bf16(a.q + static_cast<size_t>(r0) * width_q, a.k.b16() + kv_offset,
+                      a.v.b16() + kv_offset, products, a.cos, a.sin, a.positions + r0, rows,
+                      a.n_heads, a.n_kv_heads, a.head_dim, a.half, a.n_positions, stream);
     }
 }
 
@@ -296,15 +311,18 @@ void qkv_rope(Context& ctx, const QkvRopeArgs& a, cudaStream_t stream) {
         return;
     }
     if (a.M > kGemvMaxRows || a.x.is_bf16) {
-        staged_gemms(ctx, {{a.q, a.w_q, a.b_q, width_q}, {a.k.f32(), a.w_k, a.b_k, width_kv}, {a.v.f32(), a.w_v, a.b_v, width_kv}},
+        staged_gemms(ctx,
+                     {{a.q, a.w_q, a.b_q, width_q},
+                      {a.k.f32(), a.w_k, a.b_k, width_kv},
+                      {a.v.f32(), a.w_v, a.b_v, width_kv}},
                      a.x, GemvNorm{}, a.M, a.K, false, stream);
     } else {
         linear(ctx, a.q, a.x, a.w_q, a.b_q, a.M, width_q, a.K, Epilogue::kNone, stream);
         linear(ctx, a.k.f32(), a.x, a.w_k, a.b_k, a.M, width_kv, a.K, Epilogue::kNone, stream);
         linear(ctx, a.v.f32(), a.x, a.w_v, a.b_v, a.M, width_kv, a.K, Epilogue::kNone, stream);
     }
-    rope_apply_qk(a.q, a.k.f32(), a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads, a.head_dim, a.half,
-                  a.n_positions, stream);
+    rope_apply_qk(a.q, a.k.f32(), a.cos, a.sin, a.positions, a.M, a.n_heads, a.n_kv_heads,
+                  a.head_dim, a.half, a.n_positions, stream);
 }
 
 void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float* bias, int T_in,
@@ -319,7 +337,8 @@ void conv1d(Context& ctx, float* out, const float* x, const bf16* w, const float
     for (int t0 = 0; t0 < T_out; t0 += chunk) {
         const int rows = std::min(chunk, T_out - t0);
         im2col_bf16(ctx.staging, x, T_in, C_in, ksize, stride, padding, t0, rows, stream);
-        gemm(ctx, out + static_cast<size_t>(t0) * C_out, ctx.staging, w, bias, rows, C_out, K, false, stream);
+        gemm(ctx, out + static_cast<size_t>(t0) * C_out, ctx.staging, w, bias, rows, C_out, K,
+             false, stream);
     }
 }
 

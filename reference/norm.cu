@@ -33,17 +33,22 @@ constexpr int kNormMaxThreads = 1024;
 
 enum class NormKind { kRms, kLayer };
 
-template <typename V> struct Lanes;
-template <> struct Lanes<float> {
+template <typename V>
+struct Lanes;
+template <>
+struct Lanes<float> {
     static constexpr int n = 1;
     __device__ static float sum(float v) { return v; }
     __device__ static float sum_sq(float v) { return v * v; }
     __device__ static float sum_sq_dev(float v, float mean) { return (v - mean) * (v - mean); }
 };
-template <> struct Lanes<float4> {
+template <>
+struct Lanes<float4> {
     static constexpr int n = 4;
     __device__ static float sum(float4 v) { return (v.x + v.y) + (v.z + v.w); }
-    __device__ static float sum_sq(float4 v) { return (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w); }
+    __device__ static float sum_sq(float4 v) {
+        return (v.x * v.x + v.y * v.y) + (v.z * v.z + v.w * v.w);
+    }
     __device__ static float sum_sq_dev(float4 v, float m) {
         const float a = v.x - m, b = v.y - m, c = v.z - m, d = v.w - m;
         return (a * a + b * b) + (c * c + d * d);
@@ -69,20 +74,25 @@ __device__ __forceinline__ float4 ln_v(float4 v, float mean, float rstd, float4 
 // Stores item j (of type V) of an output row of f32, or of bf16 (rounded to nearest even, as
 // convert_bf16.cu: the GEMM operand of a prefill product, staged by the norm itself).
 __device__ __forceinline__ void store_v(float* row, int j, float v) { row[j] = v; }
-__device__ __forceinline__ void store_v(float* row, int j, float4 v) { reinterpret_cast<float4*>(row)[j] = v; }
-__device__ __forceinline__ void store_v(bf16* row, int j, float v) { row[j] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void store_v(float* row, int j, float4 v) {
+    reinterpret_cast<float4*>(row)[j] = v;
+}
+__device__ __forceinline__ void store_v(bf16* row, int j, float v) {
+    row[j] = __float2bfloat16_rn(v);
+}
 __device__ __forceinline__ void store_v(bf16* row, int j, float4 v) {
-    const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
+    const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(v.x, v.y),
+                                    __floats2bfloat162_rn(v.z, v.w)};
     reinterpret_cast<uint2*>(row)[j] = *reinterpret_cast<const uint2*>(pair);
 }
 
 // Grid: one block per row. kAdd: residual += x first, and the sum is what gets normalised.
 template <NormKind kKind, bool kAdd, typename V, typename Out>
-__global__ void norm_kernel(Out* out,                      // (rows, dim) normed; may alias x
-                            float* residual,               // (rows, dim) in/out, kAdd only
-                            const float* x,                // (rows, dim)
-                            const float* __restrict__ w,   // (dim)
-                            const float* __restrict__ b,   // (dim), kLayer only
+__global__ void norm_kernel(Out* out,                     // (rows, dim) normed; may alias x
+                            float* residual,              // (rows, dim) in/out, kAdd only
+                            const float* x,               // (rows, dim)
+                            const float* __restrict__ w,  // (dim)
+                            const float* __restrict__ b,  // (dim), kLayer only
                             int dim, float eps) {
     __shared__ float scratch[kWarpSize];
     pdl_wait();
@@ -144,7 +154,8 @@ void launch_norm(Out* out, float* residual, const float* x, const float* w, cons
     int threads = (n + kNormItems - 1) / kNormItems;
     threads = std::max(128, (threads + kWarpSize - 1) / kWarpSize * kWarpSize);
     threads = std::min(threads, kNormMaxThreads);
-    launch_pdl(norm_kernel<kKind, kAdd, V, Out>, rows, threads, 0, stream, out, residual, x, w, b, dim, eps);
+    launch_pdl(norm_kernel<kKind, kAdd, V, Out>, rows, threads, 0, stream, out, residual, x, w, b,
+               dim, eps);
 }
 
 template <NormKind kKind, bool kAdd, typename Out>
@@ -166,28 +177,34 @@ void norm_rows(const char* op, Out* out, float* residual, const float* x, const 
 
 void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, float eps,
              cudaStream_t stream) {
-    norm_rows<NormKind::kRms, false>("rmsnorm", out, nullptr, x, w, nullptr, rows, dim, eps, stream);
+    norm_rows<NormKind::kRms, false>("rmsnorm", out, nullptr, x, w, nullptr, rows, dim, eps,
+                                     stream);
 }
 
 void rmsnorm_bf16(bf16* out, const float* x, const float* w, int rows, int dim, float eps,
                   cudaStream_t stream) {
-    norm_rows<NormKind::kRms, false>("rmsnorm", out, nullptr, x, w, nullptr, rows, dim, eps, stream);
+    norm_rows<NormKind::kRms, false>("rmsnorm", out, nullptr, x, w, nullptr, rows, dim, eps,
+                                     stream);
 }
 
 void layernorm(ActOut out, const float* x, const float* w, const float* b, int rows, int dim,
                float eps, cudaStream_t stream) {
     if (out.is_bf16)
-        norm_rows<NormKind::kLayer, false>("layernorm", out.b16(), nullptr, x, w, b, rows, dim, eps, stream);
+        norm_rows<NormKind::kLayer, false>("layernorm", out.b16(), nullptr, x, w, b, rows, dim, eps,
+                                           stream);
     else
-        norm_rows<NormKind::kLayer, false>("layernorm", out.f32(), nullptr, x, w, b, rows, dim, eps, stream);
+        norm_rows<NormKind::kLayer, false>("layernorm", out.f32(), nullptr, x, w, b, rows, dim, eps,
+                                           stream);
 }
 
 void add_layernorm(float* residual, ActOut normed, const float* x, const float* w, const float* b,
                    int rows, int dim, float eps, cudaStream_t stream) {
     if (normed.is_bf16)
-        norm_rows<NormKind::kLayer, true>("add_layernorm", normed.b16(), residual, x, w, b, rows, dim, eps, stream);
+        norm_rows<NormKind::kLayer, true>("add_layernorm", normed.b16(), residual, x, w, b, rows,
+                                          dim, eps, stream);
     else
-        norm_rows<NormKind::kLayer, true>("add_layernorm", normed.f32(), residual, x, w, b, rows, dim, eps, stream);
+        norm_rows<NormKind::kLayer, true>("add_layernorm", normed.f32(), residual, x, w, b, rows,
+                                          dim, eps, stream);
 }
 
 }  // namespace glmasr::reference

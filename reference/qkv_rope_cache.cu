@@ -28,23 +28,24 @@ constexpr int kUnitRows = 4;  // output rows per block: two rotation pairs, or 4
 
 template <int M, bool kRmsNorm>
 __global__ void __launch_bounds__(kGemvThreads)
-qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
-                      float* __restrict__ k_cache,        // (cap, Hkv·D)
-                      float* __restrict__ v_cache,        // (cap, Hkv·D)
-                      const float* x,                     // (M, K)
-                      const bf16* __restrict__ w_q,       // (Hq·D, K)
-                      const bf16* __restrict__ w_k,       // (Hkv·D, K)
-                      const bf16* __restrict__ w_v,       // (Hkv·D, K)
-                      const float* __restrict__ cos_tab,  // (n_positions, half)
-                      const float* __restrict__ sin_tab,  // (n_positions, half)
-                      const int* positions,               // (M)
-                      GemvNorm norm,                      // weight (K), kRmsNorm only
-                      int q_units, int k_units, int half, int width_q, int width_kv, int K,
-                      int n_positions, int cap) {
+    qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
+                          float* __restrict__ k_cache,        // (cap, Hkv·D)
+                          float* __restrict__ v_cache,        // (cap, Hkv·D)
+                          const float* x,                     // (M, K)
+                          const bf16* __restrict__ w_q,       // (Hq·D, K)
+                          const bf16* __restrict__ w_k,       // (Hkv·D, K)
+                          const bf16* __restrict__ w_v,       // (Hkv·D, K)
+                          const float* __restrict__ cos_tab,  // (n_positions, half)
+                          const float* __restrict__ sin_tab,  // (n_positions, half)
+                          const int* positions,               // (M)
+                          GemvNorm norm,                      // weight (K), kRmsNorm only
+                          int q_units, int k_units, int half, int width_q, int width_kv, int K,
+                          int n_positions, int cap) {
     // Which matrix, and which rows: a rotated unit u of a head covers pairs j0, j0+1 with
     // j0 = 2·(u mod half/2); its rows are head·D + {j0, j0+1, j0+half, j0+half+1}.
     int unit = blockIdx.x;
-    const bool is_q = unit < q_units, is_k = !is_q && unit < q_units + k_units, is_v = !is_q && !is_k;
+    const bool is_q = unit < q_units, is_k = !is_q && unit < q_units + k_units,
+               is_v = !is_q && !is_k;
     unit -= is_q ? 0 : is_k ? q_units : q_units + k_units;
     const bf16* w = is_q ? w_q : is_k ? w_k : w_v;
     int row[kUnitRows];
@@ -53,11 +54,15 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
     } else {
         const int units_per_head = half / 2, head = unit / units_per_head;
         const int j0 = 2 * (unit % units_per_head), base = head * 2 * half + j0;
-        row[0] = base; row[1] = base + 1; row[2] = base + half; row[3] = base + half + 1;
+        row[0] = base;
+        row[1] = base + 1;
+        row[2] = base + half;
+        row[3] = base + half + 1;
     }
     const uint4* rows[kUnitRows];
 #pragma unroll
-    for (int r = 0; r < kUnitRows; ++r) rows[r] = reinterpret_cast<const uint4*>(w + static_cast<size_t>(row[r]) * K);
+    for (int r = 0; r < kUnitRows; ++r)
+        rows[r] = reinterpret_cast<const uint4*>(w + static_cast<size_t>(row[r]) * K);
     GemvPrefetch<kUnitRows> pre;
     gemv_prefetch(rows, K, pre);  // weights only: safe before pdl_wait()
     pdl_launch_dependents();
@@ -79,7 +84,8 @@ qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
     if (!writes) return;
     if (is_v) {
         if (p >= 0 && p < cap)
-            v_cache[static_cast<size_t>(p) * width_kv + row[pair]] = partials.scaled_total(pair, m, K, norm.eps);
+            v_cache[static_cast<size_t>(p) * width_kv + row[pair]] =
+                partials.scaled_total(pair, m, K, norm.eps);
         return;
     }
     const float a = partials.scaled_total(pair, m, K, norm.eps);
@@ -105,9 +111,10 @@ void launch(const QkvRopeCacheArgs& a, cudaStream_t stream) {
     const int units_per_head = a.half / 2;
     const int q_units = a.n_heads * units_per_head, k_units = a.n_kv_heads * units_per_head;
     const int width_kv = a.n_kv_heads * 2 * a.half, v_units = width_kv / kUnitRows;
-    launch_pdl(qkv_rope_cache_kernel<M, kRmsNorm>, q_units + k_units + v_units, kGemvThreads, 0, stream, a.q,
-               a.k_cache, a.v_cache, a.x, a.w_q, a.w_k, a.w_v, a.cos, a.sin, a.positions, a.norm, q_units,
-               k_units, a.half, a.n_heads * 2 * a.half, width_kv, a.K, a.n_positions, a.cap);
+    launch_pdl(qkv_rope_cache_kernel<M, kRmsNorm>, q_units + k_units + v_units, kGemvThreads, 0,
+               stream, a.q, a.k_cache, a.v_cache, a.x, a.w_q, a.w_k, a.w_v, a.cos, a.sin,
+               a.positions, a.norm, q_units, k_units, a.half, a.n_heads * 2 * a.half, width_kv, a.K,
+               a.n_positions, a.cap);
 }
 
 template <bool kRmsNorm>
@@ -128,19 +135,18 @@ void launch_for_rows(const QkvRopeCacheArgs& a, cudaStream_t stream) {
 
 bool qkv_rope_cache_fits(const QkvRopeCacheArgs& a) {
     const int width_kv = a.n_kv_heads * 2 * a.half;
-    return a.M >= 1 && a.M <= kGemvMaxRows && a.n_heads > 0 && a.n_kv_heads > 0 && a.half % 2 == 0 &&
-           a.half > 0 && a.head_dim == 2 * a.half &&
-           width_kv % kUnitRows == 0 && a.K % kGemvChunk == 0 && aligned_to(a.x, 16) &&
-           aligned_to(a.w_q, 16) && aligned_to(a.w_k, 16) && aligned_to(a.w_v, 16) &&
+    return a.M >= 1 && a.M <= kGemvMaxRows && a.n_heads > 0 && a.n_kv_heads > 0 &&
+           a.half % 2 == 0 && a.half > 0 && a.head_dim == 2 * a.half && width_kv % kUnitRows == 0 &&
+           a.K % kGemvChunk == 0 && aligned_to(a.x, 16) && aligned_to(a.w_q, 16) &&
+           aligned_to(a.w_k, 16) && aligned_to(a.w_v, 16) &&
            (!a.norm.weight || aligned_to(a.norm.weight, 16));
 }
 
 void qkv_rope_cache_gemv(const QkvRopeCacheArgs& a, cudaStream_t stream) {
-    if (!qkv_rope_cache_fits(a)) throw Error("qkv_rope_cache_gemv: shape outside the fused kernel's range");
-    if (a.norm.weight)
-        launch_for_rows<true>(a, stream);
-    else
-        launch_for_rows<false>(a, stream);
+    if (!qkv_rope_cache_fits(a))
+        throw Error("qkv_rope_cache_gemv: shape outside the fused kernel's range");
+    if (a.norm.weight) launch_for_rows<true>(a, stream);
+    else launch_for_rows<false>(a, stream);
 }
 
 }  // namespace glmasr::reference

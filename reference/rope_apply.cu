@@ -17,8 +17,8 @@ namespace glmasr::reference {
 
 namespace {
 
-__global__ void rope_apply_kernel(float* __restrict__ q,              // (T, Hq·head_dim)
-                                  float* __restrict__ k,              // (T, Hk·head_dim); null if Hk = 0
+__global__ void rope_apply_kernel(float* __restrict__ q,  // (T, Hq·head_dim)
+                                  float* __restrict__ k,  // (T, Hk·head_dim); null if Hk = 0
                                   const float* __restrict__ cos_tab,  // (n_positions, half)
                                   const float* __restrict__ sin_tab,  // (n_positions, half)
                                   const int* positions,               // (T)
@@ -45,17 +45,19 @@ __global__ void rope_apply_kernel(float* __restrict__ q,              // (T, Hq�
 }  // namespace
 
 void rope_apply_qk(float* q, float* k, const float* cos, const float* sin, const int* positions,
-                   int T, int Hq, int Hk, int head_dim, int half, int n_positions, cudaStream_t stream) {
+                   int T, int Hq, int Hk, int head_dim, int half, int n_positions,
+                   cudaStream_t stream) {
     const long long n = static_cast<long long>(T) * (Hq + Hk) * half;
     if (n == 0) return;
     constexpr int kThreads = 256;
-    launch_pdl(rope_apply_kernel, cuda::blocks_for(n, kThreads), kThreads, 0, stream, q, k, cos, sin,
-               positions, T, Hq, Hk, head_dim, half, n_positions);
+    launch_pdl(rope_apply_kernel, cuda::blocks_for(n, kThreads), kThreads, 0, stream, q, k, cos,
+               sin, positions, T, Hq, Hk, head_dim, half, n_positions);
 }
 
 void rope_apply(float* x, const float* cos, const float* sin, const int* positions, int T,
                 int n_heads, int head_dim, int half, int n_positions, cudaStream_t stream) {
-    rope_apply_qk(x, nullptr, cos, sin, positions, T, n_heads, 0, head_dim, half, n_positions, stream);
+    rope_apply_qk(x, nullptr, cos, sin, positions, T, n_heads, 0, head_dim, half, n_positions,
+                  stream);
 }
 
 }  // namespace glmasr::reference

@@ -47,7 +47,8 @@ __device__ __forceinline__ void store(float* p, const float (&x)[kLanes]) {
 template <int kLanes>
 __device__ __forceinline__ void store(bf16* p, const float (&x)[kLanes]) {  // nearest even
     if constexpr (kLanes == 4) {
-        const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(x[0], x[1]), __floats2bfloat162_rn(x[2], x[3])};
+        const __nv_bfloat162 pair[2] = {__floats2bfloat162_rn(x[0], x[1]),
+                                        __floats2bfloat162_rn(x[2], x[3])};
         *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(pair);
     } else {
         *p = __float2bfloat16_rn(x[0]);
@@ -56,7 +57,8 @@ __device__ __forceinline__ void store(bf16* p, const float (&x)[kLanes]) {  // n
 
 // Elements e.. of a product row plus their bias (none where bias is null).
 template <int kLanes>
-__device__ __forceinline__ void load_biased(const float* row, const float* bias, int e, float (&x)[kLanes]) {
+__device__ __forceinline__ void load_biased(const float* row, const float* bias, int e,
+                                            float (&x)[kLanes]) {
     load<kLanes>(row + e, x);
     if (bias) {
         float b[kLanes];
@@ -70,8 +72,9 @@ __device__ __forceinline__ void load_biased(const float* row, const float* bias,
 // a row of heads after RoPE at a position whose table rows are c and s (null outside the table:
 // NaN in the rotated dims).
 template <int kLanes>
-__device__ __forceinline__ void rope_elements(const float* row, const float* bias, int e, int head_dim,
-                                              int half, const float* c, const float* s, float (&out)[kLanes]) {
+__device__ __forceinline__ void rope_elements(const float* row, const float* bias, int e,
+                                              int head_dim, int half, const float* c,
+                                              const float* s, float (&out)[kLanes]) {
     const int d = e % head_dim;
     load_biased<kLanes>(row, bias, e, out);
     if (d >= 2 * half) return;
@@ -99,14 +102,15 @@ __device__ __forceinline__ void rope_elements(const float* row, const float* bia
 // otherwise to row t. kLanes: elements per thread and access (4 when everything is aligned).
 template <typename Out, bool kCache, int kLanes>
 __global__ void __launch_bounds__(kRopeRowsThreads)
-rope_rows_kernel(float* __restrict__ q,              // (T, Hq·D)
-                 Out* __restrict__ k_out,            // (cap, Hkv·D) with kCache, else (T, Hkv·D)
-                 Out* __restrict__ v_out,            // as k_out
-                 QkvProducts in,                     // q', k', v' (T rows each), read only
-                 const float* __restrict__ cos_tab,  // (n_positions, half)
-                 const float* __restrict__ sin_tab,  // (n_positions, half)
-                 const int* positions,               // (T)
-                 int n_heads, int n_kv_heads, int head_dim, int half, int n_positions, int cap) {
+    rope_rows_kernel(float* __restrict__ q,    // (T, Hq·D)
+                     Out* __restrict__ k_out,  // (cap, Hkv·D) with kCache, else (T, Hkv·D)
+                     Out* __restrict__ v_out,  // as k_out
+                     QkvProducts in,           // q', k', v' (T rows each), read only
+                     const float* __restrict__ cos_tab,  // (n_positions, half)
+                     const float* __restrict__ sin_tab,  // (n_positions, half)
+                     const int* positions,               // (T)
+                     int n_heads, int n_kv_heads, int head_dim, int half, int n_positions,
+                     int cap) {
     pdl_wait();
     const int t = blockIdx.x, p = positions[t];
     const bool in_table = p >= 0 && p < n_positions;
@@ -137,12 +141,13 @@ rope_rows_kernel(float* __restrict__ q,              // (T, Hq·D)
 // Four elements per thread when every row, head, rotated range and pointer allows 16-byte
 // accesses of f32 (8-byte stores of four bf16).
 template <typename Out>
-bool four_lanes(const float* q, const Out* k_out, const Out* v_out, const QkvProducts& in, const float* cos,
-                const float* sin, int head_dim, int half) {
+bool four_lanes(const float* q, const Out* k_out, const Out* v_out, const QkvProducts& in,
+                const float* cos, const float* sin, int head_dim, int half) {
     auto at = [](const void* p) { return !p || aligned_to(p, 16); };
-    return head_dim % 4 == 0 && half % 4 == 0 && in.stride_q % 4 == 0 && in.stride_kv % 4 == 0 && at(q) &&
-           aligned_to(k_out, 4 * sizeof(Out)) && aligned_to(v_out, 4 * sizeof(Out)) && at(in.q) && at(in.k) &&
-           at(in.v) && at(in.b_q) && at(in.b_k) && at(in.b_v) && at(cos) && at(sin);
+    return head_dim % 4 == 0 && half % 4 == 0 && in.stride_q % 4 == 0 && in.stride_kv % 4 == 0 &&
+           at(q) && aligned_to(k_out, 4 * sizeof(Out)) && aligned_to(v_out, 4 * sizeof(Out)) &&
+           at(in.q) && at(in.k) && at(in.v) && at(in.b_q) && at(in.b_k) && at(in.b_v) && at(cos) &&
+           at(sin);
 }
 
 template <typename Out, bool kCache>
@@ -150,26 +155,27 @@ void launch_rope_rows(float* q, Out* k_out, Out* v_out, const QkvProducts& in, c
                       const float* sin, const int* positions, int T, int n_heads, int n_kv_heads,
                       int head_dim, int half, int n_positions, int cap, cudaStream_t stream) {
     if (T == 0) return;
-    auto kernel = four_lanes(q, k_out, v_out, in, cos, sin, head_dim, half) ? rope_rows_kernel<Out, kCache, 4>
-                                                                            : rope_rows_kernel<Out, kCache, 1>;
-    launch_pdl(kernel, T, kRopeRowsThreads, 0, stream, q, k_out, v_out, in, cos, sin, positions, n_heads,
-               n_kv_heads, head_dim, half, n_positions, cap);
+    auto kernel = four_lanes(q, k_out, v_out, in, cos, sin, head_dim, half)
+                      ? rope_rows_kernel<Out, kCache, 4>
+                      : rope_rows_kernel<Out, kCache, 1>;
+    launch_pdl(kernel, T, kRopeRowsThreads, 0, stream, q, k_out, v_out, in, cos, sin, positions,
+               n_heads, n_kv_heads, head_dim, half, n_positions, cap);
 }
 
 }  // namespace
 
 void rope_cache(float* q, float* k_cache, float* v_cache, const QkvProducts& in, const float* cos,
-                const float* sin, const int* positions, int T, int n_heads, int n_kv_heads, int head_dim,
-                int half, int n_positions, int cap, cudaStream_t stream) {
-    launch_rope_rows<float, true>(q, k_cache, v_cache, in, cos, sin, positions, T, n_heads, n_kv_heads, head_dim,
-                                  half, n_positions, cap, stream);
+                const float* sin, const int* positions, int T, int n_heads, int n_kv_heads,
+                int head_dim, int half, int n_positions, int cap, cudaStream_t stream) {
+    launch_rope_rows<float, true>(q, k_cache, v_cache, in, cos, sin, positions, T, n_heads,
+                                  n_kv_heads, head_dim, half, n_positions, cap, stream);
 }
 
 void rope_qkv_bf16(float* q, bf16* k_out, bf16* v_out, const QkvProducts& in, const float* cos,
                    const float* sin, const int* positions, int T, int n_heads, int n_kv_heads,
                    int head_dim, int half, int n_positions, cudaStream_t stream) {
-    launch_rope_rows<bf16, false>(q, k_out, v_out, in, cos, sin, positions, T, n_heads, n_kv_heads, head_dim,
-                                  half, n_positions, T, stream);
+    launch_rope_rows<bf16, false>(q, k_out, v_out, in, cos, sin, positions, T, n_heads, n_kv_heads,
+                                  head_dim, half, n_positions, T, stream);
 }
 
 }  // namespace glmasr::reference

@@ -19,7 +19,8 @@ __global__ void rope_freqs_kernel(float* __restrict__ cos_out,  // (P, half)
     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= static_cast<long long>(n_positions) * half) return;
     const int p = static_cast<int>(i / half), j = static_cast<int>(i % half);
-    const float inv_freq = 1.0f / powf(theta, static_cast<float>(2 * j) / static_cast<float>(2 * half));
+    const float inv_freq =
+        1.0f / powf(theta, static_cast<float>(2 * j) / static_cast<float>(2 * half));
     const float angle = static_cast<float>(p) * inv_freq;
     cos_out[i] = cosf(angle);
     sin_out[i] = sinf(angle);
@@ -32,7 +33,8 @@ void rope_freqs(float* cos, float* sin, int n_positions, int half, float theta,
     const long long n = static_cast<long long>(n_positions) * half;
     if (n == 0) return;
     constexpr int kThreads = 256;
-    rope_freqs_kernel<<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(cos, sin, n_positions, half, theta);
+    rope_freqs_kernel<<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(cos, sin, n_positions,
+                                                                              half, theta);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -29,9 +29,9 @@ __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {
 }
 
 __global__ void __launch_bounds__(kSoftmaxThreads)
-softmax_kernel(float* out,       // (rows, cols); may alias x
-               const float* x,   // (rows, cols)
-               int cols) {
+    softmax_kernel(float* out,      // (rows, cols); may alias x
+                   const float* x,  // (rows, cols)
+                   int cols) {
     const size_t offset = static_cast<size_t>(blockIdx.x) * cols;
     const float* xr = x + offset;
     float m = kNegInf, s = 0.0f;
@@ -46,7 +46,8 @@ softmax_kernel(float* out,       // (rows, cols); may alias x
         }
     }
     for (int o = kWarpSize / 2; o > 0; o >>= 1) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o),
+                    s2 = __shfl_xor_sync(0xffffffffu, s, o);
         merge(m, s, m2, s2);
     }
     __shared__ float sm[kSoftmaxThreads / kWarpSize], ss[kSoftmaxThreads / kWarpSize];

@@ -36,7 +36,9 @@ namespace ref = reference;
 // Every size fits an int and every Tensor is as the contract says: its one check
 // (contract.h) has run before any entry of this file (make_ops installs them checked).
 int to_int(int64_t v) { return static_cast<int>(v); }
-const ref::bf16* bf16_of(const Tensor& t) { return reinterpret_cast<const ref::bf16*>(t.bf16_bits()); }
+const ref::bf16* bf16_of(const Tensor& t) {
+    return reinterpret_cast<const ref::bf16*>(t.bf16_bits());
+}
 const float* optional(const Tensor& t) { return t.empty() ? nullptr : t.f32(); }
 // An activation ops.h marks [act]: f32 or bf16, as the Tensor says.
 ref::Act act(const Tensor& t) {
@@ -73,7 +75,8 @@ void conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
 
 void layernorm(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, float eps,
                Stream s) {
-    ref::layernorm(act_out(out), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)), to_int(x.dim(1)), eps, s);
+    ref::layernorm(act_out(out), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)), to_int(x.dim(1)), eps,
+                   s);
 }
 
 void rmsnorm(const Tensor& out, const Tensor& x, const Tensor& w, float eps, Stream s) {
@@ -105,14 +108,14 @@ void rope_apply(const Tensor& x, const Tensor& cos, const Tensor& sin, const Ten
 void attention_scores(const Tensor& scores, const Tensor& q, const Tensor& k,
                       const Tensor& positions, int Hq, int Hkv, float scale, Stream s) {
     ref::attention_scores(scores.f32(), q.f32(), k.f32(), optional_positions(positions),
-                          to_int(q.dim(0)), to_int(k.dim(0)), Hq, Hkv, to_int(q.dim(1) / Hq),
-                          scale, s);
+                          to_int(q.dim(0)), to_int(k.dim(0)), Hq, Hkv, to_int(q.dim(1) / Hq), scale,
+                          s);
 }
 
 void attention_output(const Tensor& out, const Tensor& probs, const Tensor& v, int Hq, int Hkv,
                       Stream s) {
-    ref::attention_output(out.f32(), probs.f32(), v.f32(), to_int(out.dim(0)), to_int(v.dim(0)),
-                          Hq, Hkv, to_int(out.dim(1) / Hq), s);
+    ref::attention_output(out.f32(), probs.f32(), v.f32(), to_int(out.dim(0)), to_int(v.dim(0)), Hq,
+                          Hkv, to_int(out.dim(1) / Hq), s);
 }
 
 void embedding(const Tensor& out, const Tensor& table, const Tensor& ids, Stream s) {
@@ -149,18 +152,20 @@ void add_layernorm(const Tensor& residual, const Tensor& normed, const Tensor& x
                        to_int(x.dim(1)), eps, s);
 }
 
-void linear_gelu(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, Stream s) {
+void linear_gelu(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                 Stream s) {
     ref::linear(Context::get(s), out.f32(), x.f32(), bf16_of(w), optional(bias), to_int(x.dim(0)),
                 to_int(w.dim(0)), to_int(x.dim(1)), ref::Epilogue::kGelu, s);
 }
 
 // gate_up_silu and rmsnorm_gate_up_silu (norm_weight set: x is normalised first, into `normed`
 // where a path cannot fuse the norm).
-void gate_up_silu_impl(const char* op, const Tensor& out, const Tensor& x, const Tensor* norm_weight,
-                       const Tensor& w_gate, const Tensor& w_up, const Tensor* normed,
-                       const Tensor& scratch, float eps, Stream s) {
+void gate_up_silu_impl(const char* op, const Tensor& out, const Tensor& x,
+                       const Tensor* norm_weight, const Tensor& w_gate, const Tensor& w_up,
+                       const Tensor* normed, const Tensor& scratch, float eps, Stream s) {
     const int64_t M = x.dim(0);
-    const ref::GemvNorm norm = norm_weight ? ref::GemvNorm{norm_weight->f32(), eps} : ref::GemvNorm{};
+    const ref::GemvNorm norm =
+        norm_weight ? ref::GemvNorm{norm_weight->f32(), eps} : ref::GemvNorm{};
     ref::gate_up_silu(Context::get(s), out.f32(), scratch_for(op, scratch, M),
                       normed ? normed->f32() : nullptr, x.f32(), norm, bf16_of(w_gate),
                       bf16_of(w_up), to_int(M), to_int(w_gate.dim(0)), to_int(x.dim(1)), s);
@@ -174,20 +179,37 @@ void gate_up_silu(const Tensor& out, const Tensor& x, const Tensor& w_gate, cons
 void rmsnorm_gate_up_silu(const Tensor& out, const Tensor& x, const Tensor& norm_weight,
                           const Tensor& w_gate, const Tensor& w_up, const Tensor& normed,
                           const Tensor& scratch, float eps, Stream s) {
-    gate_up_silu_impl("rmsnorm_gate_up_silu", out, x, &norm_weight, w_gate, w_up, &normed, scratch, eps, s);
+    gate_up_silu_impl("rmsnorm_gate_up_silu", out, x, &norm_weight, w_gate, w_up, &normed, scratch,
+                      eps, s);
 }
 
 // qkv_rope_cache and rmsnorm_qkv_rope_cache (norm_weight set: x is normalised first).
 void qkv_rope_cache_impl(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                         const Tensor& x, const Tensor* norm_weight, const Tensor& w_q, const Tensor& w_k,
-                         const Tensor& w_v, const Tensor& cos, const Tensor& sin, const Tensor& positions,
-                         const Tensor* normed, float eps, int Hq, int Hkv, Stream s) {
-    const ref::GemvNorm norm = norm_weight ? ref::GemvNorm{norm_weight->f32(), eps} : ref::GemvNorm{};
-    const ref::QkvRopeCacheArgs args{q.f32(), k_cache.f32(), v_cache.f32(), x.f32(), bf16_of(w_q),
-                                     bf16_of(w_k), bf16_of(w_v), cos.f32(), sin.f32(), positions.i32(),
-                                     to_int(x.dim(0)), to_int(x.dim(1)), Hq, Hkv,
-                                     to_int(q.dim(1) / Hq), to_int(cos.dim(1)), to_int(cos.dim(0)),
-                                     to_int(k_cache.dim(0)), norm};
+                         const Tensor& x, const Tensor* norm_weight, const Tensor& w_q,
+                         const Tensor& w_k, const Tensor& w_v, const Tensor& cos, const Tensor& sin,
+                         const Tensor& positions, const Tensor* normed, float eps, int Hq, int Hkv,
+                         Stream s) {
+    const ref::GemvNorm norm =
+        norm_weight ? ref::GemvNorm{norm_weight->f32(), eps} : ref::GemvNorm{};
+    const ref::QkvRopeCacheArgs args{q.f32(),
+                                     k_cache.f32(),
+                                     v_cache.f32(),
+                                     x.f32(),
+                                     bf16_of(w_q),
+                                     bf16_of(w_k),
+                                     bf16_of(w_v),
+                                     cos.f32(),
+                                     sin.f32(),
+                                     positions.i32(),
+                                     to_int(x.dim(0)),
+                                     to_int(x.dim(1)),
+                                     Hq,
+                                     Hkv,
+                                     to_int(q.dim(1) / Hq),
+                                     to_int(cos.dim(1)),
+                                     to_int(cos.dim(0)),
+                                     to_int(k_cache.dim(0)),
+                                     norm};
     ref::qkv_rope_cache(Context::get(s), args, normed ? normed->f32() : nullptr, s);
 }
 
@@ -211,26 +233,43 @@ void rmsnorm_qkv_rope_cache(const Tensor& q, const Tensor& k_cache, const Tensor
 }
 
 void linear_residual(const Tensor& residual, const Tensor& x, const Tensor& w,
-                     const Tensor& /*scratch: unused, the product is added in its epilogue*/, Stream s) {
+                     const Tensor& /*scratch: unused, the product is added in its epilogue*/,
+                     Stream s) {
     ref::linear_residual(Context::get(s), residual.f32(), x.f32(), bf16_of(w), to_int(x.dim(0)),
                          to_int(w.dim(0)), to_int(x.dim(1)), s);
 }
 
 void linear_gelu_linear(const Tensor& out, const Tensor& x, const Tensor& w1, const Tensor& b1,
                         const Tensor& w2, const Tensor& b2, const Tensor& hidden, Stream s) {
-    ref::linear_gelu_linear(Context::get(s), out.f32(), hidden.f32(), act(x), bf16_of(w1), optional(b1),
-                            bf16_of(w2), optional(b2), to_int(x.dim(0)), to_int(w1.dim(0)),
-                            to_int(w2.dim(0)), to_int(x.dim(1)), s);
+    ref::linear_gelu_linear(Context::get(s), out.f32(), hidden.f32(), act(x), bf16_of(w1),
+                            optional(b1), bf16_of(w2), optional(b2), to_int(x.dim(0)),
+                            to_int(w1.dim(0)), to_int(w2.dim(0)), to_int(x.dim(1)), s);
 }
 
 void qkv_rope(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& x, const Tensor& w_q,
               const Tensor& b_q, const Tensor& w_k, const Tensor& b_k, const Tensor& w_v,
               const Tensor& b_v, const Tensor& cos, const Tensor& sin, const Tensor& positions,
               int Hq, int Hkv, Stream s) {
-    const ref::QkvRopeArgs args{q.f32(), act_out(k), act_out(v), act(x), bf16_of(w_q), optional(b_q),
-                                bf16_of(w_k), optional(b_k), bf16_of(w_v), optional(b_v), cos.f32(),
-                                sin.f32(), positions.i32(), to_int(x.dim(0)), to_int(x.dim(1)), Hq, Hkv,
-                                to_int(q.dim(1) / Hq), to_int(cos.dim(1)), to_int(cos.dim(0))};
+    const ref::QkvRopeArgs args{q.f32(),
+                                act_out(k),
+                                act_out(v),
+                                act(x),
+                                bf16_of(w_q),
+                                optional(b_q),
+                                bf16_of(w_k),
+                                optional(b_k),
+                                bf16_of(w_v),
+                                optional(b_v),
+                                cos.f32(),
+                                sin.f32(),
+                                positions.i32(),
+                                to_int(x.dim(0)),
+                                to_int(x.dim(1)),
+                                Hq,
+                                Hkv,
+                                to_int(q.dim(1) / Hq),
+                                to_int(cos.dim(1)),
+                                to_int(cos.dim(0))};
     ref::qkv_rope(Context::get(s), args, s);
 }
 
@@ -275,8 +314,13 @@ const Track& reference_track() {
     static const Track track{"reference",
                              "fast CUDA: bf16 weights on tensor cores (cuBLASLt), bandwidth-bound "
                              "GEMV decode, flash attention, fused norms",
-                             Device::Cuda, DType::BF16, make_ops(), &setup, &settings_text,
-                             activation_dtype(), &prefetch};
+                             Device::Cuda,
+                             DType::BF16,
+                             make_ops(),
+                             &setup,
+                             &settings_text,
+                             activation_dtype(),
+                             &prefetch};
     return track;
 }
 

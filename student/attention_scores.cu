@@ -50,16 +50,16 @@ __global__ void attention_scores_kernel(float* scores,         // (Hq, Tq, Tk)
 
 }  // namespace
 
-void attention_scores(float* scores, const float* q, const float* k, const int* positions,
-                      int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
+void attention_scores(float* scores, const float* q, const float* k, const int* positions, int Tq,
+                      int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream) {
     // TODO(student): delete this line once your kernel is written.
     if (kTodo) throw NotImplemented("attention_scores", "docs/kernels/attention.md");
 
     if (Tq == 0 || Tk == 0) return;  // a launch of zero blocks is an error
     const dim3 block(kScoreTile, kScoreTile);
     const dim3 grid(cuda::blocks_for(Tk, kScoreTile), cuda::blocks_for(Tq, kScoreTile), Hq);
-    attention_scores_kernel<<<grid, block, 0, stream>>>(scores, q, k, positions, Tq, Tk, Hq, Hkv,
-                                                        D, scale);
+    attention_scores_kernel<<<grid, block, 0, stream>>>(scores, q, k, positions, Tq, Tk, Hq, Hkv, D,
+                                                        scale);
     CUDA_CHECK_LAUNCH();
 }
 

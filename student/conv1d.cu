@@ -27,13 +27,12 @@ __global__ void conv1d_kernel(float* out,         // (T_out, C_out)
                               const float* x,     // (T_in, C_in)
                               const float* w,     // (C_out, C_in, ksize)
                               const float* bias,  // (C_out) or null
-                              int T_in, int C_in, int C_out, int ksize, int stride,
-                              int padding) {
+                              int T_in, int C_in, int C_out, int ksize, int stride, int padding) {
     const int t = blockIdx.x;
     const int co = blockIdx.y * blockDim.x + threadIdx.x;
     if (co >= C_out) return;
     const float* w_co = w + static_cast<size_t>(co) * C_in * ksize;  // (C_in, ksize)
-    const int t0 = t * stride - padding;  // input row under tap 0
+    const int t0 = t * stride - padding;                             // input row under tap 0
     float acc = bias ? bias[co] : 0.0f;
     for (int ci = 0; ci < C_in; ++ci) {
         for (int kk = 0; kk < ksize; ++kk) {

@@ -83,8 +83,8 @@ void rope_apply(float* x, const float* cos, const float* sin, const int* positio
 
 // scores(Hq, Tq, Tk) = scale · q_h · k_g(h)ᵀ; with positions(Tq) (non-null) key j is visible to
 // query i iff j ≤ positions[i], hidden scores are −inf; positions == null: all visible
-void attention_scores(float* scores, const float* q, const float* k, const int* positions,
-                      int Tq, int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
+void attention_scores(float* scores, const float* q, const float* k, const int* positions, int Tq,
+                      int Tk, int Hq, int Hkv, int D, float scale, cudaStream_t stream);
 // out(Tq, Hq·D) = probs(Hq, Tq, Tk) · v_g(h)(Tk, D)
 void attention_output(float* out, const float* probs, const float* v, int Tq, int Tk, int Hq,
                       int Hkv, int D, cudaStream_t stream);

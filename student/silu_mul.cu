@@ -39,8 +39,8 @@ void silu_mul(float* out, const float* gate, const float* up, long long n, cudaS
     if (kTodo) throw NotImplemented("silu_mul", "docs/kernels/silu_mul.md");
 
     if (n == 0) return;  // a launch of zero blocks is an error
-    silu_mul_kernel<<<cuda::blocks_for(n, kSiluMulThreads), kSiluMulThreads, 0, stream>>>(
-        out, gate, up, n);
+    silu_mul_kernel<<<cuda::blocks_for(n, kSiluMulThreads), kSiluMulThreads, 0, stream>>>(out, gate,
+                                                                                          up, n);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -47,8 +47,9 @@ double encoder_flops_per_window(const ModelConfig& c, int t_mel) {
     const double conv = 2.0 * t_mel * D * e.num_mel_bins * 3 + 2.0 * t * D * D * 3;
     const double layer = 2.0 * t * D * (2 * q + 2 * kv) + 2.0 * t * 2 * D * F + 4.0 * t * t * q;
     const double tokens = t / c.merge_factor;
-    const double projector = 2.0 * tokens * (c.projector_input() * c.projector_hidden() +
-                                             double(c.projector_hidden()) * c.text.hidden_size);
+    const double projector = 2.0 * tokens *
+                             (c.projector_input() * c.projector_hidden() +
+                              double(c.projector_hidden()) * c.text.hidden_size);
     return conv + layer * e.num_layers + projector;
 }
 
@@ -56,14 +57,14 @@ struct TrackRun {
     std::string name;
     OpTable table;
     std::unique_ptr<Model> model;
-    double weight_bytes = 0;        // decoder bytes per token in this track's dtypes
-    size_t memory_before = 0;       // device memory in use before this track's model existed
-    size_t memory_after = 0;        // ... after its sizing run (weights, buffers, KV cache)
+    double weight_bytes = 0;   // decoder bytes per token in this track's dtypes
+    size_t memory_before = 0;  // device memory in use before this track's model existed
+    size_t memory_after = 0;   // ... after its sizing run (weights, buffers, KV cache)
     std::vector<StageTimes> runs;
     std::vector<double> features_ms;
-    nlohmann::json settings;        // settings_json(table): the run-time choices in effect
-    std::vector<int> tokens;        // of the first timed run
-    bool tokens_stable = true;      // every timed run produced the same tokens
+    nlohmann::json settings;    // settings_json(table): the run-time choices in effect
+    std::vector<int> tokens;    // of the first timed run
+    bool tokens_stable = true;  // every timed run produced the same tokens
 };
 
 double end_to_end_ms(const StageTimes& t) {
@@ -84,7 +85,8 @@ int run_bench(const BenchArgs& args) {
     const auto started = std::chrono::steady_clock::now();
     auto say = [&](const std::string& step) {
         if (!progress) return;
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         std::fprintf(stderr, "bench: [%4.0f s] %s\n", s, step.c_str());
     };
 
@@ -126,14 +128,16 @@ int run_bench(const BenchArgs& args) {
     options.ignore_eos = true;
     for (int round = 0; round < args.warmup + args.repeats; ++round) {
         for (TrackRun& t : tracks) {  // interleaved: A B A B ...
-            say(t.name + ": " + (round < args.warmup ? "warm-up round " + std::to_string(round + 1) + " of " +
-                                                           std::to_string(args.warmup)
-                                                     : "timed round " + std::to_string(round - args.warmup + 1) +
-                                                           " of " + std::to_string(args.repeats)));
+            say(t.name + ": " +
+                (round < args.warmup ? "warm-up round " + std::to_string(round + 1) + " of " +
+                                           std::to_string(args.warmup)
+                                     : "timed round " + std::to_string(round - args.warmup + 1) +
+                                           " of " + std::to_string(args.repeats)));
             const auto f0 = std::chrono::steady_clock::now();
             const AudioFeatures fresh = extractor.extract(w.pcm);  // host work, timed apart
-            const double features_ms = std::chrono::duration<double, std::milli>(
-                                           std::chrono::steady_clock::now() - f0).count();
+            const double features_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
+                    .count();
             const AudioEmbeddings audio = t.model->encode_audio(fresh);
             GenerateResult result = t.model->generate(prompt, audio, options);
             StageTimes times = result.times;
@@ -147,15 +151,16 @@ int run_bench(const BenchArgs& args) {
         }
     }
 
-    const double flops = encoder_flops_per_window(config, w.feature_config.window_frames()) *
-                         w.features.n_windows;
+    const double flops =
+        encoder_flops_per_window(config, w.feature_config.window_frames()) * w.features.n_windows;
     nlohmann::json out = {{"workload", w.json()}, {"tracks", nlohmann::json::array()}};
     if (!args.json)
-        std::printf("%s | median of %d after %d warm-up, interleaved\n\n"
-                    "%-10s %10s %10s %10s %10s %10s %11s %9s %9s %9s %9s\n",
-                    w.summary().c_str(), args.repeats, args.warmup, "track", "features",
-                    "encoder", "projector", "prefill", "ms/token", "end-to-end", "enc TF/s",
-                    "dec GB/s", "speedup", "mem GiB");
+        std::printf(
+            "%s | median of %d after %d warm-up, interleaved\n\n"
+            "%-10s %10s %10s %10s %10s %10s %11s %9s %9s %9s %9s\n",
+            w.summary().c_str(), args.repeats, args.warmup, "track", "features", "encoder",
+            "projector", "prefill", "ms/token", "end-to-end", "enc TF/s", "dec GB/s", "speedup",
+            "mem GiB");
     const double first_e2e = [&] {
         std::vector<double> e;
         for (const StageTimes& t : tracks.front().runs) e.push_back(end_to_end_ms(t));
@@ -176,23 +181,34 @@ int run_bench(const BenchArgs& args) {
         const double gbps = t.weight_bytes / (m_tok * 1e-3) / 1e9;
         nlohmann::json runs = nlohmann::json::array();
         for (const StageTimes& s : t.runs)
-            runs.push_back({{"encoder_ms", s.encoder_ms}, {"projector_ms", s.projector_ms},
-                            {"prefill_ms", s.prefill_ms}, {"decode_ms", s.decode_ms},
-                            {"decode_steps", s.decode_steps}, {"end_to_end_ms", end_to_end_ms(s)}});
-        out["tracks"].push_back({{"track", t.table.describe()}, {"settings", t.settings},
+            runs.push_back({{"encoder_ms", s.encoder_ms},
+                            {"projector_ms", s.projector_ms},
+                            {"prefill_ms", s.prefill_ms},
+                            {"decode_ms", s.decode_ms},
+                            {"decode_steps", s.decode_steps},
+                            {"end_to_end_ms", end_to_end_ms(s)}});
+        out["tracks"].push_back({{"track", t.table.describe()},
+                                 {"settings", t.settings},
                                  {"runs", runs},
-                                 {"median", {{"features_ms", m_feat}, {"encoder_ms", m_enc},
-                                             {"projector_ms", m_proj}, {"prefill_ms", m_pre},
-                                             {"per_token_ms", m_tok}, {"end_to_end_ms", m_e2e}}},
-                                 {"encoder_tflops", tflops}, {"decode_weight_gbps", gbps},
+                                 {"median",
+                                  {{"features_ms", m_feat},
+                                   {"encoder_ms", m_enc},
+                                   {"projector_ms", m_proj},
+                                   {"prefill_ms", m_pre},
+                                   {"per_token_ms", m_tok},
+                                   {"end_to_end_ms", m_e2e}}},
+                                 {"encoder_tflops", tflops},
+                                 {"decode_weight_gbps", gbps},
                                  {"speedup_vs_first", first_e2e / m_e2e},
                                  {"memory_bytes", t.memory_after - t.memory_before},
-                                 {"tokens", t.tokens}, {"tokens_stable", t.tokens_stable}});
+                                 {"tokens", t.tokens},
+                                 {"tokens_stable", t.tokens_stable}});
         if (!args.json)
-            std::printf("%-10s %10.2f %10.2f %10.2f %10.2f %10.3f %11.2f %9.1f %9.0f %8.2fx %9.2f%s\n",
-                        t.name.c_str(), m_feat, m_enc, m_proj, m_pre, m_tok, m_e2e, tflops, gbps,
-                        first_e2e / m_e2e, (t.memory_after - t.memory_before) / double(1 << 30),
-                        t.tokens_stable ? "" : "  (tokens varied between runs!)");
+            std::printf(
+                "%-10s %10.2f %10.2f %10.2f %10.2f %10.3f %11.2f %9.1f %9.0f %8.2fx %9.2f%s\n",
+                t.name.c_str(), m_feat, m_enc, m_proj, m_pre, m_tok, m_e2e, tflops, gbps,
+                first_e2e / m_e2e, (t.memory_after - t.memory_before) / double(1 << 30),
+                t.tokens_stable ? "" : "  (tokens varied between runs!)");
     }
     if (args.json) {
         std::cout << out.dump(1) << std::endl;
@@ -201,11 +217,12 @@ int run_bench(const BenchArgs& args) {
     std::printf("\n");
     for (const TrackRun& t : tracks)
         std::printf("%-10s settings: %s\n", t.name.c_str(), settings_text(t.settings).c_str());
-    std::printf("\nTimes in ms (CUDA events on the GPU; features on the host). end-to-end = "
-                "encoder + projector + prefill + decode. speedup is against the first track. mem = device\n"
-                "memory the track's model added (weights, activations, KV cache; host: resident set).\n"
-                "settings: the run-time choices in effect (--gemm, --attention, --sync-check); n/a: the\n"
-                "track does not read it.\n");
+    std::printf(
+        "\nTimes in ms (CUDA events on the GPU; features on the host). end-to-end = "
+        "encoder + projector + prefill + decode. speedup is against the first track. mem = device\n"
+        "memory the track's model added (weights, activations, KV cache; host: resident set).\n"
+        "settings: the run-time choices in effect (--gemm, --attention, --sync-check); n/a: the\n"
+        "track does not read it.\n");
     return kExitOk;
 }
 

@@ -74,14 +74,14 @@ std::vector<float> vary_audio(const std::vector<float>& clip, uint64_t seed);
 // One deterministic synthetic clip through one model: what `bench`, `profile` and `worker` time.
 struct Workload {
     WorkloadArgs args;
-    std::string source;               // the model, for reports
+    std::string source;  // the model, for reports
     ModelConfig config;
-    std::string weights_path;         // model.safetensors or its shard index; empty: random weights
+    std::string weights_path;  // model.safetensors or its shard index; empty: random weights
     FeatureConfig feature_config;
     std::optional<Tokenizer> tokenizer;  // the checkpoint's, with --model
-    std::vector<float> pcm;           // the synthetic clip, 16 kHz
+    std::vector<float> pcm;              // the synthetic clip, 16 kHz
     AudioFeatures features;
-    std::vector<int> prompt;          // the real prompt with a tokenizer, else synthetic_prompt
+    std::vector<int> prompt;  // the real prompt with a tokenizer, else synthetic_prompt
 
     // Validates the options, loads the config (and tokenizer), synthesises the clip.
     static Workload load(const WorkloadArgs& args, const std::string& command);
@@ -102,9 +102,9 @@ int run_bench(const BenchArgs& args);
 
 struct ProfileArgs : WorkloadArgs {
     std::string track = "reference";
-    std::string ops_spec;     // --ops, as for transcribe
-    double delay_us = 50;     // GPU idle time before each op (see profile.cpp)
-    bool csv = false;         // --csv [FILE|-]: one row per (stage, op); "-": stdout
+    std::string ops_spec;  // --ops, as for transcribe
+    double delay_us = 50;  // GPU idle time before each op (see profile.cpp)
+    bool csv = false;      // --csv [FILE|-]: one row per (stage, op); "-": stdout
     std::string csv_path = "-";
 };
 
@@ -138,11 +138,11 @@ private:
 // `glmasr kernel-bench` (kernel_bench.cpp): every distinct op call of the workload, per track,
 // replayed and timed alone.
 struct KernelBenchArgs : WorkloadArgs {
-    std::string tracks;          // --tracks, comma-separated
-    bool tracks_given = false;   // else baseline, student and reference, those this program links
-    bool csv = false;            // --csv [FILE|-]: one row per (track, call); "-": stdout
+    std::string tracks;         // --tracks, comma-separated
+    bool tracks_given = false;  // else baseline, student and reference, those this program links
+    bool csv = false;           // --csv [FILE|-]: one row per (track, call); "-": stdout
     std::string csv_path = "-";
-    bool worker = false;         // --worker: capture one track, then serve timed replays (stdin)
+    bool worker = false;  // --worker: capture one track, then serve timed replays (stdin)
     KernelBenchArgs() {
         repeats = 20;  // timed calls of each distinct call
         warmup = 1;    // untimed calls before them
@@ -163,7 +163,7 @@ std::string utc_timestamp();
 
 struct WorkerArgs : WorkloadArgs {
     std::string track = "auto";
-    std::string ops_spec;     // --ops, as for transcribe
+    std::string ops_spec;  // --ops, as for transcribe
 };
 
 int run_worker(const WorkerArgs& args);
@@ -171,14 +171,14 @@ int run_worker(const WorkerArgs& args);
 // `glmasr serve` (serve.cpp): the web page and JSON API on host:port.
 struct ServeArgs {
     std::string model_dir;
-    std::string track = "auto";    // the default mix; a request may name another track and --ops
-    std::string clips_dir;         // sample clips offered by the page (a folder with transcripts.tsv)
+    std::string track = "auto";  // the default mix; a request may name another track and --ops
+    std::string clips_dir;       // sample clips offered by the page (a folder with transcripts.tsv)
     std::string host = "127.0.0.1";
-    int port = 8080;               // 0: any free port (printed)
-    int queue = 4;                 // requests that may wait for the one running; more get 503
-    double max_upload_mb = 64;     // larger uploads get 413
-    double max_seconds = 1800;     // longer audio gets 413
-    int max_new_tokens = 500;      // per chunk, unless a request says otherwise
+    int port = 8080;            // 0: any free port (printed)
+    int queue = 4;              // requests that may wait for the one running; more get 503
+    double max_upload_mb = 64;  // larger uploads get 413
+    double max_seconds = 1800;  // longer audio gets 413
+    int max_new_tokens = 500;   // per chunk, unless a request says otherwise
 };
 int run_serve(const ServeArgs& args);
 
@@ -187,12 +187,12 @@ int run_serve(const ServeArgs& args);
 // with the real prompt (a tokenizer) or synthetic_prompt, in chunks of whole 30 s windows when
 // the clip does not fit the decoder in one prompt (plan_chunks). Throws InputError.
 struct FileTranscription {
-    GenerateResult result;     // every chunk's tokens in order; stage times summed
-    std::string text;          // the chunks' texts joined by spaces; empty without a tokenizer
-    double seconds = 0;        // of audio
+    GenerateResult result;  // every chunk's tokens in order; stage times summed
+    std::string text;       // the chunks' texts joined by spaces; empty without a tokenizer
+    double seconds = 0;     // of audio
     int windows = 0, audio_tokens = 0;
-    int chunks = 0;            // prompts the clip took (1 unless it is long)
-    double features_ms = 0;    // host
+    int chunks = 0;          // prompts the clip took (1 unless it is long)
+    double features_ms = 0;  // host
 };
 // max_seconds > 0: audio longer than that is refused with TooLong (`glmasr serve`'s limit).
 struct TooLong : InputError {
@@ -212,7 +212,7 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
 struct ChunkPlan {
     int chunks = 1;
     int windows_per_chunk = 1;
-    int max_new_tokens = 0;    // per chunk
+    int max_new_tokens = 0;  // per chunk
 };
 ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, int n_windows,
                       int last_window_tokens, int max_new_tokens,

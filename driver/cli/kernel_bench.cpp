@@ -59,7 +59,8 @@ namespace glmasr::cli {
 namespace {
 
 constexpr size_t kFlushBytes = size_t{256} << 20;  // more than any GPU's L2 cache (H100: 50 MB)
-constexpr double kDelayUs = 50;  // as profile's --delay-us: the op is queued before the GPU reaches it
+constexpr double kDelayUs =
+    50;  // as profile's --delay-us: the op is queued before the GPU reaches it
 constexpr uint64_t kMostCalls = 100000;  // per --worker request
 
 // The arguments of each primitive (ops.h), in order: its Tensors, the first `outputs` of them
@@ -70,21 +71,21 @@ struct Arguments {
     std::vector<const char*> scalars;
 };
 const Arguments kArguments[kNumPrimitiveOps] = {
-    {{"out", "x", "weight", "bias"}, 1, {}},                                    // linear
-    {{"out", "x", "weight", "bias"}, 1, {"stride", "padding"}},                 // conv1d
-    {{"out", "x", "weight", "bias"}, 1, {"eps"}},                               // layernorm
-    {{"out", "x", "weight"}, 1, {"eps"}},                                       // rmsnorm
-    {{"out", "x"}, 1, {}},                                                      // gelu
-    {{"out", "gate", "up"}, 1, {}},                                             // silu_mul
-    {{"out", "x"}, 1, {}},                                                      // softmax
-    {{"cos", "sin"}, 2, {"theta"}},                                             // rope_freqs
-    {{"x", "cos", "sin", "positions"}, 1, {"n_heads"}},                         // rope_apply
-    {{"scores", "q", "k", "positions"}, 1, {"n_heads", "n_kv_heads", "scale"}}, // attention_scores
-    {{"out", "probs", "v"}, 1, {"n_heads", "n_kv_heads"}},                      // attention_output
-    {{"out", "table", "ids"}, 1, {}},                                           // embedding
-    {{"out", "a", "b"}, 1, {}},                                                 // add
-    {{"out", "x"}, 1, {}},                                                      // argmax
-    {{"cache", "rows", "positions"}, 1, {}},                                    // cache_write
+    {{"out", "x", "weight", "bias"}, 1, {}},                                     // linear
+    {{"out", "x", "weight", "bias"}, 1, {"stride", "padding"}},                  // conv1d
+    {{"out", "x", "weight", "bias"}, 1, {"eps"}},                                // layernorm
+    {{"out", "x", "weight"}, 1, {"eps"}},                                        // rmsnorm
+    {{"out", "x"}, 1, {}},                                                       // gelu
+    {{"out", "gate", "up"}, 1, {}},                                              // silu_mul
+    {{"out", "x"}, 1, {}},                                                       // softmax
+    {{"cos", "sin"}, 2, {"theta"}},                                              // rope_freqs
+    {{"x", "cos", "sin", "positions"}, 1, {"n_heads"}},                          // rope_apply
+    {{"scores", "q", "k", "positions"}, 1, {"n_heads", "n_kv_heads", "scale"}},  // attention_scores
+    {{"out", "probs", "v"}, 1, {"n_heads", "n_kv_heads"}},                       // attention_output
+    {{"out", "table", "ids"}, 1, {}},                                            // embedding
+    {{"out", "a", "b"}, 1, {}},                                                  // add
+    {{"out", "x"}, 1, {}},                                                       // argmax
+    {{"cache", "rows", "positions"}, 1, {}},                                     // cache_write
 };
 
 // "x[1500,1280]f32 weight[1280,1280]bf16 bias[1280]f32 -> out[1500,1280]f32" (absent Tensors
@@ -95,7 +96,9 @@ std::string describe(const OpCall& call, bool dtypes) {
         throw Error(std::string("kernel-bench: the argument names of ") + op_name(call.op) +
                     " do not match ops.h");
     std::string inputs, outputs;
-    auto append = [](std::string& to, const std::string& item) { to += (to.empty() ? "" : " ") + item; };
+    auto append = [](std::string& to, const std::string& item) {
+        to += (to.empty() ? "" : " ") + item;
+    };
     for (size_t i = 0; i < call.tensors.size(); ++i) {
         const Tensor& t = call.tensors[i];
         if (t.empty()) continue;
@@ -116,14 +119,14 @@ std::string describe(const OpCall& call, bool dtypes) {
 struct Row {
     Stage stage = Stage::encoder;
     OpId op = OpId::linear;
-    std::string shape, key;       // describe() with and without dtypes
-    int64_t calls = 0;            // per run
-    double bytes = 0, flops = 0;  // per call
-    std::vector<Tensor> copies;   // of the first call's Tensors
+    std::string shape, key;                      // describe() with and without dtypes
+    int64_t calls = 0;                           // per run
+    double bytes = 0, flops = 0;                 // per call
+    std::vector<Tensor> copies;                  // of the first call's Tensors
     std::vector<std::shared_ptr<void>> buffers;  // the memory of the copies
     std::function<void(const std::vector<Tensor>&, Stream)> run;
     double median_us = 0, min_us = 0;
-    std::string status = "ok";    // or the replay's one-line error
+    std::string status = "ok";  // or the replay's one-line error
 };
 
 bool ok(const Row& row) { return row.status == "ok"; }
@@ -146,7 +149,8 @@ void copy_arguments(const OpCall& call, Backend& backend, Row& row) {
         } else if (same != end) {
             copy.data = row.copies[static_cast<size_t>(same - begin)].data;
         } else {
-            row.buffers.emplace_back(backend.alloc(copy.bytes()), [&backend](void* p) { backend.free(p); });
+            row.buffers.emplace_back(backend.alloc(copy.bytes()),
+                                     [&backend](void* p) { backend.free(p); });
             copy.data = row.buffers.back().get();
             backend.copy(copy.data, call.tensors[i].data, copy.bytes(), call.stream);
         }
@@ -157,7 +161,8 @@ void copy_arguments(const OpCall& call, Backend& backend, Row& row) {
 // The track's table without its fused entries: the driver composes them of the primitives.
 OpTable primitives_of(const std::string& track) {
     OpTable table = OpTable::build(track);
-    for (int i = kNumPrimitiveOps; i < kNumOps; ++i) set_entry(table.ops, static_cast<OpId>(i), nullptr);
+    for (int i = kNumPrimitiveOps; i < kNumOps; ++i)
+        set_entry(table.ops, static_cast<OpId>(i), nullptr);
     return table;
 }
 
@@ -267,7 +272,8 @@ std::vector<std::string> track_names(const std::string& list, bool given) {
     if (names.empty()) throw InputError("kernel-bench: --tracks names no track");
     for (const std::string& name : names)
         if (get_track(name).device == Device::Cuda && !gpu_available())
-            throw InputError("kernel-bench: track '" + name + "' needs a GPU (none visible); use --tracks cpu");
+            throw InputError("kernel-bench: track '" + name +
+                             "' needs a GPU (none visible); use --tracks cpu");
     return names;
 }
 
@@ -289,8 +295,7 @@ void write_csv(std::ostream& out, const std::vector<TrackRows>& tracks) {
             if (ok(r))
                 std::snprintf(numbers, sizeof numbers, "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g", r.median_us,
                               r.min_us, r.bytes, r.flops, gbps(r), tflops(r));
-            else
-                std::snprintf(numbers, sizeof numbers, ",,%.9g,%.9g,,", r.bytes, r.flops);
+            else std::snprintf(numbers, sizeof numbers, ",,%.9g,%.9g,,", r.bytes, r.flops);
             out << t.track << "," << stage_name(r.stage) << "," << op_name(r.op) << ","
                 << quoted(r.shape) << "," << quoted(r.key) << "," << r.calls << "," << numbers
                 << "," << quoted(r.status) << "\n";
@@ -302,12 +307,22 @@ nlohmann::json rows_json(const std::vector<TrackRows>& tracks) {
     nlohmann::json rows = nlohmann::json::array();
     for (const TrackRows& t : tracks)
         for (const Row& r : t.rows) {
-            const auto number = [&](double v) { return ok(r) ? nlohmann::json(v) : nlohmann::json(); };
-            rows.push_back({{"track", t.track}, {"stage", stage_name(r.stage)}, {"op", op_name(r.op)},
-                            {"shape", r.shape}, {"key", r.key}, {"calls_per_run", r.calls},
-                            {"median_us", number(r.median_us)}, {"min_us", number(r.min_us)},
-                            {"bytes", r.bytes}, {"flops", r.flops}, {"gbps", number(gbps(r))},
-                            {"tflops", number(tflops(r))}, {"status", r.status}});
+            const auto number = [&](double v) {
+                return ok(r) ? nlohmann::json(v) : nlohmann::json();
+            };
+            rows.push_back({{"track", t.track},
+                            {"stage", stage_name(r.stage)},
+                            {"op", op_name(r.op)},
+                            {"shape", r.shape},
+                            {"key", r.key},
+                            {"calls_per_run", r.calls},
+                            {"median_us", number(r.median_us)},
+                            {"min_us", number(r.min_us)},
+                            {"bytes", r.bytes},
+                            {"flops", r.flops},
+                            {"gbps", number(gbps(r))},
+                            {"tflops", number(tflops(r))},
+                            {"status", r.status}});
         }
     return rows;
 }
@@ -317,7 +332,9 @@ nlohmann::json rows_json(const std::vector<TrackRows>& tracks) {
 void print_table(const std::vector<TrackRows>& tracks) {
     std::vector<const Row*> calls;                       // each call once, in the order first seen
     std::map<std::string, std::vector<double>> medians;  // its median µs per track; 0: none
-    const auto id = [](const Row& r) { return std::string(stage_name(r.stage)) + op_name(r.op) + r.key; };
+    const auto id = [](const Row& r) {
+        return std::string(stage_name(r.stage)) + op_name(r.op) + r.key;
+    };
     for (size_t t = 0; t < tracks.size(); ++t)
         for (const Row& r : tracks[t].rows) {
             const auto [it, added] = medians.try_emplace(id(r), tracks.size(), 0.0);
@@ -332,9 +349,11 @@ void print_table(const std::vector<TrackRows>& tracks) {
         const std::vector<double>& us = medians[id(*r)];
         std::printf("%-10s %-17s %6lld", stage_name(r->stage), op_name(r->op),
                     static_cast<long long>(r->calls));
-        for (double median : us) median > 0 ? std::printf(" %11.1f", median) : std::printf(" %11s", "-");
+        for (double median : us)
+            median > 0 ? std::printf(" %11.1f", median) : std::printf(" %11s", "-");
         for (size_t t = 1; t < us.size(); ++t)
-            us[0] > 0 && us[t] > 0 ? std::printf(" %7.2fx", us[0] / us[t]) : std::printf(" %8s", "-");
+            us[0] > 0 && us[t] > 0 ? std::printf(" %7.2fx", us[0] / us[t])
+                                   : std::printf(" %8s", "-");
         std::printf("  %s\n", r->key.c_str());
     }
     for (const TrackRows& t : tracks) {
@@ -379,11 +398,17 @@ int serve_rows(const KernelBenchArgs& args, const std::string& track) {
             flush.reset(backend->alloc(kFlushBytes), [backend](void* p) { backend->free(p); });
         nlohmann::json listed = nlohmann::json::array();
         for (const Row& r : rows.rows)
-            listed.push_back({{"stage", stage_name(r.stage)}, {"op", op_name(r.op)},
-                              {"shape", r.shape}, {"key", r.key}, {"calls_per_run", r.calls},
+            listed.push_back({{"stage", stage_name(r.stage)},
+                              {"op", op_name(r.op)},
+                              {"shape", r.shape},
+                              {"key", r.key},
+                              {"calls_per_run", r.calls},
                               {"status", r.status}});
-        reply(out, {{"ready", true}, {"track", track}, {"device", backend->hardware()},
-                    {"settings", settings}, {"rows", listed}});
+        reply(out, {{"ready", true},
+                    {"track", track},
+                    {"device", backend->hardware()},
+                    {"settings", settings},
+                    {"rows", listed}});
     } catch (const std::exception& e) {
         reply(out, {{"error", e.what()}});
         throw;  // main prints it on stderr and exits with its code
@@ -430,10 +455,11 @@ std::string utc_timestamp() {
 }
 
 int run_kernel_bench(const KernelBenchArgs& args) {
-    if (args.worker && (!args.tracks_given || args.tracks.find(',') != std::string::npos ||
-                        args.json || args.csv))
-        throw InputError("kernel-bench: --worker takes --tracks with exactly one track, and no "
-                         "--json or --csv");
+    if (args.worker &&
+        (!args.tracks_given || args.tracks.find(',') != std::string::npos || args.json || args.csv))
+        throw InputError(
+            "kernel-bench: --worker takes --tracks with exactly one track, and no "
+            "--json or --csv");
     const std::vector<std::string> names = track_names(args.tracks, args.tracks_given);
     if (args.worker) return serve_rows(args, names[0]);
     CsvOutput csv("kernel-bench", args.csv, args.csv_path, args.json);
@@ -458,26 +484,29 @@ int run_kernel_bench(const KernelBenchArgs& args) {
         std::shared_ptr<void> flush;
         if (backend.device() == Device::Cuda)
             flush.reset(backend.alloc(kFlushBytes), [&backend](void* p) { backend.free(p); });
-        for (Row& row : tracks.back().rows) time_row(row, backend, flush.get(), args.warmup, args.repeats);
+        for (Row& row : tracks.back().rows)
+            time_row(row, backend, flush.get(), args.warmup, args.repeats);
     }
 
     if (csv.write([&](std::ostream& out) { write_csv(out, tracks); })) return kExitOk;
     if (args.json) {
         const std::string config = !args.config_path.empty() ? args.config_path
-                                   : !args.model_dir.empty() ? args.model_dir : "nano";
+                                   : !args.model_dir.empty() ? args.model_dir
+                                                             : "nano";
         const nlohmann::json out = {
-            {"device", device}, {"config", config}, {"date", utc_timestamp()},
+            {"device", device},        {"config", config},      {"date", utc_timestamp()},
             {"repeats", args.repeats}, {"warmup", args.warmup}, {"workload", w.json()},
-            {"tracks", names}, {"settings", settings}, {"rows", rows_json(tracks)}};
+            {"tracks", names},         {"settings", settings},  {"rows", rows_json(tracks)}};
         std::cout << out.dump(1) << std::endl;
         return kExitOk;
     }
-    std::printf("%s | %s\nEach distinct call of each track's primitives (fused entries composed), "
-                "replayed alone on a copy of its\nfirst call's arguments: median µs of %d after %d "
-                "warm-up%s; then each track's speedup over %s.\nCalls per run (decode: its first "
-                "step).\n\n",
-                w.summary().c_str(), device.c_str(), args.repeats, args.warmup,
-                device == "cpu" ? "" : ", the L2 flushed before each", names[0].c_str());
+    std::printf(
+        "%s | %s\nEach distinct call of each track's primitives (fused entries composed), "
+        "replayed alone on a copy of its\nfirst call's arguments: median µs of %d after %d "
+        "warm-up%s; then each track's speedup over %s.\nCalls per run (decode: its first "
+        "step).\n\n",
+        w.summary().c_str(), device.c_str(), args.repeats, args.warmup,
+        device == "cpu" ? "" : ", the L2 flushed before each", names[0].c_str());
     print_table(tracks);
     return kExitOk;
 }

@@ -82,8 +82,8 @@ std::string resolve_track(const std::string& track, bool quiet) {
     if (track != "auto") return track;
     const std::string chosen = default_track_name();
     if (!quiet)
-        std::cerr << "glmasr: " << (gpu_available() ? "GPU found" : "no GPU found") << ", using the "
-                  << chosen << " track (choose with --track)\n";
+        std::cerr << "glmasr: " << (gpu_available() ? "GPU found" : "no GPU found")
+                  << ", using the " << chosen << " track (choose with --track)\n";
     return chosen;
 }
 
@@ -107,7 +107,8 @@ int run_transcribe(const TranscribeArgs& args) {
         if (!args.tokenizer_path.empty()) tokenizer.emplace(Tokenizer::load(args.tokenizer_path));
     } else {
         const fs::path dir(args.model_dir);
-        if (!fs::is_directory(dir)) throw InputError(args.model_dir + ": model directory not found");
+        if (!fs::is_directory(dir))
+            throw InputError(args.model_dir + ": model directory not found");
         config = ModelConfig::load(require_file(dir / "config.json", "config.json"));
         tokenizer.emplace(Tokenizer::load(require_file(dir / "tokenizer.json", "tokenizer.json")));
         weights = load_weights(Checkpoint::find_in(dir), config, table, backend);
@@ -119,10 +120,9 @@ int run_transcribe(const TranscribeArgs& args) {
         }
     }
     if (tokenizer && tokenizer->token_to_id("<|pad|>") != config.audio_token_id)
-        throw InputError("tokenizer.json: <|pad|> has id " +
-                         std::to_string(tokenizer->token_to_id("<|pad|>")) +
-                         " but config.json says audio_token_id " +
-                         std::to_string(config.audio_token_id));
+        throw InputError(
+            "tokenizer.json: <|pad|> has id " + std::to_string(tokenizer->token_to_id("<|pad|>")) +
+            " but config.json says audio_token_id " + std::to_string(config.audio_token_id));
 
     Model model(config, std::move(weights), table);
     FeatureConfig feature_config;
@@ -145,37 +145,45 @@ int run_transcribe(const TranscribeArgs& args) {
             const double seconds = done.seconds, features_ms = done.features_ms;
             const StageTimes& t = result.times;
             if (args.json) {
-                nlohmann::json out = {
-                    {"file", file}, {"text", text}, {"tokens", result.tokens},
-                    {"track", table.describe()}, {"settings", settings},
-                    {"audio_seconds", seconds},
-                    {"windows", done.windows}, {"audio_tokens", done.audio_tokens},
-                    {"chunks", done.chunks},
-                    {"timing_ms", {{"features", features_ms}, {"encoder", t.encoder_ms},
-                                   {"projector", t.projector_ms}, {"prefill", t.prefill_ms},
-                                   {"decode", t.decode_ms}, {"decode_steps", t.decode_steps},
-                                   {"per_token", t.per_token_ms()}}}};
+                nlohmann::json out = {{"file", file},
+                                      {"text", text},
+                                      {"tokens", result.tokens},
+                                      {"track", table.describe()},
+                                      {"settings", settings},
+                                      {"audio_seconds", seconds},
+                                      {"windows", done.windows},
+                                      {"audio_tokens", done.audio_tokens},
+                                      {"chunks", done.chunks},
+                                      {"timing_ms",
+                                       {{"features", features_ms},
+                                        {"encoder", t.encoder_ms},
+                                        {"projector", t.projector_ms},
+                                        {"prefill", t.prefill_ms},
+                                        {"decode", t.decode_ms},
+                                        {"decode_steps", t.decode_steps},
+                                        {"per_token", t.per_token_ms()}}}};
                 std::cout << out.dump() << std::endl;
             } else {
                 if (args.files.size() > 1) std::cout << file << ": ";
                 if (tokenizer) {
                     std::cout << text << std::endl;
                 } else {
-                    std::cout << "(random weights, no tokenizer) " << result.tokens.size() << " tokens\n";
+                    std::cout << "(random weights, no tokenizer) " << result.tokens.size()
+                              << " tokens\n";
                 }
             }
             if (args.verbose) {
-                std::fprintf(stderr,
-                             "glmasr: %s | track %s | %.2f s audio, %d window(s) in %d chunk(s), %d audio tokens\n"
-                             "  settings  %s\n"
-                             "  features  %9.2f ms (host)\n  encoder   %9.2f ms\n"
-                             "  projector %9.2f ms\n  prefill   %9.2f ms\n"
-                             "  decode    %9.2f ms (%d steps, %.3f ms/token)\n",
-                             file.c_str(), table.describe().c_str(), seconds, done.windows,
-                             done.chunks, done.audio_tokens, cli::settings_text(settings).c_str(),
-                             features_ms, t.encoder_ms,
-                             t.projector_ms, t.prefill_ms, t.decode_ms, t.decode_steps,
-                             t.per_token_ms());
+                std::fprintf(
+                    stderr,
+                    "glmasr: %s | track %s | %.2f s audio, %d window(s) in %d chunk(s), %d audio tokens\n"
+                    "  settings  %s\n"
+                    "  features  %9.2f ms (host)\n  encoder   %9.2f ms\n"
+                    "  projector %9.2f ms\n  prefill   %9.2f ms\n"
+                    "  decode    %9.2f ms (%d steps, %.3f ms/token)\n",
+                    file.c_str(), table.describe().c_str(), seconds, done.windows, done.chunks,
+                    done.audio_tokens, cli::settings_text(settings).c_str(), features_ms,
+                    t.encoder_ms, t.projector_ms, t.prefill_ms, t.decode_ms, t.decode_steps,
+                    t.per_token_ms());
             }
         } catch (const InputError& e) {
             std::cerr << "glmasr: error: " << e.what() << "\n";
@@ -189,23 +197,25 @@ int run_info(const std::string& model_dir, const std::string& config_path) {
     if (model_dir.empty() == config_path.empty())
         throw InputError("info: give exactly one of --model DIR or --config FILE");
     const fs::path dir(model_dir);
-    const std::string cfg_file = config_path.empty() ? require_file(dir / "config.json", "config.json")
-                                                     : config_path;
+    const std::string cfg_file =
+        config_path.empty() ? require_file(dir / "config.json", "config.json") : config_path;
     const ModelConfig config = ModelConfig::load(cfg_file);
     const EncoderConfig& e = config.audio;
     const DecoderConfig& d = config.text;
     const auto [unique, stored] = count_parameters(config);
     std::printf("config:     %s\n", cfg_file.c_str());
-    std::printf("encoder:    %d layers x %d wide, %d heads (%d kv) x %d, FFN %d, rotary %d of %d dims, %d mels\n",
-                e.num_layers, e.hidden_size, e.num_heads, e.num_kv_heads, e.head_dim,
-                e.intermediate_size, e.rotary_dim(), e.head_dim, e.num_mel_bins);
+    std::printf(
+        "encoder:    %d layers x %d wide, %d heads (%d kv) x %d, FFN %d, rotary %d of %d dims, %d mels\n",
+        e.num_layers, e.hidden_size, e.num_heads, e.num_kv_heads, e.head_dim, e.intermediate_size,
+        e.rotary_dim(), e.head_dim, e.num_mel_bins);
     std::printf("projector:  %d -> %d -> %d (merge %d frames)\n", config.projector_input(),
                 config.projector_hidden(), d.hidden_size, config.merge_factor);
-    std::printf("decoder:    %d layers x %d wide, %d heads (%d kv) x %d, FFN %d, vocab %d, %d positions\n",
-                d.num_layers, d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim,
-                d.intermediate_size, d.vocab_size, d.max_positions);
-    std::printf("parameters: %s unique (%s with the separate lm_head)\n", with_commas(unique).c_str(),
-                with_commas(stored).c_str());
+    std::printf(
+        "decoder:    %d layers x %d wide, %d heads (%d kv) x %d, FFN %d, vocab %d, %d positions\n",
+        d.num_layers, d.hidden_size, d.num_heads, d.num_kv_heads, d.head_dim, d.intermediate_size,
+        d.vocab_size, d.max_positions);
+    std::printf("parameters: %s unique (%s with the separate lm_head)\n",
+                with_commas(unique).c_str(), with_commas(stored).c_str());
     if (!model_dir.empty()) {
         const Checkpoint file(Checkpoint::find_in(dir));
         std::map<std::string, int> dtypes;
@@ -219,7 +229,8 @@ int run_info(const std::string& model_dir, const std::string& config_path) {
             first = false;
         }
         std::printf(")\n");
-        const Tokenizer tokenizer = Tokenizer::load(require_file(dir / "tokenizer.json", "tokenizer.json"));
+        const Tokenizer tokenizer =
+            Tokenizer::load(require_file(dir / "tokenizer.json", "tokenizer.json"));
         std::printf("tokenizer:  %d tokens, <|pad|> = %d\n", tokenizer.vocab_size(),
                     tokenizer.token_to_id("<|pad|>"));
     }
@@ -248,20 +259,30 @@ int main(int argc, char** argv) {
     const std::string track_help = glmasr::known_track_list() + ", or auto (GPU if present)";
 
     TranscribeArgs t;
-    CLI::App* transcribe = app.add_subcommand("transcribe", "transcribe audio files (WAV, FLAC, ...)");
+    CLI::App* transcribe =
+        app.add_subcommand("transcribe", "transcribe audio files (WAV, FLAC, ...)");
     transcribe->add_option("files", t.files, "audio files")->required();
-    transcribe->add_option("--model", t.model_dir, "model directory (config.json, model.safetensors or its shards, tokenizer.json)");
-    transcribe->add_option("--random-weights", t.random_config, "build this config.json with seeded random weights (timing)");
+    transcribe->add_option(
+        "--model", t.model_dir,
+        "model directory (config.json, model.safetensors or its shards, tokenizer.json)");
+    transcribe->add_option("--random-weights", t.random_config,
+                           "build this config.json with seeded random weights (timing)");
     transcribe->add_option("--seed", t.seed, "seed for --random-weights");
     transcribe->add_option("--tokenizer", t.tokenizer_path, "tokenizer.json for --random-weights");
     transcribe->add_option("--track", t.track, track_help);
-    transcribe->add_option("--ops", t.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
-    transcribe->add_option("--max-new-tokens", t.max_new_tokens, "most tokens to generate")->check(CLI::Range(1, 1 << 20));
-    transcribe->add_flag("--force-length", t.force_length, "ignore stop tokens: always generate --max-new-tokens");
-    transcribe->add_flag("--truncate", t.truncate, "transcribe only the first 630 s of longer audio (else it is transcribed in chunks)");
+    transcribe->add_option("--ops", t.ops_spec,
+                           "per-op tracks, e.g. rmsnorm=student,default=reference");
+    transcribe->add_option("--max-new-tokens", t.max_new_tokens, "most tokens to generate")
+        ->check(CLI::Range(1, 1 << 20));
+    transcribe->add_flag("--force-length", t.force_length,
+                         "ignore stop tokens: always generate --max-new-tokens");
+    transcribe->add_flag(
+        "--truncate", t.truncate,
+        "transcribe only the first 630 s of longer audio (else it is transcribed in chunks)");
     transcribe->add_flag("--json", t.json, "one JSON object per file");
     transcribe->add_flag("--verbose", t.verbose, "timing per stage on stderr");
-    transcribe->add_flag("--no-graphs", t.no_graphs, "do not record the decode step as a CUDA graph");
+    transcribe->add_flag("--no-graphs", t.no_graphs,
+                         "do not record the decode step as a CUDA graph");
     cli::SettingsArgs settings;  // one set of --gemm/--attention/--sync-check for every command
     cli::add_settings_options(*transcribe, settings);
 
@@ -272,35 +293,49 @@ int main(int argc, char** argv) {
 
     cli::BenchArgs b;
     std::string bench_tracks = "auto";
-    CLI::App* bench = app.add_subcommand("bench", "time tracks end to end on one workload (Nano shapes by default)");
-    bench->add_option("--tracks", bench_tracks, "comma-separated tracks, timed interleaved; speedups are against the first");
+    CLI::App* bench = app.add_subcommand(
+        "bench", "time tracks end to end on one workload (Nano shapes by default)");
+    bench->add_option("--tracks", bench_tracks,
+                      "comma-separated tracks, timed interleaved; speedups are against the first");
     cli::add_workload_options(*bench, b);
     cli::add_settings_options(*bench, settings);
 
     cli::ProfileArgs p;
     p.track = "auto";
-    CLI::App* profile = app.add_subcommand("profile", "time every op of one track on bench's workload: calls, ms, GB/s, TFLOP/s per stage");
+    CLI::App* profile = app.add_subcommand(
+        "profile",
+        "time every op of one track on bench's workload: calls, ms, GB/s, TFLOP/s per stage");
     profile->add_option("--track", p.track, track_help);
-    profile->add_option("--ops", p.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
-    profile->add_option("--delay-us", p.delay_us, "GPU idle time before each op, so no launch latency is timed (0: none)");
-    CLI::Option* profile_csv = profile->add_option(
-        "--csv", p.csv_path,
-        "also write the table as CSV, one row per (stage, op), to FILE; '-' or no FILE: stdout, "
-        "instead of the text table (that one not with --json)")->expected(0, 1);
+    profile->add_option("--ops", p.ops_spec,
+                        "per-op tracks, e.g. rmsnorm=student,default=reference");
+    profile->add_option("--delay-us", p.delay_us,
+                        "GPU idle time before each op, so no launch latency is timed (0: none)");
+    CLI::Option* profile_csv =
+        profile
+            ->add_option(
+                "--csv", p.csv_path,
+                "also write the table as CSV, one row per (stage, op), to FILE; '-' or no FILE: stdout, "
+                "instead of the text table (that one not with --json)")
+            ->expected(0, 1);
     cli::add_workload_options(*profile, p);
     cli::add_settings_options(*profile, settings);
 
     cli::KernelBenchArgs kb;
-    CLI::App* kernel_bench = app.add_subcommand(
-        "kernel-bench", "time every distinct op call of bench's workload alone, per track, "
-                        "at its real shapes (primitives only: fused entries composed)");
+    CLI::App* kernel_bench =
+        app.add_subcommand("kernel-bench",
+                           "time every distinct op call of bench's workload alone, per track, "
+                           "at its real shapes (primitives only: fused entries composed)");
     CLI::Option* kernel_bench_tracks = kernel_bench->add_option(
-        "--tracks", kb.tracks, "comma-separated tracks (default: baseline,student,reference, those "
-                               "this program has); speedups are against the first");
-    CLI::Option* kernel_bench_csv = kernel_bench->add_option(
-        "--csv", kb.csv_path,
-        "also write the rows as CSV to FILE; '-' or no FILE: stdout, instead of the text table "
-        "(that one not with --json)")->expected(0, 1);
+        "--tracks", kb.tracks,
+        "comma-separated tracks (default: baseline,student,reference, those "
+        "this program has); speedups are against the first");
+    CLI::Option* kernel_bench_csv =
+        kernel_bench
+            ->add_option(
+                "--csv", kb.csv_path,
+                "also write the rows as CSV to FILE; '-' or no FILE: stdout, instead of the text table "
+                "(that one not with --json)")
+            ->expected(0, 1);
     kernel_bench->add_flag(
         "--worker", kb.worker,
         "one track: capture its calls, print one JSON ready line with the rows, then replay "
@@ -310,7 +345,8 @@ int main(int argc, char** argv) {
 
     cli::PeaksArgs pk;
     CLI::App* peaks = app.add_subcommand(
-        "peaks", "measure this GPU's DRAM bandwidth and bf16, TF32 and fp32 GEMM throughput (cuBLAS)");
+        "peaks",
+        "measure this GPU's DRAM bandwidth and bf16, TF32 and fp32 GEMM throughput (cuBLAS)");
     peaks->add_flag("--json", pk.json, "machine-readable output");
 
     cli::WorkerArgs wk;
@@ -325,24 +361,34 @@ int main(int argc, char** argv) {
         "{\"transcribe\": \"clip.wav\" [, \"max_new_tokens\": N]} -> {\"text\": ..., \"tokens\": [...], ...}\n"
         "A bad request -> {\"error\": ...}; a failing track -> {\"error\": ...} and exit 1; EOF -> exit 0.");
     worker->add_option("--track", wk.track, track_help);
-    worker->add_option("--ops", wk.ops_spec, "per-op tracks, e.g. rmsnorm=student,default=reference");
+    worker->add_option("--ops", wk.ops_spec,
+                       "per-op tracks, e.g. rmsnorm=student,default=reference");
     cli::add_model_options(*worker, wk);
     cli::add_settings_options(*worker, settings);
 
     cli::ServeArgs sv;
     CLI::App* serve = app.add_subcommand(
-        "serve", "a web page and JSON API on 127.0.0.1: upload or record audio, pick the track and "
-                 "the per-op mix, see the transcript, the stage times and the per-op profile "
-                 "(GET /, /health, /tracks, /clips; POST /transcribe)");
-    serve->add_option("--model", sv.model_dir, "model directory (config.json, weights, tokenizer.json)")->required();
-    serve->add_option("--track", sv.track, "the default track: " + glmasr::known_track_list() + ", or auto");
-    serve->add_option("--clips", sv.clips_dir, "sample clips the page offers (a folder with transcripts.tsv, e.g. assets/audio)");
+        "serve",
+        "a web page and JSON API on 127.0.0.1: upload or record audio, pick the track and "
+        "the per-op mix, see the transcript, the stage times and the per-op profile "
+        "(GET /, /health, /tracks, /clips; POST /transcribe)");
+    serve
+        ->add_option("--model", sv.model_dir,
+                     "model directory (config.json, weights, tokenizer.json)")
+        ->required();
+    serve->add_option("--track", sv.track,
+                      "the default track: " + glmasr::known_track_list() + ", or auto");
+    serve->add_option(
+        "--clips", sv.clips_dir,
+        "sample clips the page offers (a folder with transcripts.tsv, e.g. assets/audio)");
     serve->add_option("--host", sv.host, "address to listen on");
     serve->add_option("--port", sv.port, "port (0: any free port; the address is printed)");
     serve->add_option("--queue", sv.queue, "requests that may wait while one runs; more get 503");
     serve->add_option("--max-upload-mb", sv.max_upload_mb, "larger uploads get 413");
     serve->add_option("--max-seconds", sv.max_seconds, "longer audio gets 413");
-    serve->add_option("--max-new-tokens", sv.max_new_tokens, "most tokens per chunk, unless a request says otherwise")
+    serve
+        ->add_option("--max-new-tokens", sv.max_new_tokens,
+                     "most tokens per chunk, unless a request says otherwise")
         ->check(CLI::Range(1, 1 << 20));
     cli::add_settings_options(*serve, settings);
 
@@ -356,14 +402,16 @@ int main(int argc, char** argv) {
             known |= command->check_name(argv[1]);
         }
         if (!known) {
-            std::cerr << "glmasr: error: unknown command '" << argv[1] << "' (commands: " << commands << ")\n";
+            std::cerr << "glmasr: error: unknown command '" << argv[1]
+                      << "' (commands: " << commands << ")\n";
             return kExitBadInput;
         }
     }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+            return app.exit(e);                                                  // --help
         std::cerr << "glmasr: error: " << e.what() << " (see glmasr --help)\n";  // one line, exit 2
         return kExitBadInput;
     }

@@ -64,7 +64,8 @@ struct ProfileRecorder {
 
 namespace {
 
-ProfileRecorder* active = nullptr;  // the shims' way to the one OpProfiler (they are plain pointers)
+ProfileRecorder* active =
+    nullptr;  // the shims' way to the one OpProfiler (they are plain pointers)
 
 // ---------------------------------------------------------------- costs
 //
@@ -170,8 +171,8 @@ OpCost attention_scores_cost(const Tensor& scores, const Tensor& q, const Tensor
 
 // Per head and visible pair, one multiply-add over D. Every probability is read; v only up to
 // the last visible key (the keys are those of the attention_scores call that made `probs`).
-OpCost attention_output_cost(const Tensor& out, const Tensor& probs, const Tensor& v,
-                             int n_heads, int n_kv_heads, Stream) {
+OpCost attention_output_cost(const Tensor& out, const Tensor& probs, const Tensor& v, int n_heads,
+                             int n_kv_heads, Stream) {
     const double D = v.dim(1) / n_kv_heads;
     double pairs = static_cast<double>(probs.dim(1)) * probs.dim(2);
     int64_t key_rows = v.dim(0);
@@ -199,7 +200,8 @@ OpCost argmax_cost(const Tensor& out, const Tensor& x, Stream) {
 
 // T rows copied into the cache, no arithmetic.
 OpCost cache_write_cost(const Tensor& cache, const Tensor& rows, const Tensor& positions, Stream) {
-    return {bytes(rows, positions) + static_cast<double>(rows.numel()) * dtype_size(cache.dtype), 0};
+    return {bytes(rows, positions) + static_cast<double>(rows.numel()) * dtype_size(cache.dtype),
+            0};
 }
 
 // The whole of softmax(q·kᵀ·scale)·v per head and visible pair: two D-long multiply-adds, the
@@ -238,13 +240,14 @@ OpCost gate_up_silu_cost(const Tensor& out, const Tensor& x, const Tensor& w_gat
 // The three products of linear_cost, then RoPE's 6 flops per rotated pair of q and k; x, the
 // weights, q, the cos/sin rows of the positions and the new cache rows are moved once.
 OpCost qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const Tensor&, const Tensor& x,
-                           const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
-                           const Tensor&, const Tensor& positions, const Tensor&, const Tensor&, int,
-                           int, Stream) {
+                           const Tensor& w_q, const Tensor& w_k, const Tensor& w_v,
+                           const Tensor& cos, const Tensor&, const Tensor& positions, const Tensor&,
+                           const Tensor&, int, int, Stream) {
     const double K = x.dim(-1), M = x.numel() / K, width_kv = k_cache.dim(1);
     const double N = q.dim(1) + 2 * width_kv;
     const double new_rows = M * (q.dim(1) + 2 * width_kv + 2 * cos.dim(1)) * sizeof(float);
-    return {bytes(x, w_q, w_k, w_v, positions) + new_rows, 2 * M * N * K + 3 * M * (q.dim(1) + width_kv)};
+    return {bytes(x, w_q, w_k, w_v, positions) + new_rows,
+            2 * M * N * K + 3 * M * (q.dim(1) + width_kv)};
 }
 
 // linear, then the add (1) into the residual, which is read and written; scratch is not counted.
@@ -269,8 +272,8 @@ OpCost rmsnorm_qkv_rope_cache_cost(const Tensor& q, const Tensor& k_cache, const
                                    const Tensor& sin, const Tensor& positions, const Tensor&,
                                    const Tensor& k, const Tensor& v, float, int n_heads,
                                    int n_kv_heads, Stream stream) {
-    const OpCost qkv = qkv_rope_cache_cost(q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin, positions,
-                                           k, v, n_heads, n_kv_heads, stream);
+    const OpCost qkv = qkv_rope_cache_cost(q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin,
+                                           positions, k, v, n_heads, n_kv_heads, stream);
     return {qkv.bytes + bytes(norm_weight), qkv.flops + 4.0 * x.numel()};
 }
 
@@ -362,11 +365,13 @@ struct Shim<id, entry, cost, void (*)(Args...)> {
         call.run = [real = active->real.ops.*entry, saved = Saved(args...)](
                        const std::vector<Tensor>& tensors, Stream stream) {
             size_t next = 0;
-            std::apply([&](const auto&... recorded) {
-                // A braced list evaluates left to right, so the Tensors are taken in order.
-                const Saved replaced{substitute(recorded, tensors, next, stream)...};
-                std::apply(real, replaced);
-            }, saved);
+            std::apply(
+                [&](const auto&... recorded) {
+                    // A braced list evaluates left to right, so the Tensors are taken in order.
+                    const Saved replaced{substitute(recorded, tensors, next, stream)...};
+                    std::apply(real, replaced);
+                },
+                saved);
         };
         return call;
     }
@@ -385,7 +390,8 @@ OpProfiler::OpProfiler(const OpTable& table, double delay_us)
     if (active) throw Error("only one OpProfiler may exist at a time");
     active = recorder_.get();
     Ops& ops = recorder_->instrumented.ops;
-#define GLMASR_INSTRUMENT(name) instrument<OpId::name, &Ops::name, name##_cost>(ops);  // every entry: its cost
+#define GLMASR_INSTRUMENT(name) \
+    instrument<OpId::name, &Ops::name, name##_cost>(ops);  // every entry: its cost
     GLMASR_OP_ENTRIES(GLMASR_INSTRUMENT)
 #undef GLMASR_INSTRUMENT
 }

@@ -36,18 +36,19 @@ struct ProfileRecorder;  // op_profiler.cpp: the state the shims share
 // One op in one stage, summed over every call recorded since the profiler was created.
 struct OpStats {
     int64_t calls = 0;
-    double ms = 0;      // time between the marks around each call
-    double bytes = 0;   // the least memory traffic the calls need (inputs read once, outputs written once)
-    double flops = 0;   // floating-point operations
+    double ms = 0;  // time between the marks around each call
+    double bytes =
+        0;  // the least memory traffic the calls need (inputs read once, outputs written once)
+    double flops = 0;  // floating-point operations
 };
 
 // One op call as its shim received it, for an observer (OpProfiler::observe).
 struct OpCall {
     OpId op = OpId::linear;
     Stage stage = Stage::encoder;  // as set_stage last said
-    double bytes = 0, flops = 0;  // the call's cost, as OpStats counts it
-    std::vector<Tensor> tensors;  // its Tensor arguments in order, empty ones (no bias) included
-    std::vector<double> scalars;  // its int and float arguments in order
+    double bytes = 0, flops = 0;   // the call's cost, as OpStats counts it
+    std::vector<Tensor> tensors;   // its Tensor arguments in order, empty ones (no bias) included
+    std::vector<double> scalars;   // its int and float arguments in order
     Stream stream = nullptr;
     // Runs the real op on `tensors` — the call's own, or copies of the same shapes and dtypes —
     // with the call's scalars, on `stream`.

@@ -67,10 +67,10 @@ struct Row {
 
 struct Section {
     std::string title;
-    std::vector<Row> rows;      // by time, largest first
-    double ops_ms = 0;          // Σ rows' time
+    std::vector<Row> rows;  // by time, largest first
+    double ops_ms = 0;      // Σ rows' time
     double uninstrumented_ms = 0;
-    int64_t entries = 0;        // times the stage was entered per run (decode: steps)
+    int64_t entries = 0;  // times the stage was entered per run (decode: steps)
 };
 
 double gbps(const OpStats& s) { return s.ms > 0 ? s.bytes / (s.ms * 1e-3) / 1e9 : 0; }
@@ -91,7 +91,9 @@ Section make_section(const std::string& title, const OpProfiler& profiler, const
             sum.flops += s.flops;
         }
         if (sum.calls == 0) continue;
-        Row row{op, table.source[i]->name, table.source[i] != table.base,
+        Row row{op,
+                table.source[i]->name,
+                table.source[i] != table.base,
                 {sum.calls / repeats, sum.ms / repeats, sum.bytes / repeats, sum.flops / repeats}};
         section.ops_ms += row.per_run.ms;
         section.rows.push_back(row);
@@ -104,31 +106,42 @@ Section make_section(const std::string& title, const OpProfiler& profiler, const
 
 void print_section(const Section& s) {
     // One literal header: printf would pad "µs" by its bytes, not its width.
-    std::printf("%-30s    calls   total ms    mean µs   share      GB/s   TFLOP/s\n", s.title.c_str());
+    std::printf("%-30s    calls   total ms    mean µs   share      GB/s   TFLOP/s\n",
+                s.title.c_str());
     for (const Row& r : s.rows) {
         const OpStats& o = r.per_run;
-        const std::string label = std::string(op_name(r.op)) + (r.mixed ? " (" + r.track + ")" : "");
+        const std::string label =
+            std::string(op_name(r.op)) + (r.mixed ? " (" + r.track + ")" : "");
         char flops[32] = "-";
         if (o.flops > 0) std::snprintf(flops, sizeof flops, "%.3f", tflops(o));
         std::printf("  %-28s %8lld %10.3f %10.2f %6.1f%% %9.1f %9s\n", label.c_str(),
                     static_cast<long long>(o.calls), o.ms, 1e3 * o.ms / o.calls,
                     s.ops_ms > 0 ? 100 * o.ms / s.ops_ms : 0.0, gbps(o), flops);
     }
-    std::printf("  %-28s %8s %10.3f   (un-instrumented: %.3f ms)\n\n", "sum of ops", "",
-                s.ops_ms, s.uninstrumented_ms);
+    std::printf("  %-28s %8s %10.3f   (un-instrumented: %.3f ms)\n\n", "sum of ops", "", s.ops_ms,
+                s.uninstrumented_ms);
 }
 
 nlohmann::json section_json(const Section& s) {
     nlohmann::json ops = nlohmann::json::array();
     for (const Row& r : s.rows) {
         const OpStats& o = r.per_run;
-        ops.push_back({{"op", op_name(r.op)}, {"track", r.track}, {"calls", o.calls},
-                       {"total_ms", o.ms}, {"mean_us", 1e3 * o.ms / o.calls},
-                       {"share", s.ops_ms > 0 ? o.ms / s.ops_ms : 0.0}, {"bytes", o.bytes},
-                       {"flops", o.flops}, {"gbps", gbps(o)}, {"tflops", tflops(o)}});
+        ops.push_back({{"op", op_name(r.op)},
+                       {"track", r.track},
+                       {"calls", o.calls},
+                       {"total_ms", o.ms},
+                       {"mean_us", 1e3 * o.ms / o.calls},
+                       {"share", s.ops_ms > 0 ? o.ms / s.ops_ms : 0.0},
+                       {"bytes", o.bytes},
+                       {"flops", o.flops},
+                       {"gbps", gbps(o)},
+                       {"tflops", tflops(o)}});
     }
-    return {{"stage", s.title}, {"entries", s.entries}, {"ops_ms", s.ops_ms},
-            {"uninstrumented_ms", s.uninstrumented_ms}, {"ops", ops}};
+    return {{"stage", s.title},
+            {"entries", s.entries},
+            {"ops_ms", s.ops_ms},
+            {"uninstrumented_ms", s.uninstrumented_ms},
+            {"ops", ops}};
 }
 
 // The CSV columns (docs/profiling.md): one row per (stage, op), the stages in model order and
@@ -202,8 +215,8 @@ int run_profile(const ProfileArgs& args) {
         s.uninstrumented_ms = median(ms);
         if (!s.rows.empty()) sections.push_back(s);
     }
-    Section all = make_section("all stages", profiler, table,
-                               {kStages, kStages + kNumStages}, args.repeats);
+    Section all =
+        make_section("all stages", profiler, table, {kStages, kStages + kNumStages}, args.repeats);
     std::vector<double> e2e;
     for (const StageTimes& t : plain_runs)
         e2e.push_back(t.encoder_ms + t.projector_ms + t.prefill_ms + t.decode_ms);
@@ -217,31 +230,36 @@ int run_profile(const ProfileArgs& args) {
     if (csv.write([&](std::ostream& out) { write_csv(out, sections, all); })) return kExitOk;
 
     if (args.json) {
-        nlohmann::json out = {
-            {"workload", w.json()}, {"track", table.describe()}, {"settings", settings},
-            {"timing", {{"clock", gpu ? "cuda_events" : "steady_clock"},
-                        {"delay_us", gpu ? args.delay_us : 0.0},
-                        {"profiled_decode_graph", false},
-                        {"uninstrumented_decode_graph", graphs},
-                        {"late_calls", profiler.late_calls()},
-                        {"calls_recorded", calls_recorded}}},
-            {"stages", nlohmann::json::array()}, {"all", section_json(all)}};
+        nlohmann::json out = {{"workload", w.json()},
+                              {"track", table.describe()},
+                              {"settings", settings},
+                              {"timing",
+                               {{"clock", gpu ? "cuda_events" : "steady_clock"},
+                                {"delay_us", gpu ? args.delay_us : 0.0},
+                                {"profiled_decode_graph", false},
+                                {"uninstrumented_decode_graph", graphs},
+                                {"late_calls", profiler.late_calls()},
+                                {"calls_recorded", calls_recorded}}},
+                              {"stages", nlohmann::json::array()},
+                              {"all", section_json(all)}};
         for (const Section& s : sections) out["stages"].push_back(section_json(s));
         std::cout << out.dump(1) << std::endl;
         return kExitOk;
     }
 
-    std::printf("%s | track %s\nsettings: %s\nper run, mean of %d after %d warm-up; each op call "
-                "timed with %s",
-                w.summary().c_str(), table.describe().c_str(), settings_text(settings).c_str(),
-                args.repeats, args.warmup,
-                gpu ? "CUDA events on the op's stream" : "a steady clock (host ops run synchronously)");
+    std::printf(
+        "%s | track %s\nsettings: %s\nper run, mean of %d after %d warm-up; each op call "
+        "timed with %s",
+        w.summary().c_str(), table.describe().c_str(), settings_text(settings).c_str(),
+        args.repeats, args.warmup,
+        gpu ? "CUDA events on the op's stream" : "a steady clock (host ops run synchronously)");
     if (gpu) std::printf(",\nthe GPU idling %.0f µs before each (--delay-us)", args.delay_us);
     std::printf(".\n");
     if (graphs)
-        std::printf("The decode step ran op by op while profiled (no CUDA graph: a replay would "
-                    "hide the ops);\nthe un-instrumented times replay it as a graph, as glmasr "
-                    "bench does.\n");
+        std::printf(
+            "The decode step ran op by op while profiled (no CUDA graph: a replay would "
+            "hide the ops);\nthe un-instrumented times replay it as a graph, as glmasr "
+            "bench does.\n");
     std::printf("\n");
     for (const Section& s : sections) {
         if (s.title == stage_name(Stage::decode) && s.entries > 0)
@@ -251,15 +269,17 @@ int run_profile(const ProfileArgs& args) {
         print_section(s);
     }
     print_section(all);
-    std::printf("End to end: %.3f ms in ops, %.3f ms un-instrumented. The un-instrumented run also "
-                "spends time\nbetween ops (uploads, downloads, launch gaps); the op times include "
-                "their own timing marks,\nwhich shows most where ops are short.\n",
-                all.ops_ms, all.uninstrumented_ms);
+    std::printf(
+        "End to end: %.3f ms in ops, %.3f ms un-instrumented. The un-instrumented run also "
+        "spends time\nbetween ops (uploads, downloads, launch gaps); the op times include "
+        "their own timing marks,\nwhich shows most where ops are short.\n",
+        all.ops_ms, all.uninstrumented_ms);
     if (profiler.late_calls() > 0)
-        std::printf("warning: %lld of %lld op calls took the host longer than --delay-us %.0f to "
-                    "launch; their times may\ninclude launch latency: raise --delay-us.\n",
-                    static_cast<long long>(profiler.late_calls()),
-                    static_cast<long long>(calls_recorded), args.delay_us);
+        std::printf(
+            "warning: %lld of %lld op calls took the host longer than --delay-us %.0f to "
+            "launch; their times may\ninclude launch latency: raise --delay-us.\n",
+            static_cast<long long>(profiler.late_calls()), static_cast<long long>(calls_recorded),
+            args.delay_us);
     return kExitOk;
 }
 

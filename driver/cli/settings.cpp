@@ -48,7 +48,8 @@ void check_choice(const std::string& flag, const std::string& what, const std::s
                   const std::vector<std::string>& values) {
     for (const std::string& v : values)
         if (v == value) return;
-    throw InputError(flag + ": unknown " + what + " '" + value + "' (choose " + choices(values) + ")");
+    throw InputError(flag + ": unknown " + what + " '" + value + "' (choose " + choices(values) +
+                     ")");
 }
 
 // What the tracks themselves test: reference/context.cu ignores an empty GLMASR_GEMM or
@@ -63,19 +64,22 @@ bool sync_check_on() { return std::getenv("GLMASR_CUDA_SYNC") != nullptr; }
 
 void add_settings_options(CLI::App& command, SettingsArgs& args) {
     const std::string group = "GPU settings (recorded in --json and --verbose)";
-    command.add_option("--gemm", args.gemm,
-                       "GEMM rung of the reference track for products of more than 8 rows: " +
-                           choices(kGemmRungs) + " (default cublas). Sets GLMASR_GEMM")
+    command
+        .add_option("--gemm", args.gemm,
+                    "GEMM rung of the reference track for products of more than 8 rows: " +
+                        choices(kGemmRungs) + " (default cublas). Sets GLMASR_GEMM")
         ->type_name("RUNG")
         ->group(group);
-    command.add_option("--attention", args.attention,
-                       "attention path of the reference track: " + choices(kAttentionPaths) +
-                           " (default flash_bf16). Sets GLMASR_ATTENTION")
+    command
+        .add_option("--attention", args.attention,
+                    "attention path of the reference track: " + choices(kAttentionPaths) +
+                        " (default flash_bf16). Sets GLMASR_ATTENTION")
         ->type_name("PATH")
         ->group(group);
-    command.add_flag("--sync-check", args.sync_check,
-                     "synchronise after every kernel launch of a CUDA track, so that a GPU fault "
-                     "names the launch that caused it (slow: debugging only). Sets GLMASR_CUDA_SYNC=1")
+    command
+        .add_flag("--sync-check", args.sync_check,
+                  "synchronise after every kernel launch of a CUDA track, so that a GPU fault "
+                  "names the launch that caused it (slow: debugging only). Sets GLMASR_CUDA_SYNC=1")
         ->group(group);
 }
 

@@ -67,7 +67,8 @@ ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, 
 
 FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
                                   const LogMelExtractor& extractor, const std::string& file,
-                                  const GenerateOptions& options, bool truncate, double max_seconds) {
+                                  const GenerateOptions& options, bool truncate,
+                                  double max_seconds) {
     const FeatureConfig& fc = extractor.config();
     AudioClip clip = load_audio(file, fc.sample_rate);
     FileTranscription out;
@@ -95,11 +96,12 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
     const int last_tokens = audio_tokens_for_frames(
         static_cast<int>((last_samples + fc.hop_length - 1) / fc.hop_length), fc.merge_factor);
     auto prompt_for = [&](int n_audio) {
-        return tokenizer ? build_prompt(*tokenizer, n_audio) : synthetic_prompt(model.config(), n_audio);
+        return tokenizer ? build_prompt(*tokenizer, n_audio)
+                         : synthetic_prompt(model.config(), n_audio);
     };
-    const ChunkPlan plan = plan_chunks(model.config(), fc, n_windows, last_tokens,
-                                       options.max_new_tokens,
-                                       [&](int n) { return static_cast<int>(prompt_for(n).size()); });
+    const ChunkPlan plan =
+        plan_chunks(model.config(), fc, n_windows, last_tokens, options.max_new_tokens,
+                    [&](int n) { return static_cast<int>(prompt_for(n).size()); });
     GenerateOptions chunk_options = options;
     chunk_options.max_new_tokens = plan.max_new_tokens;
     if (plan.max_new_tokens != options.max_new_tokens)
@@ -109,8 +111,9 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
     if (plan.chunks > 1)
         std::cerr << "glmasr: note: " << file << ": " << static_cast<int>(out.seconds) << " s in "
                   << plan.chunks << " chunks of up to " << plan.windows_per_chunk * fc.chunk_seconds
-                  << " s (one prompt and " << plan.max_new_tokens << " new tokens fit the decoder's "
-                  << model.config().text.max_positions << " positions)\n";
+                  << " s (one prompt and " << plan.max_new_tokens
+                  << " new tokens fit the decoder's " << model.config().text.max_positions
+                  << " positions)\n";
     const bool progress = plan.chunks > 1 && ::isatty(STDERR_FILENO);
 
     out.chunks = plan.chunks;
@@ -123,12 +126,14 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
         const auto f0 = std::chrono::steady_clock::now();
         const AudioFeatures features =
             extractor.extract(std::vector<float>(pcm.begin() + begin, pcm.begin() + end));
-        out.features_ms += std::chrono::duration<double, std::milli>(
-                               std::chrono::steady_clock::now() - f0).count();
+        out.features_ms +=
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
+                .count();
         out.windows += features.n_windows;
         out.audio_tokens += features.total_audio_tokens();
         const AudioEmbeddings audio = model.encode_audio(features);
-        GenerateResult part = model.generate(prompt_for(features.total_audio_tokens()), audio, chunk_options);
+        GenerateResult part =
+            model.generate(prompt_for(features.total_audio_tokens()), audio, chunk_options);
         const StageTimes encode = model.last_encode_times();
         part.times.encoder_ms = encode.encoder_ms;
         part.times.projector_ms = encode.projector_ms;

@@ -72,8 +72,10 @@ void only_keys(const json& request, std::initializer_list<const char*> allowed) 
 }
 
 json stage_times(const StageTimes& t) {
-    return {{"encoder_ms", t.encoder_ms}, {"projector_ms", t.projector_ms},
-            {"prefill_ms", t.prefill_ms}, {"decode_ms", t.decode_ms},
+    return {{"encoder_ms", t.encoder_ms},
+            {"projector_ms", t.projector_ms},
+            {"prefill_ms", t.prefill_ms},
+            {"decode_ms", t.decode_ms},
             {"decode_steps", t.decode_steps},
             {"end_to_end_ms", t.encoder_ms + t.projector_ms + t.prefill_ms + t.decode_ms}};
 }
@@ -146,13 +148,16 @@ struct Worker {
         options.max_new_tokens = positive_int(request, "max_new_tokens", options.max_new_tokens);
         options.ignore_eos = !w.tokenizer;  // random weights never stop on their own
         const auto t0 = Clock::now();
-        const FileTranscription done = transcribe_file(
-            model, w.tokenizer ? &*w.tokenizer : nullptr, extractor, file, options, false);
+        const FileTranscription done = transcribe_file(model, w.tokenizer ? &*w.tokenizer : nullptr,
+                                                       extractor, file, options, false);
         json times = stage_times(done.result.times);
         times["features_ms"] = done.features_ms;
         times["request_ms"] = ms_since(t0);
-        return {{"transcribe", file}, {"text", done.text}, {"tokens", done.result.tokens},
-                {"audio_seconds", done.seconds}, {"times", times}};
+        return {{"transcribe", file},
+                {"text", done.text},
+                {"tokens", done.result.tokens},
+                {"audio_seconds", done.seconds},
+                {"times", times}};
     }
 
     json handle(const std::string& line) {
@@ -185,8 +190,10 @@ int run_worker(const WorkerArgs& args) {
         workload.erase("warmup");  // the grader's business here, not the worker's
         workload.erase("repeats");
         workload["vocab_size"] = w.config.text.vocab_size;  // the range of forced inputs
-        reply(out, {{"ready", true}, {"track", table.describe()},
-                    {"settings", settings_json(table)}, {"workload", workload},
+        reply(out, {{"ready", true},
+                    {"track", table.describe()},
+                    {"settings", settings_json(table)},
+                    {"workload", workload},
                     {"pid", static_cast<int>(getpid())}});
 
         Worker worker{w, model, LogMelExtractor(w.feature_config)};

@@ -62,11 +62,11 @@ std::vector<float> vary_audio(const std::vector<float>& clip, uint64_t seed) {
     const auto uniform = [&](double lo, double hi) {
         return lo + (hi - lo) * static_cast<double>(random() >> 11) * 0x1p-53;
     };
-    const double speed = uniform(0.8, 1.25);   // pitch, glide and syllable rate, together
+    const double speed = uniform(0.8, 1.25);  // pitch, glide and syllable rate, together
     const double gain = uniform(0.5, 1.5);
     const size_t n = clip.size();
     double position = uniform(0, static_cast<double>(n));  // where the varied clip starts
-    uint32_t lcg = static_cast<uint32_t>(random());          // the noise, as synthetic_audio's
+    uint32_t lcg = static_cast<uint32_t>(random());        // the noise, as synthetic_audio's
     std::vector<float> pcm(n);
     for (size_t i = 0; i < n; ++i, position += speed) {
         if (position >= static_cast<double>(n)) position -= static_cast<double>(n);
@@ -81,7 +81,8 @@ std::vector<float> vary_audio(const std::vector<float>& clip, uint64_t seed) {
 }
 
 void add_model_options(CLI::App& command, WorkloadArgs& args) {
-    command.add_option("--config", args.config_path, "random weights of this config.json (default: the real Nano's shapes)");
+    command.add_option("--config", args.config_path,
+                       "random weights of this config.json (default: the real Nano's shapes)");
     command.add_option("--model", args.model_dir, "a real checkpoint directory instead");
     command.add_option("--seconds", args.seconds, "synthetic audio length");
     command.add_option("--decode-steps", args.decode_steps, "forced decode steps");
@@ -124,7 +125,7 @@ Workload Workload::load(const WorkloadArgs& args, const std::string& command) {
     w.pcm = synthetic_audio(args.seconds, w.feature_config.sample_rate);
     w.features = LogMelExtractor(w.feature_config).extract(w.pcm);
     w.prompt = w.tokenizer ? build_prompt(*w.tokenizer, w.features.total_audio_tokens())
-                         : synthetic_prompt(w.config, w.features.total_audio_tokens());
+                           : synthetic_prompt(w.config, w.features.total_audio_tokens());
     return w;
 }
 
@@ -137,15 +138,20 @@ ModelWeights Workload::weights(const OpTable& table, Backend& backend) const {
 
 std::string Workload::summary() const {
     char line[160];
-    std::snprintf(line, sizeof line, " | %.1f s audio (%d window(s)), %zu prompt tokens, %d decode steps",
+    std::snprintf(line, sizeof line,
+                  " | %.1f s audio (%d window(s)), %zu prompt tokens, %d decode steps",
                   args.seconds, features.n_windows, prompt.size(), args.decode_steps);
     return source + line;
 }
 
 nlohmann::json Workload::json() const {
-    return {{"model", source}, {"audio_seconds", args.seconds}, {"windows", features.n_windows},
-            {"audio_tokens", features.total_audio_tokens()}, {"prompt_tokens", prompt.size()},
-            {"decode_steps", args.decode_steps}, {"warmup", args.warmup},
+    return {{"model", source},
+            {"audio_seconds", args.seconds},
+            {"windows", features.n_windows},
+            {"audio_tokens", features.total_audio_tokens()},
+            {"prompt_tokens", prompt.size()},
+            {"decode_steps", args.decode_steps},
+            {"warmup", args.warmup},
             {"repeats", args.repeats}};
 }
 

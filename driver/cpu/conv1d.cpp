@@ -16,9 +16,9 @@ void conv1d(const Tensor& out, const Tensor& x, const Tensor& weight, const Tens
     const int64_t T_in = x.dim(0), C_in = x.dim(1), C_out = weight.dim(0), K = weight.dim(2);
     const int64_t T_out = (T_in + 2 * padding - K) / stride + 1;
     const float* b = bias.empty() ? nullptr : bias.f32();  // (C_out) or none
-    const float* X = x.f32();       // (T_in, C_in)
-    const float* W = weight.f32();  // (C_out, C_in, K)
-    float* Y = out.f32();           // (T_out, C_out)
+    const float* X = x.f32();                              // (T_in, C_in)
+    const float* W = weight.f32();                         // (C_out, C_in, K)
+    float* Y = out.f32();                                  // (T_out, C_out)
     const int64_t window_len = C_in * K;
 #pragma omp parallel
     {
@@ -28,7 +28,8 @@ void conv1d(const Tensor& out, const Tensor& x, const Tensor& weight, const Tens
             for (int64_t j = 0; j < K; ++j) {
                 const int64_t src = t * stride + j - padding;
                 const bool inside = src >= 0 && src < T_in;
-                for (int64_t c = 0; c < C_in; ++c) window[c * K + j] = inside ? X[src * C_in + c] : 0.0f;
+                for (int64_t c = 0; c < C_in; ++c)
+                    window[c * K + j] = inside ? X[src * C_in + c] : 0.0f;
             }
             for (int64_t o = 0; o < C_out; ++o) {
                 const double acc = dot_f64(W + o * window_len, window.data(), window_len);

@@ -10,9 +10,9 @@ namespace glmasr::cpu {
 void embedding(const Tensor& out, const Tensor& table, const Tensor& ids, Stream) {
     const int64_t T = ids.dim(0), V = table.dim(0), D = table.dim(1);
     expect_positions_below("embedding", "ids", ids, V);
-    const float* E = table.f32();      // (V, D)
-    const int32_t* id = ids.i32();     // (T)
-    float* Y = out.f32();              // (T, D)
+    const float* E = table.f32();   // (V, D)
+    const int32_t* id = ids.i32();  // (T)
+    float* Y = out.f32();           // (T, D)
     for (int64_t t = 0; t < T; ++t)
         std::memcpy(Y + t * D, E + static_cast<int64_t>(id[t]) * D, D * sizeof(float));
 }

@@ -10,9 +10,9 @@ namespace glmasr::cpu {
 void linear(const Tensor& out, const Tensor& x, const Tensor& weight, const Tensor& bias, Stream) {
     const int64_t M = x.dim(0), K = x.dim(1), N = weight.dim(0);
     const float* b = bias.empty() ? nullptr : bias.f32();  // (N) or none
-    const float* X = x.f32();       // (M, K)
-    const float* W = weight.f32();  // (N, K)
-    float* Y = out.f32();           // (M, N)
+    const float* X = x.f32();                              // (M, K)
+    const float* W = weight.f32();                         // (N, K)
+    float* Y = out.f32();                                  // (M, N)
     // collapse(2): decode steps have M = 1, so the rows alone would leave threads idle.
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t m = 0; m < M; ++m) {

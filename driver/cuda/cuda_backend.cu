@@ -14,7 +14,8 @@ namespace cuda {
 
 void throw_cuda_error(cudaError_t err, const char* expr, const char* file, int line) {
     throw Error(std::string("CUDA error ") + cudaGetErrorName(err) + " (" +
-                cudaGetErrorString(err) + ") at " + file + ":" + std::to_string(line) + ": " + expr);
+                cudaGetErrorString(err) + ") at " + file + ":" + std::to_string(line) + ": " +
+                expr);
 }
 
 void check_launch(const char* file, int line) {
@@ -63,7 +64,8 @@ public:
         void* ptr = nullptr;
         if (cudaMallocHost(&ptr, bytes ? bytes : 1) != cudaSuccess) {
             cudaGetLastError();
-            throw Error("out of page-locked host memory allocating " + std::to_string(bytes >> 20) + " MiB");
+            throw Error("out of page-locked host memory allocating " + std::to_string(bytes >> 20) +
+                        " MiB");
         }
         return ptr;
     }
@@ -154,7 +156,8 @@ bool cuda_device_present() {
 
 Backend& cuda_backend() {
     if (!cuda_device_present())
-        throw InputError("no CUDA device is visible (this machine has no usable GPU); use --track cpu");
+        throw InputError(
+            "no CUDA device is visible (this machine has no usable GPU); use --track cpu");
     static CudaBackend backend;
     return backend;
 }

@@ -38,8 +38,8 @@ cudaKernel_t loaded(const TritonKernel& kernel, cudaStream_t stream, int* shared
         CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
         const TritonCubin& cubin = kernel.cubin_for(major * 10 + minor);
         cudaLibrary_t library = nullptr;
-        CUDA_CHECK(cudaLibraryLoadData(&library, cubin.data, nullptr, nullptr, 0, nullptr,
-                                       nullptr, 0));
+        CUDA_CHECK(
+            cudaLibraryLoadData(&library, cubin.data, nullptr, nullptr, 0, nullptr, nullptr, 0));
         cudaKernel_t handle = nullptr;
         CUDA_CHECK(cudaLibraryGetKernel(&handle, library, kernel.symbol));
         cudaFuncAttributes attributes{};  // loads it into this device's context now, not lazily
@@ -47,15 +47,15 @@ cudaKernel_t loaded(const TritonKernel& kernel, cudaStream_t stream, int* shared
         int shared = cubin.shared_bytes;
         if (shared == kAllSharedMemory) {  // cuTile: what the device allows, less the static part
             int optin = 0;
-            CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                              device));
+            CUDA_CHECK(
+                cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
             shared = optin - static_cast<int>(attributes.sharedSizeBytes);
         }
         if (shared > kDefaultSharedLimit)
             CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(handle),
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
-        found = cache.emplace(std::make_pair(&kernel, device), std::make_pair(handle, shared))
-                    .first;
+        found =
+            cache.emplace(std::make_pair(&kernel, device), std::make_pair(handle, shared)).first;
     }
     *shared_bytes = found->second.second;
     return found->second.first;
@@ -71,12 +71,13 @@ const TritonCubin& TritonKernel::cubin_for(int arch) const {
         built += (built.empty() ? "sm_" : ", sm_") + std::to_string(c.arch);
         // Triton compiles sm_90 and later for their "a" variants (sm_90a), which run only on
         // exactly that architecture; before them, a later minor version runs the code too.
-        const bool runs = c.arch >= 90 ? c.arch == arch : c.arch / 10 == arch / 10 && c.arch <= arch;
+        const bool runs =
+            c.arch >= 90 ? c.arch == arch : c.arch / 10 == arch / 10 && c.arch <= arch;
         if (runs && (!best || c.arch > best->arch)) best = &c;
     }
     if (!best)
-        throw Error(std::string(op) + ": the kernel " + symbol + " was compiled for " +
-                    built + ", not for this GPU (sm_" + std::to_string(arch) +
+        throw Error(std::string(op) + ": the kernel " + symbol + " was compiled for " + built +
+                    ", not for this GPU (sm_" + std::to_string(arch) +
                     "); rebuild with CUDAARCHS=" + std::to_string(arch));
     return *best;
 }

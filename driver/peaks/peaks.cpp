@@ -35,8 +35,8 @@ namespace glmasr::cli {
 namespace {
 
 constexpr int kWarmup = 3, kRepeats = 10;
-constexpr int kGemmSize = 8192;                   // m = n = k
-constexpr size_t kCopyBytes = size_t{1} << 30;    // far beyond any L2 cache
+constexpr int kGemmSize = 8192;                 // m = n = k
+constexpr size_t kCopyBytes = size_t{1} << 30;  // far beyond any L2 cache
 
 void check_cublas(cublasStatus_t status, const char* call) {
     if (status != CUBLAS_STATUS_SUCCESS)
@@ -64,9 +64,8 @@ double median_ms(Backend& backend, const std::function<void()>& work) {
 
 double copy_gbps(Backend& backend) {
     const auto from = device_buffer(backend, kCopyBytes), to = device_buffer(backend, kCopyBytes);
-    const double ms = median_ms(backend, [&] {
-        backend.copy(to.get(), from.get(), kCopyBytes, backend.stream());
-    });
+    const double ms = median_ms(
+        backend, [&] { backend.copy(to.get(), from.get(), kCopyBytes, backend.stream()); });
     return 2.0 * kCopyBytes / (ms * 1e-3) / 1e9;
 }
 
@@ -85,12 +84,17 @@ GemmPeaks gemm_tflops(Backend& backend) {
     std::vector<uint16_t> values_bf16(elements);
     std::transform(values.begin(), values.end(), values_bf16.begin(), f32_to_bf16);
 
-    const auto a32 = device_buffer(backend, elements * 4), b32 = device_buffer(backend, elements * 4),
-               c32 = device_buffer(backend, elements * 4), a16 = device_buffer(backend, elements * 2),
-               b16 = device_buffer(backend, elements * 2), c16 = device_buffer(backend, elements * 2);
+    const auto a32 = device_buffer(backend, elements * 4),
+               b32 = device_buffer(backend, elements * 4),
+               c32 = device_buffer(backend, elements * 4),
+               a16 = device_buffer(backend, elements * 2),
+               b16 = device_buffer(backend, elements * 2),
+               c16 = device_buffer(backend, elements * 2);
     const Stream stream = backend.stream();
-    for (const auto* buffer : {&a32, &b32}) backend.upload(buffer->get(), values.data(), elements * 4, stream);
-    for (const auto* buffer : {&a16, &b16}) backend.upload(buffer->get(), values_bf16.data(), elements * 2, stream);
+    for (const auto* buffer : {&a32, &b32})
+        backend.upload(buffer->get(), values.data(), elements * 4, stream);
+    for (const auto* buffer : {&a16, &b16})
+        backend.upload(buffer->get(), values_bf16.data(), elements * 2, stream);
     backend.synchronize(stream);
 
     cublasHandle_t raw = nullptr;
@@ -103,10 +107,10 @@ GemmPeaks gemm_tflops(Backend& backend) {
     const auto gemm_ex = [&](const std::shared_ptr<void>& a, const std::shared_ptr<void>& b,
                              const std::shared_ptr<void>& c, cudaDataType type,
                              cublasComputeType_t compute) {
-        check_cublas(cublasGemmEx(raw, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.get(), type, m,
-                                  b.get(), type, m, &zero, c.get(), type, m, compute,
-                                  CUBLAS_GEMM_DEFAULT),
-                     "cublasGemmEx");
+        check_cublas(
+            cublasGemmEx(raw, CUBLAS_OP_N, CUBLAS_OP_N, m, m, m, &one, a.get(), type, m, b.get(),
+                         type, m, &zero, c.get(), type, m, compute, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmEx");
     };
     const double flops = 2.0 * n * n * n;
     const auto tflops = [&](const std::function<void()>& gemm) {
@@ -139,21 +143,25 @@ int run_peaks(const PeaksArgs& args) {
         "cuBLAS m=n=k=8192: cublasGemmEx bf16 A/B/C with fp32 compute, cublasGemmEx fp32 with "
         "CUBLAS_COMPUTE_32F_FAST_TF32, cublasSgemm with CUBLAS_DEFAULT_MATH";
     if (args.json) {
-        const nlohmann::json out = {{"device", device}, {"date", date},
-                                    {"bandwidth_gbps", bandwidth}, {"bf16_tflops", gemm.bf16},
-                                    {"tf32_tflops", gemm.tf32}, {"fp32_tflops", gemm.fp32},
+        const nlohmann::json out = {{"device", device},
+                                    {"date", date},
+                                    {"bandwidth_gbps", bandwidth},
+                                    {"bf16_tflops", gemm.bf16},
+                                    {"tf32_tflops", gemm.tf32},
+                                    {"fp32_tflops", gemm.fp32},
                                     {"method", method}};
         std::cout << out.dump(1) << std::endl;
         return kExitOk;
     }
-    std::printf("%s, %s\n"
-                "  DRAM bandwidth %9.1f GB/s     1 GiB device-to-device copy, read + write\n"
-                "  bf16 GEMM      %9.1f TFLOP/s  cuBLAS 8192³, fp32 accumulation (tensor cores)\n"
-                "  TF32 GEMM      %9.1f TFLOP/s  cuBLAS 8192³, fp32 in and out\n"
-                "  fp32 GEMM      %9.1f TFLOP/s  cuBLAS 8192³, no TF32\n"
-                "Each the median of %d runs after %d untimed, between CUDA events.\n",
-                device.c_str(), date.c_str(), bandwidth, gemm.bf16, gemm.tf32, gemm.fp32, kRepeats,
-                kWarmup);
+    std::printf(
+        "%s, %s\n"
+        "  DRAM bandwidth %9.1f GB/s     1 GiB device-to-device copy, read + write\n"
+        "  bf16 GEMM      %9.1f TFLOP/s  cuBLAS 8192³, fp32 accumulation (tensor cores)\n"
+        "  TF32 GEMM      %9.1f TFLOP/s  cuBLAS 8192³, fp32 in and out\n"
+        "  fp32 GEMM      %9.1f TFLOP/s  cuBLAS 8192³, no TF32\n"
+        "Each the median of %d runs after %d untimed, between CUDA events.\n",
+        device.c_str(), date.c_str(), bandwidth, gemm.bf16, gemm.tf32, gemm.fp32, kRepeats,
+        kWarmup);
     return kExitOk;
 }
 

@@ -23,8 +23,8 @@ namespace glmasr {
 GLMASR_LINKED_TRACKS(GLMASR_DECLARE_TRACK)
 #undef GLMASR_DECLARE_TRACK
 #ifdef GLMASR_WITH_CUDA
-Backend& cuda_backend();         // driver/cuda/
-bool cuda_device_present();      // driver/cuda/
+Backend& cuda_backend();     // driver/cuda/
+bool cuda_device_present();  // driver/cuda/
 #endif
 
 const std::vector<std::string>& known_track_names() {
@@ -69,7 +69,8 @@ const Track& get_track(const std::string& name) {
     bool known = false;
     for (const std::string& k : known_track_names()) known = known || name == k;
     std::string linked;
-    for (const Track* track : available_tracks()) linked += std::string(linked.empty() ? "" : ", ") + track->name;
+    for (const Track* track : available_tracks())
+        linked += std::string(linked.empty() ? "" : ", ") + track->name;
     if (!known) throw InputError("unknown track '" + name + "' (this program has: " + linked + ")");
 #ifndef GLMASR_WITH_CUDA
     if (name != "cpu")
@@ -89,7 +90,8 @@ const Track& get_track(const std::string& name) {
                          "' was not built: CMake found no Python with cuda-tile==1.7.0 and its "
                          "tileiras (run tools/setup.sh --cutile, then reconfigure)");
 #endif
-    throw InputError("track '" + name + "' is not part of this program, which links only: " + linked);
+    throw InputError("track '" + name +
+                     "' is not part of this program, which links only: " + linked);
 }
 
 std::string default_track_name() {
@@ -97,7 +99,8 @@ std::string default_track_name() {
     const bool gpu = gpu_available();
     for (const char* preferred : {"reference", "cpu"})
         for (const Track* t : tracks)
-            if (t->name == std::string(preferred) && (t->device == Device::Host || gpu)) return t->name;
+            if (t->name == std::string(preferred) && (t->device == Device::Host || gpu))
+                return t->name;
     if (tracks.empty()) throw Error("this program links no track");
     return tracks.front()->name;
 }
@@ -145,10 +148,12 @@ OpTable OpTable::mix(const Track& base, const std::map<OpId, const Track*>& chos
                         " op: the contract requires every primitive");
         if (i >= kNumPrimitiveOps && it != chosen.end() && !get_entry(table.ops, op)) {
             std::string parts;
-            for (OpId part : fused_parts(op)) parts += std::string(parts.empty() ? "" : ", ") + op_name(part);
-            throw InputError(std::string("--ops: ") + op_name(op) + "=" + track.name + ": the " + track.name +
-                             " track has no fused " + op_name(op) + " kernel (it would run the composition of " +
-                             parts + "); choose those parts instead");
+            for (OpId part : fused_parts(op))
+                parts += std::string(parts.empty() ? "" : ", ") + op_name(part);
+            throw InputError(std::string("--ops: ") + op_name(op) + "=" + track.name + ": the " +
+                             track.name + " track has no fused " + op_name(op) +
+                             " kernel (it would run the composition of " + parts +
+                             "); choose those parts instead");
         }
     }
     // A fused entry not asked for by name runs only if everything it stands for would otherwise
@@ -164,10 +169,10 @@ OpTable OpTable::mix(const Track& base, const std::map<OpId, const Track*>& chos
             for (OpId part : fused_parts(op))
                 if (runs_on[static_cast<int>(part)] != std::set<const Track*>{table.source[i]})
                     set_entry(table.ops, op, nullptr);
-        if (get_entry(table.ops, op))
-            runs_on[i] = {table.source[i]};
+        if (get_entry(table.ops, op)) runs_on[i] = {table.source[i]};
         else
-            for (OpId part : fused_parts(op)) runs_on[i].merge(std::set(runs_on[static_cast<int>(part)]));
+            for (OpId part : fused_parts(op))
+                runs_on[i].merge(std::set(runs_on[static_cast<int>(part)]));
     }
     return table;
 }

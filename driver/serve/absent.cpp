@@ -7,10 +7,11 @@
 namespace glmasr::cli {
 
 int run_serve(const ServeArgs&) {
-    throw InputError(GLMASR_HAVE_HTTPLIB
-                         ? "serve: not part of this program (one of the grader's); build/glmasr serves"
-                         : "serve: this build found no cpp-httplib: install libcpp-httplib-dev "
-                           "(tools/setup.sh) and rebuild");
+    throw InputError(
+        GLMASR_HAVE_HTTPLIB
+            ? "serve: not part of this program (one of the grader's); build/glmasr serves"
+            : "serve: this build found no cpp-httplib: install libcpp-httplib-dev "
+              "(tools/setup.sh) and rebuild");
 }
 
 }  // namespace glmasr::cli

@@ -28,7 +28,7 @@
 #include "glmasr/checkpoint.h"
 #include "glmasr/error.h"
 #include "op_profiler.h"  // driver/cli
-#include "serve_page.h"  // generated from page.html
+#include "serve_page.h"   // generated from page.html
 
 namespace glmasr::cli {
 
@@ -51,7 +51,8 @@ std::vector<std::string> sample_clips(const std::string& dir) {
     std::ifstream in(fs::path(dir) / "transcripts.tsv");
     for (std::string line; std::getline(in, line);) {
         const std::string name = line.substr(0, line.find('\t'));
-        if (!name.empty() && name[0] != '#' && fs::is_regular_file(fs::path(dir) / name)) names.push_back(name);
+        if (!name.empty() && name[0] != '#' && fs::is_regular_file(fs::path(dir) / name))
+            names.push_back(name);
     }
     return names;
 }
@@ -64,11 +65,15 @@ public:
         const int fd = ::mkstemp(pattern.data());
         if (fd < 0) throw Error("serve: cannot create a temporary file");
         path_ = pattern;
-        const bool written = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+        const bool written =
+            ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
         ::close(fd);
         if (!written) throw Error("serve: cannot write the upload to " + path_);
     }
-    ~Upload() { std::error_code ec; fs::remove(path_, ec); }
+    ~Upload() {
+        std::error_code ec;
+        fs::remove(path_, ec);
+    }
     Upload(const Upload&) = delete;
     Upload& operator=(const Upload&) = delete;
     const std::string& path() const { return path_; }
@@ -90,7 +95,8 @@ public:
           config_(ModelConfig::load((fs::path(args.model_dir) / "config.json").string())),
           tokenizer_(Tokenizer::load((fs::path(args.model_dir) / "tokenizer.json").string())),
           weights_path_(Checkpoint::find_in(args.model_dir)),
-          clips_(args.clips_dir.empty() ? std::vector<std::string>{} : sample_clips(args.clips_dir)) {
+          clips_(args.clips_dir.empty() ? std::vector<std::string>{}
+                                        : sample_clips(args.clips_dir)) {
         features_.n_mels = config_.audio.num_mel_bins;
         features_.merge_factor = config_.merge_factor;
         extractor_ = std::make_unique<LogMelExtractor>(features_);
@@ -108,7 +114,8 @@ public:
             try {
                 const Track& track = get_track(name);
                 const bool runs = track.device == Device::Host || gpu_available();
-                entry.update({{"available", runs}, {"device", device_name(track.device)},
+                entry.update({{"available", runs},
+                              {"device", device_name(track.device)},
                               {"summary", track.summary}});
                 if (!runs) entry["why"] = "no GPU on this machine";
             } catch (const Error& e) {
@@ -140,9 +147,11 @@ public:
             try {
                 size_t used = 0;
                 options.max_new_tokens = std::stoi(text, &used);
-                if (used != text.size() || options.max_new_tokens < 1) throw std::invalid_argument(text);
+                if (used != text.size() || options.max_new_tokens < 1)
+                    throw std::invalid_argument(text);
             } catch (const std::logic_error&) {
-                throw HttpError{400, "max_new_tokens must be a positive integer, got \"" + text + "\""};
+                throw HttpError{400,
+                                "max_new_tokens must be a positive integer, got \"" + text + "\""};
             }
         }
 
@@ -163,7 +172,8 @@ public:
                 profiler = std::make_unique<OpProfiler>(OpTable::build(track, ops), 50);
                 Backend& backend = backend_for(profiler->table().device);
                 profiled_model = std::make_unique<Model>(
-                    config_, load_weights(weights_path_, config_, profiler->table(), backend), profiler->table());
+                    config_, load_weights(weights_path_, config_, profiler->table(), backend),
+                    profiler->table());
                 profiled_model->set_stage_hook([&](Stage s) { profiler->set_stage(s); });
                 options.use_graphs = false;
                 model = profiled_model.get();
@@ -171,17 +181,25 @@ public:
             } else {
                 model = &model_for(track, ops);
             }
-            const FileTranscription done = transcribe_file(*model, &tokenizer_, *extractor_, upload.path(),
-                                                           options, false, args_.max_seconds);
+            const FileTranscription done = transcribe_file(
+                *model, &tokenizer_, *extractor_, upload.path(), options, false, args_.max_seconds);
             if (profiler) profiler->stop();
             const StageTimes& t = done.result.times;
-            json out = {{"file", name}, {"text", done.text}, {"tokens", done.result.tokens},
-                        {"track", model->table().describe()}, {"settings", settings_json(model->table())},
-                        {"audio_seconds", done.seconds}, {"windows", done.windows},
+            json out = {{"file", name},
+                        {"text", done.text},
+                        {"tokens", done.result.tokens},
+                        {"track", model->table().describe()},
+                        {"settings", settings_json(model->table())},
+                        {"audio_seconds", done.seconds},
+                        {"windows", done.windows},
                         {"chunks", done.chunks},
-                        {"timing_ms", {{"features", done.features_ms}, {"encoder", t.encoder_ms},
-                                       {"projector", t.projector_ms}, {"prefill", t.prefill_ms},
-                                       {"decode", t.decode_ms}, {"decode_steps", t.decode_steps}}}};
+                        {"timing_ms",
+                         {{"features", done.features_ms},
+                          {"encoder", t.encoder_ms},
+                          {"projector", t.projector_ms},
+                          {"prefill", t.prefill_ms},
+                          {"decode", t.decode_ms},
+                          {"decode_steps", t.decode_steps}}}};
             if (profiler) out["profile"] = profile_rows(*profiler, model->table());
             return out;
         } catch (const TooLong& e) {
@@ -203,7 +221,8 @@ private:
     std::atomic<int> waiting_{0};  // requests queued behind it
     std::list<std::pair<std::string, std::unique_ptr<Model>>> models_;  // most recently used first
 
-    static std::string field(const httplib::Request& req, const char* key, const std::string& fallback) {
+    static std::string field(const httplib::Request& req, const char* key,
+                             const std::string& fallback) {
         if (req.has_file(key)) return req.get_file_value(key).content;
         if (req.has_param(key)) return req.get_param_value(key);
         return fallback;
@@ -220,7 +239,9 @@ private:
             }
         const OpTable table = OpTable::build(track, ops);
         Backend& backend = backend_for(table.device);
-        models_.emplace_front(key, std::make_unique<Model>(config_, load_weights(weights_path_, config_, table, backend), table));
+        models_.emplace_front(
+            key, std::make_unique<Model>(
+                     config_, load_weights(weights_path_, config_, table, backend), table));
         while (models_.size() > kCachedModels) models_.pop_back();
         return *models_.front().second;
     }
@@ -240,11 +261,15 @@ private:
             }
             if (sum.calls == 0) continue;
             const double seconds = sum.ms * 1e-3;
-            rows.push_back({{"op", op_name(op)}, {"track", table.source[i]->name}, {"calls", sum.calls},
-                            {"ms", sum.ms}, {"gbps", seconds > 0 ? sum.bytes / seconds / 1e9 : 0.0},
+            rows.push_back({{"op", op_name(op)},
+                            {"track", table.source[i]->name},
+                            {"calls", sum.calls},
+                            {"ms", sum.ms},
+                            {"gbps", seconds > 0 ? sum.bytes / seconds / 1e9 : 0.0},
                             {"tflops", seconds > 0 ? sum.flops / seconds / 1e12 : 0.0}});
         }
-        std::sort(rows.begin(), rows.end(), [](const json& a, const json& b) { return a["ms"] > b["ms"]; });
+        std::sort(rows.begin(), rows.end(),
+                  [](const json& a, const json& b) { return a["ms"] > b["ms"]; });
         return rows;
     }
 };
@@ -260,9 +285,11 @@ int run_serve(const ServeArgs& args) {
     if (args.port < 0 || args.port > 65535) throw InputError("serve: --port must be 0 to 65535");
     if (args.queue < 1) throw InputError("serve: --queue must be at least 1");
     if (args.max_upload_mb <= 0) throw InputError("serve: --max-upload-mb must be positive");
-    if (!fs::is_directory(args.model_dir)) throw InputError(args.model_dir + ": model directory not found");
+    if (!fs::is_directory(args.model_dir))
+        throw InputError(args.model_dir + ": model directory not found");
     if (!args.clips_dir.empty() && !fs::exists(fs::path(args.clips_dir) / "transcripts.tsv"))
-        throw InputError(args.clips_dir + ": no transcripts.tsv (--clips wants a folder like assets/audio)");
+        throw InputError(args.clips_dir +
+                         ": no transcripts.tsv (--clips wants a folder like assets/audio)");
     Server server(args);
 
     httplib::Server http;
@@ -271,17 +298,24 @@ int run_serve(const ServeArgs& args) {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(kServePage, "text/html; charset=utf-8");
     });
-    http.Get("/health", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, server.health()); });
-    http.Get("/tracks", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, server.tracks()); });
-    http.Get("/clips", [&](const httplib::Request&, httplib::Response& res) { reply(res, 200, server.clips()); });
-    http.Get(R"(/clips/([A-Za-z0-9_.-]+))", [&](const httplib::Request& req, httplib::Response& res) {
-        const std::string name = req.matches[1];
-        const auto& names = server.clip_names();
-        if (std::find(names.begin(), names.end(), name) == names.end())
-            return reply(res, 404, {{"error", "no sample clip " + name}});
-        std::ifstream in(fs::path(args.clips_dir) / name, std::ios::binary);
-        res.set_content(std::string(std::istreambuf_iterator<char>(in), {}), "audio/wav");
+    http.Get("/health", [&](const httplib::Request&, httplib::Response& res) {
+        reply(res, 200, server.health());
     });
+    http.Get("/tracks", [&](const httplib::Request&, httplib::Response& res) {
+        reply(res, 200, server.tracks());
+    });
+    http.Get("/clips", [&](const httplib::Request&, httplib::Response& res) {
+        reply(res, 200, server.clips());
+    });
+    http.Get(R"(/clips/([A-Za-z0-9_.-]+))",
+             [&](const httplib::Request& req, httplib::Response& res) {
+                 const std::string name = req.matches[1];
+                 const auto& names = server.clip_names();
+                 if (std::find(names.begin(), names.end(), name) == names.end())
+                     return reply(res, 404, {{"error", "no sample clip " + name}});
+                 std::ifstream in(fs::path(args.clips_dir) / name, std::ios::binary);
+                 res.set_content(std::string(std::istreambuf_iterator<char>(in), {}), "audio/wav");
+             });
     http.Post("/transcribe", [&](const httplib::Request& req, httplib::Response& res) {
         try {
             reply(res, 200, server.transcribe(req));
@@ -298,18 +332,20 @@ int run_serve(const ServeArgs& args) {
         char limit[32];
         std::snprintf(limit, sizeof limit, "%g", args.max_upload_mb);
         const std::string why =
-            res.status == 413   ? "the upload is larger than this server's limit of " + std::string(limit) + " MB"
-            : res.status == 404 ? "no such endpoint: " + req.method + " " + req.path
-                                : "the request could not be read (POST /transcribe takes a multipart form "
-                                  "with an \"audio\" file)";
+            res.status == 413
+                ? "the upload is larger than this server's limit of " + std::string(limit) + " MB"
+            : res.status == 404
+                ? "no such endpoint: " + req.method + " " + req.path
+                : "the request could not be read (POST /transcribe takes a multipart form "
+                  "with an \"audio\" file)";
         reply(res, res.status, {{"error", why}});
     });
 
     const int port = args.port == 0 ? http.bind_to_any_port(args.host) : args.port;
     if (port < 0 || (args.port != 0 && !http.bind_to_port(args.host, port)))
         throw InputError("serve: cannot listen on " + args.host + ":" + std::to_string(args.port));
-    std::printf("glmasr serve: listening on http://%s:%d/ (model %s, track %s)\n", args.host.c_str(), port,
-                args.model_dir.c_str(), args.track.c_str());
+    std::printf("glmasr serve: listening on http://%s:%d/ (model %s, track %s)\n",
+                args.host.c_str(), port, args.model_dir.c_str(), args.track.c_str());
     std::fflush(stdout);
     http.listen_after_bind();
     return kExitOk;

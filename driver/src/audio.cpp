@@ -89,13 +89,14 @@ AudioClip load_audio(const std::string& path, int target_rate) {
         throw InputError(path + ": not a readable audio file (" + sf_strerror(nullptr) +
                          "); expected WAV, FLAC or another format libsndfile reads");
     if (info.channels < 1 || info.samplerate < 1)
-        throw InputError(path + ": invalid header (" + std::to_string(info.channels) + " channels, " +
-                         std::to_string(info.samplerate) + " Hz)");
+        throw InputError(path + ": invalid header (" + std::to_string(info.channels) +
+                         " channels, " + std::to_string(info.samplerate) + " Hz)");
     // A declared rate far outside what audio uses makes the resampler's output (and memory)
     // explode or overflow: 1 Hz asks for 16000 output samples per input sample.
     if (info.samplerate < kMinSampleRate || info.samplerate > kMaxSampleRate)
-        throw InputError(path + ": sample rate " + std::to_string(info.samplerate) + " Hz is outside the supported " +
-                         std::to_string(kMinSampleRate) + " Hz - " + std::to_string(kMaxSampleRate) + " Hz");
+        throw InputError(path + ": sample rate " + std::to_string(info.samplerate) +
+                         " Hz is outside the supported " + std::to_string(kMinSampleRate) +
+                         " Hz - " + std::to_string(kMaxSampleRate) + " Hz");
     // libsndfile quietly shortens a WAV whose data chunk runs past the end of the file; its log
     // says "data : <declared> (should be <present>)". Streaming writers declare 0xFFFFFFFF there
     // on purpose: only a concrete size larger than what is present means a cut file. Checked
@@ -106,19 +107,21 @@ AudioClip load_audio(const std::string& path, int target_rate) {
         unsigned long long declared = 0, present = 0;
         if (std::sscanf(chunk, "data : %llu (should be %llu)", &declared, &present) == 2 &&
             declared > present && declared != 0xffffffffull)
-            throw InputError(path + ": truncated: the data chunk declares " + std::to_string(declared) +
-                             " bytes but the file holds " + std::to_string(present));
+            throw InputError(path + ": truncated: the data chunk declares " +
+                             std::to_string(declared) + " bytes but the file holds " +
+                             std::to_string(present));
     }
     if (info.frames <= 0) throw InputError(path + ": contains no audio samples");
     if (info.channels > kMaxChannels)
-        throw InputError(path + ": " + std::to_string(info.channels) + " channels; this program reads at most " +
-                         std::to_string(kMaxChannels));
+        throw InputError(path + ": " + std::to_string(info.channels) +
+                         " channels; this program reads at most " + std::to_string(kMaxChannels));
     // The header's length is a claim: a few bytes of FLAC may declare days of audio (or a
     // compressed file may really hold them). The claim is checked against the limits, and the
     // samples are read block by block, so memory grows only with audio that is really there.
     if (info.frames / info.samplerate > kMaxSeconds)
         throw InputError(path + ": declares " + std::to_string(info.frames / info.samplerate) +
-                         " s of audio; this program reads at most " + std::to_string(kMaxSeconds) + " s");
+                         " s of audio; this program reads at most " + std::to_string(kMaxSeconds) +
+                         " s");
     if (static_cast<double>(info.frames) * info.channels > kMaxSamples)
         throw InputError(path + ": declares " + std::to_string(info.frames) + " frames of " +
                          std::to_string(info.channels) + " channels, more than the " +
@@ -129,13 +132,15 @@ AudioClip load_audio(const std::string& path, int target_rate) {
     while (got < info.frames) {
         const sf_count_t want = std::min(kBlockFrames, info.frames - got);
         interleaved.resize(static_cast<size_t>(got + want) * info.channels);
-        const sf_count_t read = sf_readf_float(file.handle, interleaved.data() + got * info.channels, want);
+        const sf_count_t read =
+            sf_readf_float(file.handle, interleaved.data() + got * info.channels, want);
         got += std::max<sf_count_t>(read, 0);
         if (read < want) break;
     }
     if (got != info.frames || sf_error(file.handle) != SF_ERR_NO_ERROR)
         throw InputError(path + ": truncated or corrupt: read " + std::to_string(got) + " of " +
-                         std::to_string(info.frames) + " frames (" + sf_strerror(file.handle) + ")");
+                         std::to_string(info.frames) + " frames (" + sf_strerror(file.handle) +
+                         ")");
 
     quiet.reset();
 
@@ -145,9 +150,11 @@ AudioClip load_audio(const std::string& path, int target_rate) {
     std::vector<float> mono(static_cast<size_t>(info.frames));
     for (sf_count_t i = 0; i < info.frames; ++i) {
         double sum = 0;
-        for (int c = 0; c < info.channels; ++c) sum += interleaved[static_cast<size_t>(i) * info.channels + c];
+        for (int c = 0; c < info.channels; ++c)
+            sum += interleaved[static_cast<size_t>(i) * info.channels + c];
         const float v = static_cast<float>(sum / info.channels);
-        if (!std::isfinite(v)) throw InputError(path + ": contains non-finite samples (NaN or inf)");
+        if (!std::isfinite(v))
+            throw InputError(path + ": contains non-finite samples (NaN or inf)");
         mono[i] = v;
     }
     clip.samples = resample(mono, info.samplerate, target_rate);
@@ -161,9 +168,11 @@ AudioClip load_audio(const std::string& path, int target_rate) {
 
 std::vector<float> resample(const std::vector<float>& in, int from_rate, int to_rate) {
     if (from_rate < 1 || to_rate < 1)
-        throw Error("resample: invalid rates " + std::to_string(from_rate) + " -> " + std::to_string(to_rate));
+        throw Error("resample: invalid rates " + std::to_string(from_rate) + " -> " +
+                    std::to_string(to_rate));
     if (from_rate == to_rate || in.empty()) return in;
-    const size_t out_len = static_cast<size_t>(std::llround(static_cast<double>(in.size()) * to_rate / from_rate));
+    const size_t out_len =
+        static_cast<size_t>(std::llround(static_cast<double>(in.size()) * to_rate / from_rate));
     if (out_len == 0) return {};  // soxr_oneshot faults when given no room for output
     std::vector<float> out(out_len);
     size_t done = 0;

@@ -20,14 +20,16 @@ constexpr const char* kIndexFile = "model.safetensors.index.json";
 constexpr std::uintmax_t kMaxIndexBytes = 64u << 20;  // Nano-sized indexes are ~100 KB
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // The index's weight_map: tensor name → shard file name (a plain name in the index's folder).
 std::map<std::string, std::string> read_weight_map(const std::string& path) {
     std::error_code ec;
     const std::uintmax_t size = fs::file_size(path, ec);
-    if (ec || !fs::is_regular_file(path)) throw InputError(path + ": cannot read (not a regular file)");
+    if (ec || !fs::is_regular_file(path))
+        throw InputError(path + ": cannot read (not a regular file)");
     if (size > kMaxIndexBytes) throw InputError(path + ": larger than 64 MiB, not a shard index");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open");
@@ -65,7 +67,8 @@ std::string Checkpoint::find_in(const fs::path& model_dir) {
 Checkpoint::Checkpoint(const std::string& path) : path_(path) {
     if (!ends_with(path, ".index.json")) {
         shards_.push_back(std::make_unique<SafeTensorsFile>(path));
-        for (const std::string& name : shards_[0]->names()) shard_of_.emplace(name, shards_[0].get());
+        for (const std::string& name : shards_[0]->names())
+            shard_of_.emplace(name, shards_[0].get());
         return;
     }
     const std::map<std::string, std::string> weight_map = read_weight_map(path);

@@ -52,10 +52,11 @@ struct Reader {
             } else if constexpr (std::is_integral_v<T>) {
                 // json's get<int>() silently truncates 64-bit values: check the range first.
                 if (!v.is_number_integer()) fail(name, "expected an integer, got " + v.dump());
-                const bool fits = v.is_number_unsigned()
-                                      ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
-                                      : v.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) &&
-                                            v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
+                const bool fits =
+                    v.is_number_unsigned()
+                        ? v.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max())
+                        : v.get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) &&
+                              v.get<int64_t>() <= int64_t(std::numeric_limits<T>::max());
                 if (!fits) fail(name, v.dump() + " is out of range");
             } else if constexpr (std::is_floating_point_v<T>) {
                 if (!v.is_number()) fail(name, "expected a number, got " + v.dump());
@@ -72,7 +73,8 @@ struct Reader {
     void require_value(const json& obj, const std::string& section, const char* key,
                        const std::string& expected) const {
         const std::string v = get<std::string>(obj, section, key, expected);
-        if (v != expected) fail(section + "." + key, "'" + v + "' is not supported (only '" + expected + "')");
+        if (v != expected)
+            fail(section + "." + key, "'" + v + "' is not supported (only '" + expected + "')");
     }
 
     void require_false(const json& obj, const std::string& section, const char* key) const {
@@ -82,16 +84,19 @@ struct Reader {
     // head_dim, or hidden_size / num_attention_heads as transformers derives it when the key is
     // absent; the derived form only makes sense when the heads split the width evenly.
     int head_dim(const json& obj, const std::string& section, int hidden, int heads) const {
-        if (obj.contains("head_dim") && !obj["head_dim"].is_null()) return get<int>(obj, section, "head_dim", 0);
+        if (obj.contains("head_dim") && !obj["head_dim"].is_null())
+            return get<int>(obj, section, "head_dim", 0);
         if (heads <= 0) return 0;  // validate() names the bad head count
         if (hidden % heads)
-            fail(section + ".num_attention_heads", std::to_string(heads) + " heads do not divide hidden_size " +
-                                                       std::to_string(hidden) + " (and there is no head_dim)");
+            fail(section + ".num_attention_heads",
+                 std::to_string(heads) + " heads do not divide hidden_size " +
+                     std::to_string(hidden) + " (and there is no head_dim)");
         return hidden / heads;
     }
 
     // A sub-config's model_type, when given, must name the architecture this engine implements.
-    void require_model_type(const json& obj, const std::string& section, const std::string& expected) const {
+    void require_model_type(const json& obj, const std::string& section,
+                            const std::string& expected) const {
         const std::string v = get<std::string>(obj, section, "model_type", expected);
         if (v != expected)
             fail(section + ".model_type", "'" + v + "' is not supported (only '" + expected + "')");
@@ -106,7 +111,8 @@ struct Reader {
     void read_rope(const json& obj, const std::string& section, bool default_dict_has_theta,
                    float* theta, float* partial) const {
         std::string key = "rope_parameters";
-        if (obj.contains("rope_scaling") && !obj["rope_scaling"].is_null() && !obj["rope_scaling"].empty())
+        if (obj.contains("rope_scaling") && !obj["rope_scaling"].is_null() &&
+            !obj["rope_scaling"].empty())
             key = "rope_scaling";
         std::string sub = section + "." + key;
         std::optional<float> dict_theta, dict_partial;
@@ -115,7 +121,8 @@ struct Reader {
             if (!rope.is_object()) fail(sub, "expected an object");
             require_value(rope, sub, "rope_type", "default");
             require_value(rope, sub, "type", "default");  // transformers 4's name for rope_type
-            if (rope.contains("rope_theta")) dict_theta = get<float>(rope, sub, "rope_theta", *theta);
+            if (rope.contains("rope_theta"))
+                dict_theta = get<float>(rope, sub, "rope_theta", *theta);
             if (rope.contains("partial_rotary_factor"))
                 dict_partial = get<float>(rope, sub, "partial_rotary_factor", *partial);
         } else if (default_dict_has_theta) {
@@ -126,9 +133,10 @@ struct Reader {
             if (obj.contains(name) && !obj[name].is_null()) {
                 const float top = get<float>(obj, section, name, *value);
                 if (from_dict && *from_dict != top)
-                    fail(section + "." + name, json(tidy(top)).dump() + " contradicts " + sub + "." + name + " " +
-                                                   json(tidy(*from_dict)).dump() +
-                                                   ", which transformers uses (set it in rope_parameters)");
+                    fail(section + "." + name,
+                         json(tidy(top)).dump() + " contradicts " + sub + "." + name + " " +
+                             json(tidy(*from_dict)).dump() +
+                             ", which transformers uses (set it in rope_parameters)");
                 *value = top;
             }
             if (from_dict) *value = *from_dict;
@@ -144,7 +152,8 @@ ModelConfig ModelConfig::nano() { return ModelConfig{}; }
 
 ModelConfig ModelConfig::load(const std::string& path) {
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not a config.json file");
+    if (std::filesystem::is_directory(path, ec))
+        throw InputError(path + ": is a directory, not a config.json file");
     std::ifstream in(path);
     if (!in) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
     json root;
@@ -198,15 +207,19 @@ ModelConfig ModelConfig::load(const std::string& path) {
     float text_rotary_factor = 1.0f;  // the decoder rotates every dim of a head (docs/model.md §5)
     r.read_rope(t, "text_config", true, &d.rope_theta, &text_rotary_factor);
     if (text_rotary_factor != 1.0f)
-        r.fail("text_config.partial_rotary_factor", "only full rotary (1.0) is supported in the decoder");
+        r.fail("text_config.partial_rotary_factor",
+               "only full rotary (1.0) is supported in the decoder");
     if (t.contains("eos_token_id") && !t["eos_token_id"].is_null()) {
         const json& eos = t["eos_token_id"];
         d.eos_token_ids.clear();
-        if (eos.is_number_integer()) d.eos_token_ids.push_back(r.get<int>(t, "text_config", "eos_token_id", 0));
+        if (eos.is_number_integer())
+            d.eos_token_ids.push_back(r.get<int>(t, "text_config", "eos_token_id", 0));
         else if (eos.is_array()) {
             for (const json& id : eos) {
-                if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= d.vocab_size)
-                    r.fail("text_config.eos_token_id", id.dump() + " is not a token id of the vocabulary");
+                if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+                    id.get<int64_t>() >= d.vocab_size)
+                    r.fail("text_config.eos_token_id",
+                           id.dump() + " is not a token id of the vocabulary");
                 d.eos_token_ids.push_back(id.get<int>());
             }
         } else {
@@ -222,14 +235,22 @@ void ModelConfig::validate(const std::string& origin) const {
     const EncoderConfig& e = audio;
     const DecoderConfig& d = text;
     for (auto [name, v] : std::initializer_list<std::pair<const char*, int>>{
-             {"audio_config.hidden_size", e.hidden_size}, {"audio_config.intermediate_size", e.intermediate_size},
-             {"audio_config.num_hidden_layers", e.num_layers}, {"audio_config.num_attention_heads", e.num_heads},
-             {"audio_config.num_key_value_heads", e.num_kv_heads}, {"audio_config.head_dim", e.head_dim},
-             {"audio_config.num_mel_bins", e.num_mel_bins}, {"audio_config.max_position_embeddings", e.max_positions},
-             {"text_config.vocab_size", d.vocab_size}, {"text_config.hidden_size", d.hidden_size},
-             {"text_config.intermediate_size", d.intermediate_size}, {"text_config.num_hidden_layers", d.num_layers},
-             {"text_config.num_attention_heads", d.num_heads}, {"text_config.num_key_value_heads", d.num_kv_heads},
-             {"text_config.head_dim", d.head_dim}, {"text_config.max_position_embeddings", d.max_positions}})
+             {"audio_config.hidden_size", e.hidden_size},
+             {"audio_config.intermediate_size", e.intermediate_size},
+             {"audio_config.num_hidden_layers", e.num_layers},
+             {"audio_config.num_attention_heads", e.num_heads},
+             {"audio_config.num_key_value_heads", e.num_kv_heads},
+             {"audio_config.head_dim", e.head_dim},
+             {"audio_config.num_mel_bins", e.num_mel_bins},
+             {"audio_config.max_position_embeddings", e.max_positions},
+             {"text_config.vocab_size", d.vocab_size},
+             {"text_config.hidden_size", d.hidden_size},
+             {"text_config.intermediate_size", d.intermediate_size},
+             {"text_config.num_hidden_layers", d.num_layers},
+             {"text_config.num_attention_heads", d.num_heads},
+             {"text_config.num_key_value_heads", d.num_kv_heads},
+             {"text_config.head_dim", d.head_dim},
+             {"text_config.max_position_embeddings", d.max_positions}})
         if (v <= 0) fail(std::string(name) + " must be positive");
     using L = ConfigLimits;
     for (auto [name, v, limit] : std::initializer_list<std::tuple<const char*, int, int>>{
@@ -250,9 +271,12 @@ void ModelConfig::validate(const std::string& origin) const {
              {"text_config.head_dim", d.head_dim, L::kMaxWidth},
              {"text_config.max_position_embeddings", d.max_positions, L::kMaxPositions}})
         if (v > limit)
-            fail(std::string(name) + " " + std::to_string(v) + " exceeds this engine's limit of " + std::to_string(limit));
-    if (e.num_heads % e.num_kv_heads) fail("audio_config: num_attention_heads must be a multiple of num_key_value_heads");
-    if (d.num_heads % d.num_kv_heads) fail("text_config: num_attention_heads must be a multiple of num_key_value_heads");
+            fail(std::string(name) + " " + std::to_string(v) + " exceeds this engine's limit of " +
+                 std::to_string(limit));
+    if (e.num_heads % e.num_kv_heads)
+        fail("audio_config: num_attention_heads must be a multiple of num_key_value_heads");
+    if (d.num_heads % d.num_kv_heads)
+        fail("text_config: num_attention_heads must be a multiple of num_key_value_heads");
     const int rot = e.rotary_dim();
     if (rot <= 0 || rot % 2 || rot > e.head_dim)
         fail("audio_config: partial_rotary_factor gives a rotary dim of " + std::to_string(rot) +
@@ -262,9 +286,11 @@ void ModelConfig::validate(const std::string& origin) const {
         fail("audio_config.intermediate_size (" + std::to_string(e.intermediate_size) +
              ") must be " + std::to_string(merge_factor) + " x hidden_size: the projector reads " +
              std::to_string(merge_factor) + " stacked encoder frames");
-    if (audio_token_id < 0 || audio_token_id >= d.vocab_size) fail("audio_token_id is outside the vocabulary");
+    if (audio_token_id < 0 || audio_token_id >= d.vocab_size)
+        fail("audio_token_id is outside the vocabulary");
     for (int id : d.eos_token_ids)
-        if (id < 0 || id >= d.vocab_size) fail("text_config.eos_token_id " + std::to_string(id) + " is outside the vocabulary");
+        if (id < 0 || id >= d.vocab_size)
+            fail("text_config.eos_token_id " + std::to_string(id) + " is outside the vocabulary");
     if (!(d.rms_norm_eps > 0)) fail("text_config.rms_norm_eps must be positive");
     if (!(e.layer_norm_eps > 0)) fail("audio_config.layer_norm_eps must be positive");
     if (!(d.rope_theta > 0)) fail("text_config's rope_theta must be positive");
@@ -281,21 +307,36 @@ std::string ModelConfig::to_json() const {
         {"projector_hidden_act", "gelu"},
         {"tie_word_embeddings", tie_word_embeddings},
         {"audio_config",
-         {{"model_type", "glmasr_encoder"}, {"hidden_size", e.hidden_size},
-          {"intermediate_size", e.intermediate_size}, {"num_hidden_layers", e.num_layers},
-          {"num_attention_heads", e.num_heads}, {"num_key_value_heads", e.num_kv_heads},
-          {"head_dim", e.head_dim}, {"num_mel_bins", e.num_mel_bins},
-          {"max_position_embeddings", e.max_positions}, {"hidden_act", "gelu"},
+         {{"model_type", "glmasr_encoder"},
+          {"hidden_size", e.hidden_size},
+          {"intermediate_size", e.intermediate_size},
+          {"num_hidden_layers", e.num_layers},
+          {"num_attention_heads", e.num_heads},
+          {"num_key_value_heads", e.num_kv_heads},
+          {"head_dim", e.head_dim},
+          {"num_mel_bins", e.num_mel_bins},
+          {"max_position_embeddings", e.max_positions},
+          {"hidden_act", "gelu"},
           {"partial_rotary_factor", tidy(e.partial_rotary_factor)},
-          {"rope_parameters", {{"rope_theta", tidy(e.rope_theta)}, {"rope_type", "default"},
-                               {"partial_rotary_factor", tidy(e.partial_rotary_factor)}}}}},
+          {"rope_parameters",
+           {{"rope_theta", tidy(e.rope_theta)},
+            {"rope_type", "default"},
+            {"partial_rotary_factor", tidy(e.partial_rotary_factor)}}}}},
         {"text_config",
-         {{"model_type", "llama"}, {"vocab_size", d.vocab_size}, {"hidden_size", d.hidden_size},
-          {"intermediate_size", d.intermediate_size}, {"num_hidden_layers", d.num_layers},
-          {"num_attention_heads", d.num_heads}, {"num_key_value_heads", d.num_kv_heads},
-          {"head_dim", d.head_dim}, {"max_position_embeddings", d.max_positions},
-          {"rms_norm_eps", tidy(d.rms_norm_eps)}, {"hidden_act", "silu"}, {"attention_bias", false},
-          {"mlp_bias", false}, {"eos_token_id", d.eos_token_ids},
+         {{"model_type", "llama"},
+          {"vocab_size", d.vocab_size},
+          {"hidden_size", d.hidden_size},
+          {"intermediate_size", d.intermediate_size},
+          {"num_hidden_layers", d.num_layers},
+          {"num_attention_heads", d.num_heads},
+          {"num_key_value_heads", d.num_kv_heads},
+          {"head_dim", d.head_dim},
+          {"max_position_embeddings", d.max_positions},
+          {"rms_norm_eps", tidy(d.rms_norm_eps)},
+          {"hidden_act", "silu"},
+          {"attention_bias", false},
+          {"mlp_bias", false},
+          {"eos_token_id", d.eos_token_ids},
           {"rope_parameters", {{"rope_theta", tidy(d.rope_theta)}, {"rope_type", "default"}}}}}};
     return root.dump(2);
 }

@@ -52,7 +52,8 @@ void expect(const char* op, const char* what, const Tensor& t, const TrackKind& 
     int i = 0;
     for (int64_t d : dims)
         if (t.shape[i++] != d)
-            fail(op, std::string(what) + " must have shape " + dims_text(dims) + ", got " + t.str());
+            fail(op,
+                 std::string(what) + " must have shape " + dims_text(dims) + ", got " + t.str());
 }
 
 void f32(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
@@ -67,11 +68,14 @@ void i32(const char* op, const char* what, const Tensor& t, const TrackKind& kin
     expect(op, what, t, kind, DType::I32, dims);
 }
 // An activation ops.h marks [act]: f32, or kind.activation_dtype (bf16 on the reference).
-void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind, int rank) {
+void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
+                int rank) {
     const bool takes_other = kind.activation_dtype != DType::F32;
-    if (takes_other && t.dtype == kind.activation_dtype) return expect(op, what, t, kind, t.dtype, rank);
+    if (takes_other && t.dtype == kind.activation_dtype)
+        return expect(op, what, t, kind, t.dtype, rank);
     if (takes_other && t.dtype != DType::F32)
-        fail(op, std::string(what) + " must be f32 or " + dtype_name(kind.activation_dtype) + ", got " + t.str());
+        fail(op, std::string(what) + " must be f32 or " + dtype_name(kind.activation_dtype) +
+                     ", got " + t.str());
     expect(op, what, t, kind, DType::F32, rank);
 }
 void activation(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
@@ -82,7 +86,8 @@ void activation(const char* op, const char* what, const Tensor& t, const TrackKi
 // `what` has k's dtype (attention's v and out, qkv_rope's v).
 void same_dtype(const char* op, const char* what, const Tensor& t, const Tensor& k) {
     if (t.dtype != k.dtype)
-        fail(op, std::string(what) + " must have k's dtype, got k " + k.str() + " and " + what + " " + t.str());
+        fail(op, std::string(what) + " must have k's dtype, got k " + k.str() + " and " + what +
+                     " " + t.str());
 }
 // A matrix weight: the track's weight dtype.
 void weight(const char* op, const char* what, const Tensor& t, const TrackKind& kind,
@@ -103,7 +108,8 @@ void f32_like(const char* op, const char* what, const Tensor& t, const TrackKind
     f32(op, what, t, kind, like.ndim);
     for (int i = 0; i < like.ndim; ++i)
         if (t.shape[i] != like.shape[i])
-            fail(op, std::string(what) + " must have the shape of " + like.str() + ", got " + t.str());
+            fail(op,
+                 std::string(what) + " must have the shape of " + like.str() + ", got " + t.str());
 }
 
 // In-place rules. Only the entries ops.h says are "in place allowed" may write over an input,
@@ -112,7 +118,8 @@ using Named = std::initializer_list<std::pair<const char*, const Tensor*>>;
 
 bool overlap(const Tensor& a, const Tensor& b) {
     if (a.empty() || b.empty() || a.numel() == 0 || b.numel() == 0) return false;
-    const uintptr_t a0 = reinterpret_cast<uintptr_t>(a.data), b0 = reinterpret_cast<uintptr_t>(b.data);
+    const uintptr_t a0 = reinterpret_cast<uintptr_t>(a.data),
+                    b0 = reinterpret_cast<uintptr_t>(b.data);
     return a0 < b0 + b.bytes() && b0 < a0 + a.bytes();
 }
 
@@ -120,7 +127,8 @@ bool overlap(const Tensor& a, const Tensor& b) {
 void apart(const char* op, const char* what, const Tensor& out, Named inputs) {
     for (const auto& [name, in] : inputs)
         if (overlap(out, *in))
-            fail(op, std::string(what) + " overlaps " + name + " (this entry does not work in place)");
+            fail(op,
+                 std::string(what) + " overlaps " + name + " (this entry does not work in place)");
 }
 
 // `out` is `input` itself (in place) or shares no memory with it.
@@ -138,8 +146,8 @@ int64_t head_dim(const char* op, int64_t q_width, int64_t kv_width, int n_heads,
                      " for width " + std::to_string(q_width));
     const int64_t d = q_width / n_heads;
     if (kv_width != d * n_kv_heads)
-        fail(op, "k/v width " + std::to_string(kv_width) + " is not " +
-                     std::to_string(n_kv_heads) + " heads of " + std::to_string(d));
+        fail(op, "k/v width " + std::to_string(kv_width) + " is not " + std::to_string(n_kv_heads) +
+                     " heads of " + std::to_string(d));
     return d;
 }
 
@@ -234,8 +242,13 @@ void qkv(const char* op, const Tensor& q, const Tensor& k_cache, const Tensor& v
     f32(op, "v_cache", v_cache, kind, {k_cache.dim(0), width_kv});
     f32(op, "k", k, kind, {T, width_kv});
     f32(op, "v", v, kind, {T, width_kv});
-    const Named inputs = {{"x", &x}, {"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"cos", &cos},
-                          {"sin", &sin}, {"positions", &positions}};
+    const Named inputs = {{"x", &x},
+                          {"w_q", &w_q},
+                          {"w_k", &w_k},
+                          {"w_v", &w_v},
+                          {"cos", &cos},
+                          {"sin", &sin},
+                          {"positions", &positions}};
     apart(op, "q", q, inputs);
     apart(op, "q", q, {{"k_cache", &k_cache}, {"v_cache", &v_cache}, {"k", &k}, {"v", &v}});
     apart(op, "k_cache", k_cache, inputs);
@@ -314,8 +327,8 @@ void check_rope_apply(const TrackKind& kind, const Tensor& x, const Tensor& cos,
     const char* op = "rope_apply";
     f32(op, "x", x, kind, 2);
     if (n_heads <= 0 || x.dim(1) % n_heads)
-        fail(op, "width " + std::to_string(x.dim(1)) + " is not " + std::to_string(n_heads) +
-                     " heads");
+        fail(op,
+             "width " + std::to_string(x.dim(1)) + " is not " + std::to_string(n_heads) + " heads");
     rope_tables(op, cos, sin, kind, x.dim(1) / n_heads);
     i32(op, "positions", positions, kind, {x.dim(0)});
     apart(op, "x", x, {{"cos", &cos}, {"sin", &sin}, {"positions", &positions}});
@@ -415,8 +428,8 @@ void check_qkv_rope_cache(const TrackKind& kind, const Tensor& q, const Tensor& 
                           const Tensor& w_k, const Tensor& w_v, const Tensor& cos,
                           const Tensor& sin, const Tensor& positions, const Tensor& k,
                           const Tensor& v, int n_heads, int n_kv_heads, Stream) {
-    qkv("qkv_rope_cache", q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin, positions, k, v,
-        n_heads, n_kv_heads, kind);
+    qkv("qkv_rope_cache", q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin, positions, k, v, n_heads,
+        n_kv_heads, kind);
 }
 
 void check_linear_residual(const TrackKind& kind, const Tensor& residual, const Tensor& x,
@@ -432,14 +445,14 @@ void check_linear_residual(const TrackKind& kind, const Tensor& residual, const 
 }
 
 void check_rmsnorm_gate_up_silu(const TrackKind& kind, const Tensor& out, const Tensor& x,
-                                const Tensor& norm_weight, const Tensor& w_gate,
-                                const Tensor& w_up, const Tensor& normed, const Tensor& scratch,
-                                float, Stream) {
+                                const Tensor& norm_weight, const Tensor& w_gate, const Tensor& w_up,
+                                const Tensor& normed, const Tensor& scratch, float, Stream) {
     const char* op = "rmsnorm_gate_up_silu";
     gate_up(op, out, x, w_gate, w_up, scratch, kind);
     f32(op, "norm_weight", norm_weight, kind, {x.dim(1)});
     f32(op, "normed", normed, kind, {x.dim(0), x.dim(1)});
-    apart(op, "normed", normed, {{"x", &x}, {"norm_weight", &norm_weight}, {"out", &out}, {"scratch", &scratch}});
+    apart(op, "normed", normed,
+          {{"x", &x}, {"norm_weight", &norm_weight}, {"out", &out}, {"scratch", &scratch}});
 }
 
 void check_rmsnorm_qkv_rope_cache(const TrackKind& kind, const Tensor& q, const Tensor& k_cache,
@@ -453,13 +466,19 @@ void check_rmsnorm_qkv_rope_cache(const TrackKind& kind, const Tensor& q, const 
         kind);
     f32(op, "norm_weight", norm_weight, kind, {x.dim(1)});
     f32(op, "normed", normed, kind, {x.dim(0), x.dim(1)});
-    apart(op, "normed", normed, {{"x", &x}, {"norm_weight", &norm_weight}, {"q", &q}, {"k_cache", &k_cache},
-                                 {"v_cache", &v_cache}, {"k", &k}, {"v", &v}});
+    apart(op, "normed", normed,
+          {{"x", &x},
+           {"norm_weight", &norm_weight},
+           {"q", &q},
+           {"k_cache", &k_cache},
+           {"v_cache", &v_cache},
+           {"k", &k},
+           {"v", &v}});
 }
 
 void check_linear_gelu_linear(const TrackKind& kind, const Tensor& out, const Tensor& x,
-                              const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
-                              const Tensor& hidden, Stream) {
+                              const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                              const Tensor& b2, const Tensor& hidden, Stream) {
     const char* op = "linear_gelu_linear";
     activation(op, "x", x, kind, 2);
     weight(op, "w1", w1, kind, 2);
@@ -471,7 +490,8 @@ void check_linear_gelu_linear(const TrackKind& kind, const Tensor& out, const Te
     f32(op, "hidden", hidden, kind, {x.dim(0), w1.dim(0)});
     f32(op, "out", out, kind, {x.dim(0), w2.dim(0)});
     apart(op, "hidden", hidden, {{"x", &x}, {"w1", &w1}, {"b1", &b1}, {"w2", &w2}, {"b2", &b2}});
-    apart(op, "out", out, {{"x", &x}, {"w1", &w1}, {"b1", &b1}, {"w2", &w2}, {"b2", &b2}, {"hidden", &hidden}});
+    apart(op, "out", out,
+          {{"x", &x}, {"w1", &w1}, {"b1", &b1}, {"w2", &w2}, {"b2", &b2}, {"hidden", &hidden}});
 }
 
 void check_qkv_rope(const TrackKind& kind, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -491,9 +511,9 @@ void check_qkv_rope(const TrackKind& kind, const Tensor& q, const Tensor& k, con
     optional_f32(op, "b_q", b_q, kind, {q.dim(1)});
     optional_f32(op, "b_k", b_k, kind, {width_kv});
     optional_f32(op, "b_v", b_v, kind, {width_kv});
-    const Named inputs = {{"x", &x},     {"w_q", &w_q}, {"b_q", &b_q}, {"w_k", &w_k},
-                          {"b_k", &b_k}, {"w_v", &w_v}, {"b_v", &b_v}, {"cos", &cos},
-                          {"sin", &sin}, {"positions", &positions}};
+    const Named inputs = {
+        {"x", &x},     {"w_q", &w_q}, {"b_q", &b_q}, {"w_k", &w_k}, {"b_k", &b_k},
+        {"w_v", &w_v}, {"b_v", &b_v}, {"cos", &cos}, {"sin", &sin}, {"positions", &positions}};
     apart(op, "q", q, inputs);
     apart(op, "q", q, {{"k", &k}, {"v", &v}});
     apart(op, "k", k, inputs);

@@ -45,12 +45,14 @@ constexpr double kMinLogHertz = 1000.0, kMinLogMel = 15.0;
 
 double hertz_to_mel(double hz) {
     const double logstep = 27.0 / std::log(6.4);
-    return hz >= kMinLogHertz ? kMinLogMel + std::log(hz / kMinLogHertz) * logstep : 3.0 * hz / 200.0;
+    return hz >= kMinLogHertz ? kMinLogMel + std::log(hz / kMinLogHertz) * logstep
+                              : 3.0 * hz / 200.0;
 }
 
 double mel_to_hertz(double mel) {
     const double logstep = std::log(6.4) / 27.0;
-    return mel >= kMinLogMel ? kMinLogHertz * std::exp(logstep * (mel - kMinLogMel)) : 200.0 * mel / 3.0;
+    return mel >= kMinLogMel ? kMinLogHertz * std::exp(logstep * (mel - kMinLogMel))
+                             : 200.0 * mel / 3.0;
 }
 
 // numpy.linspace(start, stop, n): i · step + start, with the last point exactly `stop`.
@@ -84,17 +86,20 @@ int audio_tokens_for_frames(int valid_frames, int merge_factor) {
 // n_mels, min_frequency = f_min, max_frequency = f_max, sampling_rate, norm="slaney",
 // mel_scale="slaney"), computed in double like numpy and stored as float like torch uses it.
 // HF returns it as (bins, mels); this is the transpose, one filter per row.
-std::vector<float> mel_filterbank(int n_mels, int n_fft, int sample_rate, float f_min, float f_max) {
+std::vector<float> mel_filterbank(int n_mels, int n_fft, int sample_rate, float f_min,
+                                  float f_max) {
     if (n_mels < 1 || n_fft < 2 || sample_rate < 1 || !(f_min >= 0) || !(f_max > f_min))
-        throw Error("mel_filterbank: invalid arguments (" + std::to_string(n_mels) + " mels, n_fft " +
-                    std::to_string(n_fft) + ", " + std::to_string(sample_rate) + " Hz, " +
-                    std::to_string(f_min) + ".." + std::to_string(f_max) + " Hz)");
+        throw Error("mel_filterbank: invalid arguments (" + std::to_string(n_mels) +
+                    " mels, n_fft " + std::to_string(n_fft) + ", " + std::to_string(sample_rate) +
+                    " Hz, " + std::to_string(f_min) + ".." + std::to_string(f_max) + " Hz)");
     const int n_bins = n_fft / 2 + 1;
     // n_mels + 2 points equally spaced in mel: filter m rises from point m to m+1, falls to m+2.
-    const std::vector<double> mel_points = linspace(hertz_to_mel(f_min), hertz_to_mel(f_max), n_mels + 2);
+    const std::vector<double> mel_points =
+        linspace(hertz_to_mel(f_min), hertz_to_mel(f_max), n_mels + 2);
     std::vector<double> filter_hz(n_mels + 2);
     for (int i = 0; i < n_mels + 2; ++i) filter_hz[i] = mel_to_hertz(mel_points[i]);
-    const std::vector<double> bin_hz = linspace(0.0, sample_rate / 2, n_bins);  // sampling_rate // 2
+    const std::vector<double> bin_hz =
+        linspace(0.0, sample_rate / 2, n_bins);  // sampling_rate // 2
 
     std::vector<float> bank(static_cast<size_t>(n_mels) * n_bins);
     for (int m = 0; m < n_mels; ++m) {
@@ -111,11 +116,11 @@ std::vector<float> mel_filterbank(int n_mels, int n_fft, int sample_rate, float 
 }
 
 struct LogMelExtractor::Impl {
-    std::vector<float> window;       // (n_fft,) periodic Hann
-    std::vector<float> bank;         // (n_mels, n_bins) Slaney filterbank
-    std::vector<int> bank_first;     // (n_mels,) first non-zero bin of each filter
-    std::vector<int> bank_end;       // (n_mels,) one past its last non-zero bin
-    fftwf_plan plan = nullptr;       // n_fft-point real-to-complex, run with fftwf_execute_dft_r2c
+    std::vector<float> window;    // (n_fft,) periodic Hann
+    std::vector<float> bank;      // (n_mels, n_bins) Slaney filterbank
+    std::vector<int> bank_first;  // (n_mels,) first non-zero bin of each filter
+    std::vector<int> bank_end;    // (n_mels,) one past its last non-zero bin
+    fftwf_plan plan = nullptr;    // n_fft-point real-to-complex, run with fftwf_execute_dft_r2c
 };
 
 LogMelExtractor::LogMelExtractor(const FeatureConfig& config) : config_(config), impl_(new Impl) {
@@ -187,7 +192,7 @@ void LogMelExtractor::window_log_mel(const float* pcm, int n, float* out) const 
     float max_log = -INFINITY;  // of log10(mel) over the whole window, padding frames included
 #pragma omp parallel reduction(max : max_log)
     {
-        float* frame = fftwf_alloc_real(n_fft);               // (n_fft,) windowed samples
+        float* frame = fftwf_alloc_real(n_fft);                 // (n_fft,) windowed samples
         fftwf_complex* spectrum = fftwf_alloc_complex(n_bins);  // (n_bins,)
         std::vector<float> power(n_bins);                       // (n_bins,) |X|²
 #pragma omp for schedule(static)
@@ -199,7 +204,8 @@ void LogMelExtractor::window_log_mel(const float* pcm, int n, float* out) const 
                 silent = silent && src[i] == 0.0f;
             }
             if (silent) {  // zero spectrum, zero mel: every row sits on the floor
-                for (int m = 0; m < n_mels; ++m) out[static_cast<size_t>(m) * n_frames + f] = silent_log;
+                for (int m = 0; m < n_mels; ++m)
+                    out[static_cast<size_t>(m) * n_frames + f] = silent_log;
                 max_log = std::max(max_log, silent_log);
                 continue;
             }
@@ -251,7 +257,8 @@ AudioFeatures LogMelExtractor::extract(const std::vector<float>& pcm) const {
     for (int w = 0; w < f.n_windows; ++w) {
         const int64_t start = w * window;
         const int n = static_cast<int>(std::min(window, used - start));
-        window_log_mel(pcm.data() + start, n, f.mel.data() + static_cast<size_t>(w) * f.n_mels * f.n_frames);
+        window_log_mel(pcm.data() + start, n,
+                       f.mel.data() + static_cast<size_t>(w) * f.n_mels * f.n_frames);
         // The processor's mask is 1 on the window's real samples, sampled every hop: ceil(n / hop).
         const int valid = (n + config_.hop_length - 1) / config_.hop_length;
         f.valid_frames.push_back(valid);

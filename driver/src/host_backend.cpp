@@ -23,9 +23,15 @@ public:
         return ptr;
     }
     void free(void* ptr) override { std::free(ptr); }
-    void upload(void* dst, const void* src, size_t bytes, Stream) override { std::memcpy(dst, src, bytes); }
-    void download(void* dst, const void* src, size_t bytes, Stream) override { std::memcpy(dst, src, bytes); }
-    void copy(void* dst, const void* src, size_t bytes, Stream) override { std::memmove(dst, src, bytes); }
+    void upload(void* dst, const void* src, size_t bytes, Stream) override {
+        std::memcpy(dst, src, bytes);
+    }
+    void download(void* dst, const void* src, size_t bytes, Stream) override {
+        std::memcpy(dst, src, bytes);
+    }
+    void copy(void* dst, const void* src, size_t bytes, Stream) override {
+        std::memmove(dst, src, bytes);
+    }
     void zero(void* dst, size_t bytes, Stream) override { std::memset(dst, 0, bytes); }
     void synchronize(Stream) override {}
     Stream stream() override { return nullptr; }
@@ -38,9 +44,7 @@ public:
         return static_cast<size_t>(resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
     }
 
-    Mark mark(Stream) override {
-        return std::make_shared<Clock::time_point>(Clock::now());
-    }
+    Mark mark(Stream) override { return std::make_shared<Clock::time_point>(Clock::now()); }
     double elapsed_ms(const Mark& begin, const Mark& end) override {
         const auto& t0 = *static_cast<Clock::time_point*>(begin.get());
         const auto& t1 = *static_cast<Clock::time_point*>(end.get());
@@ -61,11 +65,13 @@ void* Backend::host_alloc(size_t bytes) {
 void Backend::host_free(void* ptr) { std::free(ptr); }
 
 Backend::Graph Backend::capture(Stream, const std::function<void()>&) {
-    throw Error(std::string("CUDA graphs are not available on ") + device_name(device()) + " memory");
+    throw Error(std::string("CUDA graphs are not available on ") + device_name(device()) +
+                " memory");
 }
 
 void Backend::replay(const Graph&, Stream) {
-    throw Error(std::string("CUDA graphs are not available on ") + device_name(device()) + " memory");
+    throw Error(std::string("CUDA graphs are not available on ") + device_name(device()) +
+                " memory");
 }
 
 Backend& host_backend() {

@@ -50,7 +50,9 @@ struct Buffer {
     Buffer() = default;
     Buffer(Backend& b, size_t bytes, bool host = false)
         : backend(&b), ptr(host ? b.host_alloc(bytes) : b.alloc(bytes)), on_host(host) {}
-    Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr), on_host(o.on_host) { o.ptr = nullptr; }
+    Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr), on_host(o.on_host) {
+        o.ptr = nullptr;
+    }
     Buffer& operator=(Buffer&& o) noexcept {
         std::swap(backend, o.backend);
         std::swap(ptr, o.ptr);
@@ -86,30 +88,30 @@ struct Model::Impl {
     }
 
     // ---- encoder activations for one 30 s window (T_mel = 3000 frames, T = 1500 after conv2)
-    Tensor mel;          // (T_mel, n_mels)   the window's log-mel, time-major
-    Tensor conv1_out;    // (T_mel, De)
-    Tensor enc_x;        // (T, De)           residual stream
-    Tensor enc_normed;   // (T, De)           layernorm output; after the last layer, the
-                         //                   encoder output, read as (T/4, 4·De) by the projector
-    Tensor enc_q;        // (T, Hq·hd)
-    Tensor enc_k, enc_v; // (T, Hkv·hd)
-    Tensor enc_attn;     // (T, Hq·hd)
-    Tensor enc_proj;     // (T, De)           attention / MLP output before the residual add
-    Tensor enc_ffn;      // (T, F)
-    Tensor enc_scores;   // (Hq, T, T)        only if the attention op is the 3-kernel composition
-    Tensor enc_pos;      // (T) i32           0..T−1: positions restart in every window
+    Tensor mel;           // (T_mel, n_mels)   the window's log-mel, time-major
+    Tensor conv1_out;     // (T_mel, De)
+    Tensor enc_x;         // (T, De)           residual stream
+    Tensor enc_normed;    // (T, De)           layernorm output; after the last layer, the
+                          //                   encoder output, read as (T/4, 4·De) by the projector
+    Tensor enc_q;         // (T, Hq·hd)
+    Tensor enc_k, enc_v;  // (T, Hkv·hd)
+    Tensor enc_attn;      // (T, Hq·hd)
+    Tensor enc_proj;      // (T, De)           attention / MLP output before the residual add
+    Tensor enc_ffn;       // (T, F)
+    Tensor enc_scores;    // (Hq, T, T)        only if the attention op is the 3-kernel composition
+    Tensor enc_pos;       // (T) i32           0..T−1: positions restart in every window
     Tensor enc_cos, enc_sin;  // (T, rotary/2)
-    Tensor proj_hidden;  // (T/4, 2·Dt)
+    Tensor proj_hidden;       // (T/4, 2·Dt)
 
     // ---- the audio embeddings of the last encode_audio call, every window's valid tokens
-    Buffer audio_buffer;                   // grown to the longest clip so far
-    int64_t audio_capacity = -1;           // rows audio_buffer holds
-    Tensor audio_emb;                      // (N_total, Dt) in audio_buffer
-    uint64_t audio_generation = 0;         // the last encode_audio call's number (AudioEmbeddings)
+    Buffer audio_buffer;            // grown to the longest clip so far
+    int64_t audio_capacity = -1;    // rows audio_buffer holds
+    Tensor audio_emb;               // (N_total, Dt) in audio_buffer
+    uint64_t audio_generation = 0;  // the last encode_audio call's number (AudioEmbeddings)
 
     // ---- decoder state, sized for `capacity` positions (prompt + generated tokens)
     int capacity = 0;
-    int max_rows = 0;    // largest prompt (prefill rows) the buffers hold
+    int max_rows = 0;  // largest prompt (prefill rows) the buffers hold
     std::vector<Buffer> dec_owned;
     std::vector<Tensor> k_cache, v_cache;  // per layer (capacity, Hkv·hd)
     Tensor dec_x, dec_normed;              // (rows, Dt)
@@ -124,8 +126,8 @@ struct Model::Impl {
     Tensor next_id;                        // (1) i32: argmax output, next step's input id
     Backend::Graph decode_graph;           // the recorded decode step (GPU only)
 
-    Buffer mel_host;                       // (T_mel, n_mels) f32, host_alloc'd: one window, transposed
-    StageTimes last_encode;                // encoder_ms, projector_ms of the last encode_audio
+    Buffer mel_host;         // (T_mel, n_mels) f32, host_alloc'd: one window, transposed
+    StageTimes last_encode;  // encoder_ms, projector_ms of the last encode_audio
     std::function<void(Stage)> stage_hook;
     OpTable::PrefetchHint prefetch_hint = nullptr;  // the attention's track's (track.h)
 
@@ -150,7 +152,8 @@ struct Model::Impl {
                             const std::vector<int>& prompt_ids, AudioSource audio, size_t n_audio,
                             const GenerateOptions& options);
     void prefill(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
-                 const std::vector<int>& prompt_ids, AudioSource audio, const std::vector<int>& audio_rows);
+                 const std::vector<int>& prompt_ids, AudioSource audio,
+                 const std::vector<int>& audio_rows);
     void decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops);
     void decode(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int S,
                 const GenerateOptions& options, GenerateResult& result);
@@ -212,7 +215,8 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
 
 Model::~Model() = default;
 
-AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<float>* encoder_out) {
+AudioEmbeddings Model::encode_audio(const AudioFeatures& features,
+                                    std::vector<float>* encoder_out) {
     Impl& m = *impl_;
     const EncoderConfig& e = config_.audio;
     const int t_mel = static_cast<int>(m.mel.dim(0)), n_mels = static_cast<int>(m.mel.dim(1));
@@ -229,7 +233,8 @@ AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<f
     m.audio_generation = ++encode_calls;
     const int64_t n_audio = features.total_audio_tokens();
     m.reserve_audio(n_audio, d_text);
-    if (encoder_out) encoder_out->resize(static_cast<size_t>(features.n_windows) * t_enc * e.hidden_size);
+    if (encoder_out)
+        encoder_out->resize(static_cast<size_t>(features.n_windows) * t_enc * e.hidden_size);
     int64_t rows_done = 0;
     std::vector<Backend::Mark> projector_marks;  // (begin, end) pairs, one per window
     const Backend::Mark begin = m.backend.mark(m.stream);
@@ -238,7 +243,9 @@ AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<f
         m.enter(Stage::encoder);
         m.upload_window(features, win);
         m.encode_window(config_, weights_, table_.ops);
-        if (encoder_out) m.download_encoder_output(encoder_out->data() + static_cast<size_t>(win) * t_enc * e.hidden_size);
+        if (encoder_out)
+            m.download_encoder_output(encoder_out->data() +
+                                      static_cast<size_t>(win) * t_enc * e.hidden_size);
 
         // The projector on this window's valid tokens, appended to the audio embeddings.
         const int n_tokens = features.audio_tokens[win];
@@ -252,7 +259,8 @@ AudioEmbeddings Model::encode_audio(const AudioFeatures& features, std::vector<f
     const Backend::Mark end = m.backend.mark(m.stream);
     m.last_encode = StageTimes{};
     for (size_t i = 0; i + 1 < projector_marks.size(); i += 2)
-        m.last_encode.projector_ms += m.backend.elapsed_ms(projector_marks[i], projector_marks[i + 1]);
+        m.last_encode.projector_ms +=
+            m.backend.elapsed_ms(projector_marks[i], projector_marks[i + 1]);
     m.last_encode.encoder_ms = m.backend.elapsed_ms(begin, end) - m.last_encode.projector_ms;
     return AudioEmbeddings(this, m.audio_generation, n_audio);
 }
@@ -270,7 +278,8 @@ void Model::Impl::reserve_audio(int64_t rows, int64_t width) {
 
 void Model::Impl::check_current(const AudioEmbeddings& audio) const {
     if (audio.generation_ != audio_generation)
-        throw Error("audio embeddings of an earlier encode_audio call: the model has encoded other audio since");
+        throw Error(
+            "audio embeddings of an earlier encode_audio call: the model has encoded other audio since");
 }
 
 std::vector<float> AudioEmbeddings::host() const {
@@ -323,8 +332,8 @@ void Model::Impl::encode_window(const ModelConfig& config, const ModelWeights& w
     ops.gelu(m.enc_x, m.enc_x, m.stream);
 
     // for layer in layers: pre-LN attention and MLP blocks (docs/model.md §3.3)
-    ops.layernorm(m.enc_normed, m.enc_x, w.encoder[0].ln1_w, w.encoder[0].ln1_b,
-                  e.layer_norm_eps, m.stream);
+    ops.layernorm(m.enc_normed, m.enc_x, w.encoder[0].ln1_w, w.encoder[0].ln1_b, e.layer_norm_eps,
+                  m.stream);
     for (size_t l = 0; l < w.encoder.size(); ++l) {
         const EncoderLayerWeights& L = w.encoder[l];
         // q, k, v = q_proj(h), k_proj(h) (no bias), v_proj(h); partial RoPE on q and k
@@ -344,8 +353,8 @@ void Model::Impl::encode_window(const ModelConfig& config, const ModelWeights& w
         const bool last = l + 1 == w.encoder.size();
         const Tensor& norm_w = last ? w.enc_norm_w : w.encoder[l + 1].ln1_w;
         const Tensor& norm_b = last ? w.enc_norm_b : w.encoder[l + 1].ln1_b;
-        run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, norm_w, norm_b,
-                          e.layer_norm_eps, m.stream);
+        run_add_layernorm(ops, m.enc_x, m.enc_normed, m.enc_proj, norm_w, norm_b, e.layer_norm_eps,
+                          m.stream);
     }
 }
 
@@ -357,8 +366,8 @@ void Model::Impl::project_window(const ModelConfig& config, const ModelWeights& 
     Impl& m = *this;
     const int t_enc = static_cast<int>(m.enc_x.dim(0));
     const int64_t n_tokens = out.dim(0);
-    const Tensor merged = m.enc_normed.reshape({t_enc / config.merge_factor,
-                                                config.merge_factor * config.audio.hidden_size});
+    const Tensor merged = m.enc_normed.reshape(
+        {t_enc / config.merge_factor, config.merge_factor * config.audio.hidden_size});
     run_linear_gelu_linear(ops, out, merged.rows(0, n_tokens), w.proj1_w, w.proj1_b, w.proj2_w,
                            w.proj2_b, m.proj_hidden.rows(0, n_tokens), m.stream);
 }
@@ -391,10 +400,12 @@ void check_generate_options(const DecoderConfig& d, int S, const GenerateOptions
     if (!options.forced_inputs.empty()) {
         if (static_cast<int>(options.forced_inputs.size()) < options.max_new_tokens - 1)
             throw InputError("forced inputs: " + std::to_string(options.forced_inputs.size()) +
-                             " tokens for " + std::to_string(options.max_new_tokens) + " decode steps");
+                             " tokens for " + std::to_string(options.max_new_tokens) +
+                             " decode steps");
         for (int id : options.forced_inputs)
             if (id < 0 || id >= d.vocab_size)
-                throw InputError("forced input token id " + std::to_string(id) + " is outside the vocabulary");
+                throw InputError("forced input token id " + std::to_string(id) +
+                                 " is outside the vocabulary");
     }
     if (S + options.max_new_tokens > d.max_positions)
         throw InputError("prompt (" + std::to_string(S) + " tokens) + max new tokens (" +
@@ -436,18 +447,22 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids, const AudioEm
                                const GenerateOptions& options) {
     if (audio.model_ != this) throw Error("generate: audio embeddings of another model");
     impl_->check_current(audio);
-    return impl_->generate(config_, weights_, table_.ops, prompt_ids, {impl_->audio_emb.f32(), false},
-                           static_cast<size_t>(audio.rows()), options);
+    return impl_->generate(config_, weights_, table_.ops, prompt_ids,
+                           {impl_->audio_emb.f32(), false}, static_cast<size_t>(audio.rows()),
+                           options);
 }
 
-GenerateResult Model::generate(const std::vector<int>& prompt_ids, const std::vector<float>& audio_embeddings,
+GenerateResult Model::generate(const std::vector<int>& prompt_ids,
+                               const std::vector<float>& audio_embeddings,
                                const GenerateOptions& options) {
-    return impl_->generate(config_, weights_, table_.ops, prompt_ids, {audio_embeddings.data(), true},
+    return impl_->generate(config_, weights_, table_.ops, prompt_ids,
+                           {audio_embeddings.data(), true},
                            audio_embeddings.size() / config_.text.hidden_size, options);
 }
 
-GenerateResult Model::Impl::generate(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
-                                     const std::vector<int>& prompt_ids, AudioSource audio, size_t n_audio,
+GenerateResult Model::Impl::generate(const ModelConfig& config, const ModelWeights& w,
+                                     const Ops& ops, const std::vector<int>& prompt_ids,
+                                     AudioSource audio, size_t n_audio,
                                      const GenerateOptions& options) {
     Impl& m = *this;
     const DecoderConfig& d = config.text;
@@ -525,7 +540,9 @@ void Model::Impl::prefill(const ModelConfig& config, const ModelWeights& w, cons
     ops.embedding(m.dec_x.rows(0, S), w.embed, m.dec_ids.rows(0, S), m.stream);
     for (size_t k = 0; k < audio_rows.size();) {
         size_t run = 1;  // the placeholders are consecutive: copy each run at once
-        while (k + run < audio_rows.size() && audio_rows[k + run] == audio_rows[k] + static_cast<int>(run)) ++run;
+        while (k + run < audio_rows.size() &&
+               audio_rows[k + run] == audio_rows[k] + static_cast<int>(run))
+            ++run;
         void* dst = m.dec_x.rows(audio_rows[k], static_cast<int64_t>(run)).data;
         const float* src = audio.rows + k * d.hidden_size;
         const size_t bytes = run * d.hidden_size * sizeof(float);
@@ -590,8 +607,8 @@ void Model::Impl::decode(const ModelConfig& config, const ModelWeights& w, const
     result.times.decode_ms = decode_ms;
 }
 
-void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& w,
-                                 const Ops& ops, int rows) {
+void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                                 int rows) {
     Impl& m = *this;
     const DecoderConfig& d = config.text;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
@@ -600,9 +617,10 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
     const Tensor attn = m.dec_attn.rows(0, rows), proj = m.dec_proj.rows(0, rows);
     const Tensor gate = m.dec_gate.rows(0, rows), up = m.dec_up.rows(0, rows);
     const Tensor pos = m.dec_pos.rows(0, rows);
-    const Tensor scores = m.dec_scores.empty() ? Tensor{}
-                          : Tensor(m.dec_scores.data, DType::F32, m.dec_scores.device,
-                                   {d.num_heads, rows, m.capacity});
+    const Tensor scores = m.dec_scores.empty()
+                              ? Tensor{}
+                              : Tensor(m.dec_scores.data, DType::F32, m.dec_scores.device,
+                                       {d.num_heads, rows, m.capacity});
 
     // Pre-norm Llama layers. Each RMSNorm is part of the product that consumes it and each
     // residual add part of the product that feeds it (ops.h), so `normed` is only scratch.

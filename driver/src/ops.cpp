@@ -14,7 +14,7 @@ namespace glmasr {
 
 // Ops declares its fields in the order of GLMASR_OP_ENTRIES, one pointer each: entry i of the
 // list is field i of the struct.
-#define GLMASR_CHECK_FIELD_ORDER(name)                                                            \
+#define GLMASR_CHECK_FIELD_ORDER(name)                                                         \
     static_assert(offsetof(Ops, name) == static_cast<size_t>(OpId::name) * sizeof(void (*)()), \
                   "Ops: field " #name " is not where GLMASR_OP_ENTRIES puts it");
 GLMASR_OP_ENTRIES(GLMASR_CHECK_FIELD_ORDER)
@@ -56,9 +56,8 @@ OpSlot get_entry(const Ops& ops, OpId op) {
 
 void set_entry(Ops& ops, OpId op, OpSlot entry) {
     switch (op) {
-#define GLMASR_SET_ENTRY(name)                                          \
-    case OpId::name: ops.name = reinterpret_cast<decltype(Ops::name)>(entry); \
-        return;
+#define GLMASR_SET_ENTRY(name) \
+    case OpId::name: ops.name = reinterpret_cast<decltype(Ops::name)>(entry); return;
         GLMASR_OP_ENTRIES(GLMASR_SET_ENTRY)
 #undef GLMASR_SET_ENTRY
         case OpId::count: break;
@@ -128,8 +127,8 @@ void run_qkv_rope_cache(const Ops& ops, const Tensor& q, const Tensor& k_cache,
                         const Tensor& positions, const Tensor& k, const Tensor& v, int n_heads,
                         int n_kv_heads, Stream stream) {
     if (ops.qkv_rope_cache) {
-        ops.qkv_rope_cache(q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin, positions, k, v, n_heads,
-                           n_kv_heads, stream);
+        ops.qkv_rope_cache(q, k_cache, v_cache, x, w_q, w_k, w_v, cos, sin, positions, k, v,
+                           n_heads, n_kv_heads, stream);
         return;
     }
     ops.linear(q, x, w_q, Tensor{}, stream);

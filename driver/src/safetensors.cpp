@@ -110,12 +110,14 @@ SafeTensorEntry parse_entry(const std::string& path, const std::string& name,
         bad("dtype " + info["dtype"].dump() + " is not supported (F32, BF16 or F16)");
     if (!info["shape"].is_array()) bad("shape is not a list");
     for (const auto& d : info["shape"]) {
-        if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        if (!d.is_number_unsigned() ||
+            d.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
             bad("shape " + info["shape"].dump() + " is invalid");
         entry.shape.push_back(d.get<int64_t>());
     }
     const auto& off = info["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
         bad("data_offsets must be two non-negative integers");
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end || end > data_size)
@@ -125,15 +127,16 @@ SafeTensorEntry parse_entry(const std::string& path, const std::string& name,
     uint64_t expected = 0;
     if (!byte_size(entry.shape, entry.dtype, &expected) || expected != end - begin)
         bad("shape " + shape_text(entry.shape) + " of " + dtype_tag(entry.dtype) +
-            " does not match data_offsets [" + std::to_string(begin) + ", " +
-            std::to_string(end) + "] (" + std::to_string(end - begin) + " bytes)");
+            " does not match data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+            "] (" + std::to_string(end - begin) + " bytes)");
     entry.nbytes = static_cast<size_t>(end - begin);
     entry.data = data + begin;
     return entry;
 }
 
 // No two tensors may share bytes of the data section (which starts at `data`).
-void check_no_overlap(const std::string& path, const std::map<std::string, SafeTensorEntry>& entries,
+void check_no_overlap(const std::string& path,
+                      const std::map<std::string, SafeTensorEntry>& entries,
                       const unsigned char* data) {
     std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end) of every tensor
     for (const auto& [name, e] : entries) {
@@ -145,7 +148,8 @@ void check_no_overlap(const std::string& path, const std::map<std::string, SafeT
         if (ranges[i].first < ranges[i - 1].second) {
             std::string a, b;  // name the two tensors for the message
             for (const auto& [name, e] : entries) {
-                const auto begin = static_cast<uint64_t>(static_cast<const unsigned char*>(e.data) - data);
+                const auto begin =
+                    static_cast<uint64_t>(static_cast<const unsigned char*>(e.data) - data);
                 if (begin == ranges[i - 1].first && a.empty()) a = name;
                 else if (begin == ranges[i].first && b.empty()) b = name;
             }
@@ -161,7 +165,7 @@ std::map<std::string, SafeTensorEntry> parse_header(const std::string& path,
     for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little endian
     if (header_len == 0 || header_len > kMaxHeaderBytes || header_len > size - 8)
         fail(path, "header length " + std::to_string(header_len) + " does not fit the file (" +
-                   std::to_string(size) + " bytes): truncated or not safetensors");
+                       std::to_string(size) + " bytes): truncated or not safetensors");
     nlohmann::json header;
     try {
         header = parse_json_limited(path, bytes + 8, bytes + 8 + header_len);
@@ -226,9 +230,7 @@ void SafeTensorsFile::read_f32(const std::string& name, const std::vector<int64_
     const auto* half = static_cast<const uint16_t*>(e->data);
     // Parallel: the Nano's 2.26 B parameters pass through here when a track wants f32 weights.
     switch (e->dtype) {
-        case DType::F32:
-            std::memcpy(out, e->data, static_cast<size_t>(n) * sizeof(float));
-            break;
+        case DType::F32: std::memcpy(out, e->data, static_cast<size_t>(n) * sizeof(float)); break;
         case DType::BF16:
 #pragma omp parallel for schedule(static)
             for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(half[i]);
@@ -237,8 +239,7 @@ void SafeTensorsFile::read_f32(const std::string& name, const std::vector<int64_
 #pragma omp parallel for schedule(static)
             for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(half[i]);
             break;
-        case DType::I32:
-            throw Error("read_f32: i32 tensors are never read as weights");
+        case DType::I32: throw Error("read_f32: i32 tensors are never read as weights");
     }
     mark_used(name);
 }
@@ -263,7 +264,8 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensorToWr
         for (int64_t d : t.shape) n *= d;
         const size_t bytes = static_cast<size_t>(n) * dtype_size(t.dtype);
         if (bytes && !t.data) throw Error("write_safetensors: tensor '" + t.name + "' has no data");
-        header[t.name] = {{"dtype", dtype_tag(t.dtype)}, {"shape", t.shape},
+        header[t.name] = {{"dtype", dtype_tag(t.dtype)},
+                          {"shape", t.shape},
                           {"data_offsets", {offset, offset + bytes}}};
         sizes.push_back(bytes);
         offset += bytes;
@@ -276,7 +278,8 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensorToWr
     for (int i = 0; i < 8; ++i) out.put(static_cast<char>((len >> (8 * i)) & 0xff));
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     for (size_t i = 0; i < tensors.size(); ++i)
-        out.write(static_cast<const char*>(tensors[i].data), static_cast<std::streamsize>(sizes[i]));
+        out.write(static_cast<const char*>(tensors[i].data),
+                  static_cast<std::streamsize>(sizes[i]));
     if (!out) throw Error(path + ": write failed");
 }
 

@@ -118,7 +118,10 @@ float f16_to_f32(uint16_t h) {
             word = sign;  // ±0
         } else {          // subnormal: renormalise
             exponent = 127 - 15 + 1;
-            while (!(mantissa & 0x400u)) { mantissa <<= 1; --exponent; }
+            while (!(mantissa & 0x400u)) {
+                mantissa <<= 1;
+                --exponent;
+            }
             word = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
         }
     } else {

@@ -72,8 +72,8 @@ struct Utf8Step {
 Utf8Step utf8_step(std::string_view s, size_t i) {
     const auto b0 = static_cast<uint8_t>(s[i]);
     if (b0 < 0x80) return {1, true};
-    size_t continuation;          // bytes that must follow the lead byte
-    uint8_t lo = 0x80, hi = 0xBF; // allowed range of the first continuation byte
+    size_t continuation;           // bytes that must follow the lead byte
+    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the first continuation byte
     if (b0 >= 0xC2 && b0 <= 0xDF) {
         continuation = 1;
     } else if (b0 >= 0xE0 && b0 <= 0xEF) {
@@ -114,7 +114,10 @@ std::string utf8_lossy(std::string_view bytes) {
 // The code point of the valid UTF-8 sequence at s[i] (length from utf8_step).
 uint32_t code_point(std::string_view s, size_t i, size_t length) {
     const auto b0 = static_cast<uint8_t>(s[i]);
-    uint32_t cp = length == 1 ? b0 : length == 2 ? (b0 & 0x1F) : length == 3 ? (b0 & 0x0F) : (b0 & 0x07);
+    uint32_t cp = length == 1   ? b0
+                  : length == 2 ? (b0 & 0x1F)
+                  : length == 3 ? (b0 & 0x0F)
+                                : (b0 & 0x07);
     for (size_t k = 1; k < length; ++k) cp = (cp << 6) | (static_cast<uint8_t>(s[i + k]) & 0x3F);
     return cp;
 }
@@ -140,13 +143,14 @@ std::string encode_utf8(uint32_t cp) {
 // becomes one visible character and "Ġ" (U+0120) is the space.
 
 struct ByteAlphabet {
-    std::array<std::string, 256> byte_to_char;   // UTF-8 of the character standing for a byte
+    std::array<std::string, 256> byte_to_char;  // UTF-8 of the character standing for a byte
     std::unordered_map<uint32_t, uint8_t> char_to_byte;
 
     ByteAlphabet() {
         uint32_t next_unprintable = 256;
         for (int b = 0; b < 256; ++b) {
-            const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+            const bool printable =
+                (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
             const uint32_t cp = printable ? static_cast<uint32_t>(b) : next_unprintable++;
             byte_to_char[b] = encode_utf8(cp);
             char_to_byte[cp] = static_cast<uint8_t>(b);
@@ -194,8 +198,8 @@ public:
         if (!code_) {
             std::array<PCRE2_UCHAR, 256> message{};
             pcre2_get_error_message(error_code, message.data(), message.size());
-            throw InputError(where + ": regex " + json(pattern).dump() + " does not compile at offset " +
-                             std::to_string(error_offset) + ": " +
+            throw InputError(where + ": regex " + json(pattern).dump() +
+                             " does not compile at offset " + std::to_string(error_offset) + ": " +
                              reinterpret_cast<const char*>(message.data()));
         }
     }
@@ -216,14 +220,15 @@ public:
             pcre2_match_data_create_from_pattern(code_, nullptr), &pcre2_match_data_free);
         if (!match) throw Error("tokenizer: out of memory for PCRE2 match data");
         std::vector<Slice> slices;
-        size_t previous = 0;       // end of the last slice emitted
+        size_t previous = 0;  // end of the last slice emitted
         size_t search_from = 0;
-        bool have_match = false;   // whether `previous` is the end of a match
+        bool have_match = false;  // whether `previous` is the end of a match
         while (search_from <= text.size()) {
             // encode() validated the UTF-8 once; re-checking the subject on every call would
             // make the search quadratic in the text's length.
-            const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                                       search_from, PCRE2_NO_UTF_CHECK, match.get(), context_.get());
+            const int rc =
+                pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
+                            search_from, PCRE2_NO_UTF_CHECK, match.get(), context_.get());
             if (rc == PCRE2_ERROR_NOMATCH) break;
             if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT)
                 throw InputError(where_ + ": a pre-tokenizer regex backtracks past PCRE2's " +
@@ -266,8 +271,8 @@ struct PreTokenizerStep {
     enum class Kind { Split, ByteLevel } kind = Kind::Split;
     std::shared_ptr<const Regex> regex;  // Split's pattern, or GPT-2's for ByteLevel+use_regex
     SplitBehavior behavior = SplitBehavior::Isolated;
-    bool invert = false;                 // Split: the pattern marks what is kept apart
-    bool add_prefix_space = false;       // ByteLevel: prepend " " unless the piece starts with one
+    bool invert = false;            // Split: the pattern marks what is kept apart
+    bool add_prefix_space = false;  // ByteLevel: prepend " " unless the piece starts with one
 };
 
 // HF's NormalizedString::split: turn match/non-match slices into pieces by the behaviour.
@@ -324,7 +329,8 @@ std::vector<std::string> split_pieces(std::string_view text, const Regex& regex,
     }
     std::vector<std::string> pieces;
     for (const auto& k : kept)
-        if (!k.remove && k.end > k.begin) pieces.emplace_back(text.substr(k.begin, k.end - k.begin));
+        if (!k.remove && k.end > k.begin)
+            pieces.emplace_back(text.substr(k.begin, k.end - k.begin));
     return pieces;
 }
 
@@ -369,7 +375,8 @@ void split_added_tokens(std::string_view text, const std::vector<AddedToken>& to
             ++i;
             continue;
         }
-        if (i > piece_begin) out.emplace_back(std::string(text.substr(piece_begin, i - piece_begin)), -1);
+        if (i > piece_begin)
+            out.emplace_back(std::string(text.substr(piece_begin, i - piece_begin)), -1);
         out.emplace_back(best->content, best->id);
         i += best->content.size();
         piece_begin = i;
@@ -385,14 +392,14 @@ struct Tokenizer::Impl {
     std::string path;  // for error messages
 
     // BPE model
-    std::unordered_map<std::string, int> vocab;                  // token -> id
-    std::unordered_map<uint64_t, std::pair<int, int>> merges;    // (left, right) -> (rank, new id)
+    std::unordered_map<std::string, int> vocab;                // token -> id
+    std::unordered_map<uint64_t, std::pair<int, int>> merges;  // (left, right) -> (rank, new id)
     bool ignore_merges = false;
 
     // Added tokens, in the two groups HF matches one after the other.
     std::vector<AddedToken> added_not_normalized, added_normalized;
-    std::unordered_map<std::string, int> added_ids;              // content -> id
-    std::unordered_set<std::string> special_contents;            // HF tests "special" by content
+    std::unordered_map<std::string, int> added_ids;    // content -> id
+    std::unordered_set<std::string> special_contents;  // HF tests "special" by content
 
     std::vector<PreTokenizerStep> pre_tokenizer;
 
@@ -406,7 +413,8 @@ struct Tokenizer::Impl {
     mutable std::unordered_map<std::string, std::vector<int>> cache;
 
     static uint64_t pair_key(int left, int right) {
-        return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+        return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+               static_cast<uint32_t>(right);
     }
 
     // A token id as the file writes it: a JSON integer in [0, kMaxTokenId] (not 3.7, not 2^32 + 5
@@ -414,8 +422,9 @@ struct Tokenizer::Impl {
     int token_id(const json& node, const std::string& what) const {
         if (!node.is_number_integer())
             throw InputError(path + ": " + what + " is " + node.dump() + ", not an integer");
-        if (node.is_number_unsigned() ? node.get<uint64_t>() > static_cast<uint64_t>(kMaxTokenId)
-                                      : (node.get<int64_t>() < 0 || node.get<int64_t>() > kMaxTokenId))
+        if (node.is_number_unsigned()
+                ? node.get<uint64_t>() > static_cast<uint64_t>(kMaxTokenId)
+                : (node.get<int64_t>() < 0 || node.get<int64_t>() > kMaxTokenId))
             throw InputError(path + ": " + what + " is " + node.dump() + ", outside [0, " +
                              std::to_string(kMaxTokenId) + "]");
         return static_cast<int>(node.get<int64_t>());
@@ -457,7 +466,8 @@ void Tokenizer::Impl::parse_model(const json& model) {
     // Byte-level BPE can spell any text only if every byte's character is a token.
     for (int b = 0; b < 256; ++b)
         if (!vocab.count(byte_alphabet().byte_to_char[b]))
-            throw InputError(path + ": vocab lacks the byte-level token for byte " + std::to_string(b));
+            throw InputError(path + ": vocab lacks the byte-level token for byte " +
+                             std::to_string(b));
 
     if (!model.contains("merges") || !model["merges"].is_array())
         throw InputError(path + ": model has no \"merges\" list");
@@ -477,12 +487,13 @@ void Tokenizer::Impl::parse_model(const json& model) {
             left = merge[0].get<std::string>();
             right = merge[1].get<std::string>();
         } else {
-            throw InputError(path + ": merge " + std::to_string(rank + 1) + " is neither \"a b\" nor [a, b]");
+            throw InputError(path + ": merge " + std::to_string(rank + 1) +
+                             " is neither \"a b\" nor [a, b]");
         }
         const auto l = vocab.find(left), r = vocab.find(right), m = vocab.find(left + right);
         if (l == vocab.end() || r == vocab.end() || m == vocab.end())
-            throw InputError(path + ": merge " + std::to_string(rank + 1) + " (" + left + ", " + right +
-                             ") uses a token that is not in the vocab");
+            throw InputError(path + ": merge " + std::to_string(rank + 1) + " (" + left + ", " +
+                             right + ") uses a token that is not in the vocab");
         // A repeated pair keeps its last rank, as HF's map does.
         merges[pair_key(l->second, r->second)] = {rank, m->second};
         ++rank;
@@ -499,7 +510,8 @@ void Tokenizer::Impl::parse_pre_tokenizer(const json& node) {
         PreTokenizerStep step;
         step.kind = PreTokenizerStep::Kind::ByteLevel;
         step.add_prefix_space = flag(node, "add_prefix_space", true);
-        if (flag(node, "use_regex", true)) step.regex = std::make_shared<Regex>(kGpt2Regex, false, path);
+        if (flag(node, "use_regex", true))
+            step.regex = std::make_shared<Regex>(kGpt2Regex, false, path);
         pre_tokenizer.push_back(std::move(step));
     } else if (type == "Split") {
         PreTokenizerStep step;
@@ -509,7 +521,8 @@ void Tokenizer::Impl::parse_pre_tokenizer(const json& node) {
         } else if (pattern.contains("String")) {
             step.regex = std::make_shared<Regex>(pattern["String"].get<std::string>(), true, path);
         } else {
-            throw InputError(path + ": Split pattern is neither {\"Regex\": ..} nor {\"String\": ..}");
+            throw InputError(path +
+                             ": Split pattern is neither {\"Regex\": ..} nor {\"String\": ..}");
         }
         static const std::unordered_map<std::string, SplitBehavior> behaviors = {
             {"Removed", SplitBehavior::Removed},
@@ -552,8 +565,9 @@ void Tokenizer::Impl::parse_added_tokens(const json& list) {
             expected = next_id++;
         }
         if (id != expected)
-            throw InputError(path + ": added token \"" + content + "\" has id " + std::to_string(id) +
-                             " but Hugging Face tokenizers would give it id " + std::to_string(expected));
+            throw InputError(path + ": added token \"" + content + "\" has id " +
+                             std::to_string(id) + " but Hugging Face tokenizers would give it id " +
+                             std::to_string(expected));
         if (added_ids.count(content)) continue;
         added_ids.emplace(content, id);
         const bool is_special = flag(token, "special", false);
@@ -596,8 +610,9 @@ void Tokenizer::Impl::build_id_tables() {
         bool all_bytes = true;
         for (size_t i = 0; i < token.size() && all_bytes;) {
             const Utf8Step step = utf8_step(token, i);
-            const auto byte = step.valid ? alphabet.char_to_byte.find(code_point(token, i, step.length))
-                                         : alphabet.char_to_byte.end();
+            const auto byte = step.valid
+                                  ? alphabet.char_to_byte.find(code_point(token, i, step.length))
+                                  : alphabet.char_to_byte.end();
             all_bytes = byte != alphabet.char_to_byte.end();
             if (all_bytes) bytes += static_cast<char>(byte->second);
             i += step.length;
@@ -613,7 +628,8 @@ std::vector<std::string> Tokenizer::Impl::pre_tokenize(const std::string& piece)
         std::vector<std::string> next;
         for (const std::string& word : words) {
             if (step.kind == PreTokenizerStep::Kind::Split) {
-                for (std::string& part : split_pieces(word, *step.regex, step.behavior, step.invert))
+                for (std::string& part :
+                     split_pieces(word, *step.regex, step.behavior, step.invert))
                     next.push_back(std::move(part));
                 continue;
             }
@@ -623,7 +639,8 @@ std::vector<std::string> Tokenizer::Impl::pre_tokenize(const std::string& piece)
                 next.push_back(to_byte_level(text));
                 continue;
             }
-            for (const std::string& part : split_pieces(text, *step.regex, SplitBehavior::Isolated, false))
+            for (const std::string& part :
+                 split_pieces(text, *step.regex, SplitBehavior::Isolated, false))
                 next.push_back(to_byte_level(part));
         }
         words = std::move(next);
@@ -649,7 +666,8 @@ std::vector<int> Tokenizer::Impl::bpe(const std::string& word) const {
         const size_t length = utf8_step(word, i).length;
         const auto id = vocab.find(word.substr(i, length));
         if (id == vocab.end())  // load() checked that all 256 byte characters are tokens
-            throw Error(path + ": BPE symbol " + json(word.substr(i, length)).dump() + " is not in the vocab");
+            throw Error(path + ": BPE symbol " + json(word.substr(i, length)).dump() +
+                        " is not in the vocab");
         const int index = static_cast<int>(symbols.size());
         symbols.push_back({id->second, index - 1, -1, false});
         if (index > 0) symbols[index - 1].next = index;
@@ -667,7 +685,8 @@ std::vector<int> Tokenizer::Impl::bpe(const std::string& word) const {
         const auto merge = merges.find(pair_key(left, right));
         if (merge != merges.end()) queue.push({pos, merge->second.first, merge->second.second});
     };
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) push_pair(static_cast<int>(i), symbols[i].id, symbols[i + 1].id);
+    for (size_t i = 0; i + 1 < symbols.size(); ++i)
+        push_pair(static_cast<int>(i), symbols[i].id, symbols[i + 1].id);
 
     while (!queue.empty()) {
         const Merge top = queue.top();
@@ -714,7 +733,8 @@ Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in || std::filesystem::is_directory(path)) throw InputError(path + ": cannot open tokenizer file");
+    if (!in || std::filesystem::is_directory(path))
+        throw InputError(path + ": cannot open tokenizer file");
     json root;
     try {
         root = parse_json_limited(path, in);
@@ -743,12 +763,16 @@ Tokenizer Tokenizer::load(const std::string& path) {
             throw InputError(path + ": no pre_tokenizer (byte-level BPE needs ByteLevel)");
         impl.parse_pre_tokenizer(root["pre_tokenizer"]);
         if (std::none_of(impl.pre_tokenizer.begin(), impl.pre_tokenizer.end(),
-                         [](const PreTokenizerStep& s) { return s.kind == PreTokenizerStep::Kind::ByteLevel; }))
-            throw InputError(path + ": pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)");
+                         [](const PreTokenizerStep& s) {
+                             return s.kind == PreTokenizerStep::Kind::ByteLevel;
+                         }))
+            throw InputError(
+                path + ": pre_tokenizer has no ByteLevel step (only byte-level BPE is supported)");
 
         const json decoder = root.value("decoder", json());
         if (type_of(decoder) != "ByteLevel")
-            throw InputError(path + ": decoder \"" + type_of(decoder) + "\" is not supported (only ByteLevel)");
+            throw InputError(path + ": decoder \"" + type_of(decoder) +
+                             "\" is not supported (only ByteLevel)");
 
         if (root.contains("added_tokens") && !root["added_tokens"].is_null())
             impl.parse_added_tokens(root["added_tokens"]);
@@ -766,7 +790,8 @@ std::vector<int> Tokenizer::encode(const std::string& text) const {
     for (size_t i = 0; i < text.size();) {
         const Utf8Step step = utf8_step(text, i);
         if (!step.valid)
-            throw InputError("tokenizer: text to encode is not valid UTF-8 (byte " + std::to_string(i) + ")");
+            throw InputError("tokenizer: text to encode is not valid UTF-8 (byte " +
+                             std::to_string(i) + ")");
         i += step.length;
     }
 
@@ -800,8 +825,9 @@ std::string Tokenizer::decode(const std::vector<int>& ids, bool skip_special_tok
     std::string bytes;
     for (int id : ids) {
         if (id < 0 || id >= vocab_size() || !impl.present[id])
-            throw InputError(impl.path + ": the model produced token id " + std::to_string(id) +
-                             ", which this tokenizer does not have (a tokenizer of another model?)");
+            throw InputError(
+                impl.path + ": the model produced token id " + std::to_string(id) +
+                ", which this tokenizer does not have (a tokenizer of another model?)");
         if (skip_special_tokens && impl.special[id]) continue;
         bytes += impl.id_bytes[id];
     }

@@ -31,9 +31,9 @@ namespace glmasr {
 namespace {
 
 struct Slot {
-    std::string name;             // canonical (Hub) name
+    std::string name;  // canonical (Hub) name
     std::vector<int64_t> shape;
-    DType dtype;                  // storage dtype on the device
+    DType dtype;  // storage dtype on the device
     Tensor* field;
     enum Init { kMatrix, kOnes, kZeros } init;  // for random weights
 };
@@ -58,12 +58,15 @@ std::vector<Slot> layout(const ModelConfig& c, const OpTable& table, ModelWeight
     const DType lin = table.weight_dtype(OpId::linear);
     const DType conv = table.weight_dtype(OpId::conv1d);
     const DType emb = table.weight_dtype(OpId::embedding);
-    const int64_t De = e.hidden_size, Fe = e.intermediate_size, qe = int64_t(e.num_heads) * e.head_dim,
+    const int64_t De = e.hidden_size, Fe = e.intermediate_size,
+                  qe = int64_t(e.num_heads) * e.head_dim,
                   kve = int64_t(e.num_kv_heads) * e.head_dim;
-    const int64_t Dt = d.hidden_size, Ft = d.intermediate_size, qd = int64_t(d.num_heads) * d.head_dim,
+    const int64_t Dt = d.hidden_size, Ft = d.intermediate_size,
+                  qd = int64_t(d.num_heads) * d.head_dim,
                   kvd = int64_t(d.num_kv_heads) * d.head_dim, V = d.vocab_size;
     std::vector<Slot> s;
-    auto add = [&](std::string name, std::vector<int64_t> shape, DType dtype, Tensor* field, Slot::Init init) {
+    auto add = [&](std::string name, std::vector<int64_t> shape, DType dtype, Tensor* field,
+                   Slot::Init init) {
         s.push_back({std::move(name), std::move(shape), dtype, field, init});
     };
     // Vectors (biases, norm weights) stay f32 on every track: they are tiny and every op reads
@@ -101,7 +104,8 @@ std::vector<Slot> layout(const ModelConfig& c, const OpTable& table, ModelWeight
     add("multi_modal_projector.linear_1.weight", {c.projector_hidden(), c.projector_input()}, lin,
         &w.proj1_w, Slot::kMatrix);
     vec("multi_modal_projector.linear_1.bias", c.projector_hidden(), &w.proj1_b, Slot::kZeros);
-    add("multi_modal_projector.linear_2.weight", {Dt, c.projector_hidden()}, lin, &w.proj2_w, Slot::kMatrix);
+    add("multi_modal_projector.linear_2.weight", {Dt, c.projector_hidden()}, lin, &w.proj2_w,
+        Slot::kMatrix);
     vec("multi_modal_projector.linear_2.bias", Dt, &w.proj2_b, Slot::kZeros);
     add("language_model.model.embed_tokens.weight", {V, Dt}, emb, &w.embed, Slot::kMatrix);
     w.decoder.assign(d.num_layers, {});
@@ -166,7 +170,7 @@ std::vector<size_t> placement_order(const std::vector<Slot>& slots) {
 struct Arena {
     static constexpr size_t kAlign = 256;
     Backend& backend;
-    const bool on_host;             // host memory: convert in place, no staging copy
+    const bool on_host;  // host memory: convert in place, no staging copy
     std::shared_ptr<void> storage;
     char* base = nullptr;
     size_t capacity = 0;
@@ -174,7 +178,8 @@ struct Arena {
     std::vector<float> staging;     // one tensor's f32 values on their way to the device
     std::vector<uint16_t> scratch;  // the same, converted to bf16
 
-    Arena(Backend& b, size_t bytes) : backend(b), on_host(b.device() == Device::Host), capacity(bytes) {
+    Arena(Backend& b, size_t bytes)
+        : backend(b), on_host(b.device() == Device::Host), capacity(bytes) {
         base = static_cast<char*>(backend.alloc(capacity));
         Backend* owner = &backend;
         storage = std::shared_ptr<void>(base, [owner](void* p) { owner->free(p); });
@@ -204,7 +209,8 @@ struct Arena {
             char* dst = static_cast<char*>(t.data);
             const char* src = static_cast<const char*>(host);
 #pragma omp parallel for schedule(static)
-            for (int64_t b = 0; b < bytes; b += kBlock) std::memcpy(dst + b, src + b, std::min(kBlock, bytes - b));
+            for (int64_t b = 0; b < bytes; b += kBlock)
+                std::memcpy(dst + b, src + b, std::min(kBlock, bytes - b));
             return;
         }
         backend.upload(t.data, host, t.bytes(), backend.stream());
@@ -299,18 +305,20 @@ void set_counts(ModelWeights& w, const ModelConfig& c) {
 std::pair<int64_t, int64_t> count_parameters(const ModelConfig& c) {
     const EncoderConfig& e = c.audio;
     const DecoderConfig& d = c.text;
-    const int64_t De = e.hidden_size, Fe = e.intermediate_size, qe = int64_t(e.num_heads) * e.head_dim,
+    const int64_t De = e.hidden_size, Fe = e.intermediate_size,
+                  qe = int64_t(e.num_heads) * e.head_dim,
                   kve = int64_t(e.num_kv_heads) * e.head_dim;
-    const int64_t Dt = d.hidden_size, Ft = d.intermediate_size, qd = int64_t(d.num_heads) * d.head_dim,
+    const int64_t Dt = d.hidden_size, Ft = d.intermediate_size,
+                  qd = int64_t(d.num_heads) * d.head_dim,
                   kvd = int64_t(d.num_kv_heads) * d.head_dim, V = d.vocab_size;
     const int64_t encoder_layer = 4 * De                           // two LayerNorms
                                   + qe * De + qe + kve * De        // q (bias), k (no bias)
                                   + kve * De + kve + De * qe + De  // v, o
                                   + Fe * De + Fe + De * Fe + De;   // fc1, fc2
-    const int64_t encoder = De * e.num_mel_bins * 3 + De + De * De * 3 + De +
-                            encoder_layer * e.num_layers + 2 * De;
-    const int64_t projector = int64_t(c.projector_hidden()) * c.projector_input() + c.projector_hidden() +
-                              Dt * c.projector_hidden() + Dt;
+    const int64_t encoder =
+        De * e.num_mel_bins * 3 + De + De * De * 3 + De + encoder_layer * e.num_layers + 2 * De;
+    const int64_t projector = int64_t(c.projector_hidden()) * c.projector_input() +
+                              c.projector_hidden() + Dt * c.projector_hidden() + Dt;
     const int64_t decoder_layer = 2 * Dt + qd * Dt + 2 * kvd * Dt + Dt * qd + 3 * Dt * Ft;
     const int64_t decoder = V * Dt + decoder_layer * d.num_layers + Dt;
     const int64_t unique = encoder + projector + decoder;
@@ -339,11 +347,13 @@ ModelWeights load_weights(const std::string& path, const ModelConfig& config, co
                                               : ""));
         const SafeTensorEntry* e = file.find(it->second);
         if (e->shape != shape)
-            throw InputError(path + ": tensor '" + it->second + "' has shape " + shape_text(e->shape) +
-                             ", config.json implies " + shape_text(shape));
+            throw InputError(path + ": tensor '" + it->second + "' has shape " +
+                             shape_text(e->shape) + ", config.json implies " + shape_text(shape));
         if (const int64_t bad = first_non_finite(*e); bad >= 0)
-            throw InputError(path + ": tensor '" + it->second + "' holds a non-finite value (NaN or "
-                             "Inf) at element " + std::to_string(bad));
+            throw InputError(path + ": tensor '" + it->second +
+                             "' holds a non-finite value (NaN or "
+                             "Inf) at element " +
+                             std::to_string(bad));
         return e;
     };
 
@@ -408,7 +418,8 @@ ModelWeights random_weights(const ModelConfig& config, const OpTable& table, Bac
     const std::vector<Slot> slots = layout(config, table, w);
     const std::vector<int64_t> head_shape = {config.text.vocab_size, config.text.hidden_size};
     const DType head_dtype = table.weight_dtype(OpId::linear);
-    const bool share = config.tie_word_embeddings && head_dtype == table.weight_dtype(OpId::embedding);
+    const bool share =
+        config.tie_word_embeddings && head_dtype == table.weight_dtype(OpId::embedding);
 
     size_t total = 0;
     for (const Slot& s : slots) total += Arena::align(Arena::bytes_of(s.shape, s.dtype));
@@ -433,7 +444,8 @@ ModelWeights random_weights(const ModelConfig& config, const OpTable& table, Bac
         // stream of its own.
         const uint64_t stream = config.tie_word_embeddings ? embed_index : slots.size();
         w.lm_head = arena.take(head_shape, head_dtype);
-        arena.put_f32(w.lm_head, [&](float* out) { fill_normal(out, numel(head_shape), kStd, seed, stream); });
+        arena.put_f32(w.lm_head,
+                      [&](float* out) { fill_normal(out, numel(head_shape), kStd, seed, stream); });
     }
     w.lm_head_is_separate = !config.tie_word_embeddings;
     w.storage = arena.storage;

@@ -8,6 +8,7 @@ parameter counts `glmasr info` reports for the real Nano config, the per-op tabl
 bad_inputs_test.py.
 Standard library only.
 """
+
 import json
 import os
 import re
@@ -31,8 +32,7 @@ ATTENTION_CHOICES = "three_kernel, flash_simt, flash_split, flash_mma or flash_b
 
 
 def run(*args, timeout=600, env=None):
-    return subprocess.run([GLMASR, *args], capture_output=True, text=True, timeout=timeout,
-                          env=env)
+    return subprocess.run([GLMASR, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
 class CliTest(unittest.TestCase):
@@ -52,14 +52,32 @@ class CliTest(unittest.TestCase):
     def test_transcript_matches_transformers(self):
         with open(os.path.join(FIXTURE, "expected.json")) as f:
             expected = json.load(f)
-        r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu",
-                "--max-new-tokens", str(expected["generate_max_new_tokens"]))
+        r = run(
+            "transcribe",
+            CLIP,
+            "--model",
+            MODEL,
+            "--track",
+            "cpu",
+            "--max-new-tokens",
+            str(expected["generate_max_new_tokens"]),
+        )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.rstrip("\n"), expected["generate_text"])
 
     def test_json_output(self):
-        r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--max-new-tokens", "4",
-                "--json", "--verbose")
+        r = run(
+            "transcribe",
+            CLIP,
+            "--model",
+            MODEL,
+            "--track",
+            "cpu",
+            "--max-new-tokens",
+            "4",
+            "--json",
+            "--verbose",
+        )
         self.assertEqual(r.returncode, 0, r.stderr)
         out = json.loads(r.stdout)
         self.assertEqual(len(out["tokens"]), 4)
@@ -81,8 +99,16 @@ class CliTest(unittest.TestCase):
         self.assertIn("tensors", r.stdout)
 
     def test_random_weights_small_config(self):
-        r = run("transcribe", CLIP, "--random-weights", os.path.join(MODEL, "config.json"),
-                "--track", "cpu", "--max-new-tokens", "5")
+        r = run(
+            "transcribe",
+            CLIP,
+            "--random-weights",
+            os.path.join(MODEL, "config.json"),
+            "--track",
+            "cpu",
+            "--max-new-tokens",
+            "5",
+        )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("5 tokens", r.stdout)
 
@@ -94,9 +120,23 @@ class CliTest(unittest.TestCase):
     def profile_small(self, *extra):
         # One OpenMP thread: on a busy machine, waiting for descheduled threads at every op's
         # barrier would make each op take a time slice.
-        return run("profile", "--track", "cpu", "--config", SMALL_CONFIG, "--seconds", "2",
-                   "--decode-steps", "4", "--warmup", "0", "--repeats", "1", *extra,
-                   env=dict(os.environ, OMP_NUM_THREADS="1"))
+        return run(
+            "profile",
+            "--track",
+            "cpu",
+            "--config",
+            SMALL_CONFIG,
+            "--seconds",
+            "2",
+            "--decode-steps",
+            "4",
+            "--warmup",
+            "0",
+            "--repeats",
+            "1",
+            *extra,
+            env=dict(os.environ, OMP_NUM_THREADS="1"),
+        )
 
     def test_profile_table(self):
         r = self.profile_small()
@@ -112,9 +152,22 @@ class CliTest(unittest.TestCase):
             if not line.strip():
                 break
         # The cpu track has no fused entries: the driver runs every composition op by op.
-        expected = {"conv1d", "gelu", "layernorm", "linear", "rope_apply", "attention_scores",
-                    "softmax", "attention_output", "add", "embedding", "rmsnorm", "cache_write",
-                    "silu_mul", "argmax"}
+        expected = {
+            "conv1d",
+            "gelu",
+            "layernorm",
+            "linear",
+            "rope_apply",
+            "attention_scores",
+            "softmax",
+            "attention_output",
+            "add",
+            "embedding",
+            "rmsnorm",
+            "cache_write",
+            "silu_mul",
+            "argmax",
+        }
         self.assertEqual(set(rows), expected)
         for op, (calls, ms) in rows.items():
             self.assertGreater(calls, 0, op)
@@ -138,8 +191,9 @@ class CliTest(unittest.TestCase):
                 self.assertGreaterEqual(op["gbps"], 0)
         decode = {op["op"]: op for op in stages["decode"]["ops"]}
         # Decode linears per step: q, k, v, o, gate, up, down per layer, and the lm_head.
-        L, D, F, V = (text[k] for k in ("num_hidden_layers", "hidden_size", "intermediate_size",
-                                        "vocab_size"))
+        L, D, F, V = (
+            text[k] for k in ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size")
+        )
         H, Hkv = text["num_attention_heads"], text["num_key_value_heads"]
         hd = D // H
         self.assertEqual(decode["linear"]["calls"], 3 * (7 * L + 1))
@@ -158,8 +212,16 @@ class CliTest(unittest.TestCase):
         for command in ("transcribe", "bench", "profile", "worker"):
             r = run(command, "--help")
             self.assertEqual(r.returncode, 0, r.stderr)
-            for text in ("--gemm RUNG", "--attention PATH", "--sync-check", GEMM_CHOICES,
-                         ATTENTION_CHOICES, "GLMASR_GEMM", "GLMASR_ATTENTION", "GLMASR_CUDA_SYNC"):
+            for text in (
+                "--gemm RUNG",
+                "--attention PATH",
+                "--sync-check",
+                GEMM_CHOICES,
+                ATTENTION_CHOICES,
+                "GLMASR_GEMM",
+                "GLMASR_ATTENTION",
+                "GLMASR_CUDA_SYNC",
+            ):
                 self.assertIn(text, r.stdout, command)
 
     def test_settings_choices_are_the_references(self):
@@ -178,20 +240,49 @@ class CliTest(unittest.TestCase):
         r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--gemm", "fastest")
         self.assert_bad_input(r, "--gemm: unknown GEMM rung 'fastest' (choose " + GEMM_CHOICES)
         r = self.profile_small("--attention", "flash")
-        self.assert_bad_input(r, "--attention: unknown attention path 'flash' (choose " +
-                              ATTENTION_CHOICES)
-        r = run("bench", "--tracks", "cpu", "--config", SMALL_CONFIG, "--seconds", "2",
-                "--decode-steps", "2", "--warmup", "0", "--repeats", "1", "--attention", "FLASH_BF16")
+        self.assert_bad_input(
+            r, "--attention: unknown attention path 'flash' (choose " + ATTENTION_CHOICES
+        )
+        r = run(
+            "bench",
+            "--tracks",
+            "cpu",
+            "--config",
+            SMALL_CONFIG,
+            "--seconds",
+            "2",
+            "--decode-steps",
+            "2",
+            "--warmup",
+            "0",
+            "--repeats",
+            "1",
+            "--attention",
+            "FLASH_BF16",
+        )
         self.assert_bad_input(r, ATTENTION_CHOICES)  # names are case-sensitive, as the variables'
-
 
     def test_settings_that_do_not_apply_are_said(self):
         # Not an error (--track auto is the cpu track without a GPU): null in --json, n/a in
         # --verbose, and one note per setting on stderr. A flag overrides its variable.
         env = dict(os.environ, GLMASR_GEMM="smem", GLMASR_ATTENTION="flash_simt")
         env.pop("GLMASR_CUDA_SYNC", None)
-        r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--max-new-tokens", "2",
-                "--json", "--verbose", "--gemm", "regtile", "--sync-check", env=env)
+        r = run(
+            "transcribe",
+            CLIP,
+            "--model",
+            MODEL,
+            "--track",
+            "cpu",
+            "--max-new-tokens",
+            "2",
+            "--json",
+            "--verbose",
+            "--gemm",
+            "regtile",
+            "--sync-check",
+            env=env,
+        )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["settings"], NO_SETTINGS)
         notes = [l for l in r.stderr.splitlines() if l.startswith("glmasr: note:")]
@@ -202,11 +293,28 @@ class CliTest(unittest.TestCase):
         self.assertIn("settings  gemm=n/a attention=n/a sync_check=n/a", r.stderr)
 
     def test_bench_json_records_settings(self):
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("GLMASR_GEMM", "GLMASR_ATTENTION", "GLMASR_CUDA_SYNC")}
-        r = run("bench", "--tracks", "cpu", "--config", SMALL_CONFIG, "--seconds", "2",
-                "--decode-steps", "2", "--warmup", "0", "--repeats", "1", "--json",
-                env=dict(env, OMP_NUM_THREADS="1"))
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("GLMASR_GEMM", "GLMASR_ATTENTION", "GLMASR_CUDA_SYNC")
+        }
+        r = run(
+            "bench",
+            "--tracks",
+            "cpu",
+            "--config",
+            SMALL_CONFIG,
+            "--seconds",
+            "2",
+            "--decode-steps",
+            "2",
+            "--warmup",
+            "0",
+            "--repeats",
+            "1",
+            "--json",
+            env=dict(env, OMP_NUM_THREADS="1"),
+        )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["tracks"][0]["settings"], NO_SETTINGS)
         self.assertNotIn("note:", r.stderr)

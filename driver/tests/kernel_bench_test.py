@@ -9,6 +9,7 @@ replays and flushes on request, bad requests answered and survived, EOF → exit
 under a deadline); bad options and, without a GPU, GPU tracks and `glmasr peaks` refused with
 exit 2 and one line. No GPU needed. Standard library only.
 """
+
 import csv
 import io
 import json
@@ -27,15 +28,48 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SMALL_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/small.json")
 WORKLOAD = ["--config", SMALL_CONFIG, "--seconds", "2", "--decode-steps", "2"]
 BENCH = ["kernel-bench", "--tracks", "cpu", *WORKLOAD, "--repeats", "2"]
-HEADER = ["track", "stage", "op", "shape", "key", "calls_per_run", "median_us", "min_us", "bytes",
-          "flops", "gbps", "tflops", "status"]
-DECODER_OPS = {"embedding", "rmsnorm", "linear", "rope_apply", "cache_write", "attention_scores",
-               "softmax", "attention_output", "add", "silu_mul", "argmax"}
+HEADER = [
+    "track",
+    "stage",
+    "op",
+    "shape",
+    "key",
+    "calls_per_run",
+    "median_us",
+    "min_us",
+    "bytes",
+    "flops",
+    "gbps",
+    "tflops",
+    "status",
+]
+DECODER_OPS = {
+    "embedding",
+    "rmsnorm",
+    "linear",
+    "rope_apply",
+    "cache_write",
+    "attention_scores",
+    "softmax",
+    "attention_output",
+    "add",
+    "silu_mul",
+    "argmax",
+}
 # The primitives each stage calls (the fused entries composed); rope_freqs only sets tables up,
 # outside any run.
 STAGE_OPS = {
-    "encoder": {"conv1d", "gelu", "layernorm", "linear", "rope_apply", "attention_scores",
-                "softmax", "attention_output", "add"},
+    "encoder": {
+        "conv1d",
+        "gelu",
+        "layernorm",
+        "linear",
+        "rope_apply",
+        "attention_scores",
+        "softmax",
+        "attention_output",
+        "add",
+    },
     "projector": {"linear", "gelu"},
     "prefill": DECODER_OPS,
     "decode": DECODER_OPS,
@@ -79,7 +113,9 @@ class KernelBenchCpu(unittest.TestCase):
             self.assertGreater(r["bytes"], 0, r)
             for field in ("flops", "gbps", "tflops"):
                 self.assertTrue(math.isfinite(r[field]) and r[field] >= 0, (field, r))
-            self.assertAlmostEqual(r["gbps"], r["bytes"] / r["median_us"] / 1e3, delta=1e-9 * r["gbps"])
+            self.assertAlmostEqual(
+                r["gbps"], r["bytes"] / r["median_us"] / 1e3, delta=1e-9 * r["gbps"]
+            )
             signature = (r["stage"], r["op"], r["shape"])
             self.assertNotIn(signature, seen, "one row per distinct call")
             seen.add(signature)
@@ -100,11 +136,16 @@ class KernelBenchCpu(unittest.TestCase):
         # The cpu track has no fused entries, so profile sees the same primitive calls.
         p = run("profile", "--track", "cpu", *WORKLOAD, "--warmup", "0", "--repeats", "1", "--json")
         self.assertEqual(p.returncode, 0, p.stderr)
-        expected = {(s["stage"], o["op"]): o["calls"]
-                    for s in json.loads(p.stdout)["stages"] for o in s["ops"]}
+        expected = {
+            (s["stage"], o["op"]): o["calls"]
+            for s in json.loads(p.stdout)["stages"]
+            for o in s["ops"]
+        }
         summed = {}
         for r in self.rows:
-            summed[(r["stage"], r["op"])] = summed.get((r["stage"], r["op"]), 0) + r["calls_per_run"]
+            summed[(r["stage"], r["op"])] = (
+                summed.get((r["stage"], r["op"]), 0) + r["calls_per_run"]
+            )
         self.assertEqual(summed, expected)
 
     def test_key_is_the_shape_without_dtypes(self):
@@ -142,8 +183,12 @@ class KernelBenchWorker(unittest.TestCase):
 
     def setUp(self):
         self.proc = subprocess.Popen(
-            [GLMASR, "kernel-bench", "--worker", "--tracks", "cpu", *WORKLOAD], cwd=ROOT,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            [GLMASR, "kernel-bench", "--worker", "--tracks", "cpu", *WORKLOAD],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.buffer = b""
 
     def tearDown(self):
@@ -184,15 +229,25 @@ class KernelBenchWorker(unittest.TestCase):
             self.assertEqual(set(r), set(fields), r)
         p = run(*BENCH, "--json")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual([[r[f] for f in fields] for r in ready["rows"]],
-                         [[r[f] for f in fields] for r in json.loads(p.stdout)["rows"]])
+        self.assertEqual(
+            [[r[f] for f in fields] for r in ready["rows"]],
+            [[r[f] for f in fields] for r in json.loads(p.stdout)["rows"]],
+        )
         last = len(ready["rows"]) - 1
         self.assertEqual(self.request('{"row": 0, "calls": 3}'), {"ok": True})
         self.assertEqual(self.request('{"flush": 2}'), {"ok": True})
-        for bad in [f'{{"row": {last + 1}, "calls": 1}}', '{"row": -1, "calls": 1}', "garbage",
-                    '{"row": 0, "calls": 0}', '{"row": 0, "calls": 100001}', '{"flush": 0}',
-                    '{"row": 0, "calls": 1, "extra": 1}', '{"row": 0}', '[1, 2]',
-                    '{"row": 0, "calls": 1.5}']:
+        for bad in [
+            f'{{"row": {last + 1}, "calls": 1}}',
+            '{"row": -1, "calls": 1}',
+            "garbage",
+            '{"row": 0, "calls": 0}',
+            '{"row": 0, "calls": 100001}',
+            '{"flush": 0}',
+            '{"row": 0, "calls": 1, "extra": 1}',
+            '{"row": 0}',
+            "[1, 2]",
+            '{"row": 0, "calls": 1.5}',
+        ]:
             with self.subTest(request=bad):
                 reply = self.request(bad)
                 self.assertEqual(set(reply), {"error"}, reply)
@@ -238,8 +293,9 @@ class Refusals(unittest.TestCase):
     def test_gpu_tracks_without_a_gpu(self):
         if gpu_visible():
             self.skipTest("a GPU is visible")
-        self.assert_refused(run("kernel-bench", "--tracks", "cpu,reference", *WORKLOAD),
-                            "track 'reference' needs")
+        self.assert_refused(
+            run("kernel-bench", "--tracks", "cpu,reference", *WORKLOAD), "track 'reference' needs"
+        )
 
     def test_peaks_without_a_gpu(self):
         if gpu_visible():

@@ -8,6 +8,7 @@ bytes and flops as --json; --csv FILE next to the text table; --csv - with --jso
 with the tool absent (NCU=/nonexistent, NSYS=/nonexistent), exit 2 with one line. No GPU.
 Standard library only.
 """
+
 import csv
 import io
 import json
@@ -24,17 +25,45 @@ GLMASR = None
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMALL_CONFIG = os.path.join(ROOT, "tests/fixtures/configs/small.json")
 NSIGHT = os.path.join(ROOT, "tools/perf/nsight.sh")
-HEADER = ["stage", "op", "track", "calls", "total_ms", "mean_us", "share", "bytes", "flops",
-          "gbps", "tflops", "stage_entries", "stage_ops_ms", "stage_uninstrumented_ms"]
+HEADER = [
+    "stage",
+    "op",
+    "track",
+    "calls",
+    "total_ms",
+    "mean_us",
+    "share",
+    "bytes",
+    "flops",
+    "gbps",
+    "tflops",
+    "stage_entries",
+    "stage_ops_ms",
+    "stage_uninstrumented_ms",
+]
 STAGES = {"encoder", "projector", "prefill", "decode", "all"}
-WORKLOAD = ["--track", "cpu", "--config", SMALL_CONFIG, "--seconds", "1", "--decode-steps", "2",
-            "--warmup", "0", "--repeats", "1"]
+WORKLOAD = [
+    "--track",
+    "cpu",
+    "--config",
+    SMALL_CONFIG,
+    "--seconds",
+    "1",
+    "--decode-steps",
+    "2",
+    "--warmup",
+    "0",
+    "--repeats",
+    "1",
+]
 
 
 def op_names():
     with open(os.path.join(ROOT, "driver/include/glmasr/ops.h")) as f:
         text = f.read()
-    block = text[text.index("#define GLMASR_PRIMITIVE_OPS"):text.index("#define GLMASR_OP_ENTRIES")]
+    block = text[
+        text.index("#define GLMASR_PRIMITIVE_OPS") : text.index("#define GLMASR_OP_ENTRIES")
+    ]
     return re.findall(r"X\(([a-z_0-9]+)\)", block)
 
 
@@ -84,8 +113,11 @@ class ProfileCsv(unittest.TestCase):
                 calls[r["op"]] = calls.get(r["op"], 0) + int(r["calls"])
         for stage, total in share.items():
             self.assertAlmostEqual(total, 1.0, places=5, msg=stage)
-        all_calls = {dict(zip(HEADER, r))["op"]: int(dict(zip(HEADER, r))["calls"])
-                     for r in self.rows[1:] if r[0] == "all"}
+        all_calls = {
+            dict(zip(HEADER, r))["op"]: int(dict(zip(HEADER, r))["calls"])
+            for r in self.rows[1:]
+            if r[0] == "all"
+        }
         self.assertEqual(all_calls, calls)
 
     def test_same_counts_as_json(self):
@@ -152,20 +184,36 @@ class NsightTargets(unittest.TestCase):
             self.assertIn(name, line.split())
 
     def test_ncu_bogus_kernel(self):
-        self.both("ncu", {"KERNEL": "no_such_op"}, {"NCU": "/nonexistent"},
-                  "KERNEL=no_such_op is not an op")
+        self.both(
+            "ncu",
+            {"KERNEL": "no_such_op"},
+            {"NCU": "/nonexistent"},
+            "KERNEL=no_such_op is not an op",
+        )
 
     def test_ncu_absent(self):
-        self.both("ncu", {"KERNEL": "linear", "TRACK": "reference"}, {"NCU": "/nonexistent"},
-                  "ncu (Nsight Compute) is not installed")
+        self.both(
+            "ncu",
+            {"KERNEL": "linear", "TRACK": "reference"},
+            {"NCU": "/nonexistent"},
+            "ncu (Nsight Compute) is not installed",
+        )
 
     def test_nsys_absent(self):
-        self.both("nsys", {"TRACK": "reference"}, {"NSYS": "/nonexistent"},
-                  "nsys (Nsight Systems) is not installed")
+        self.both(
+            "nsys",
+            {"TRACK": "reference"},
+            {"NSYS": "/nonexistent"},
+            "nsys (Nsight Systems) is not installed",
+        )
 
     def test_cpu_track_refused(self):
-        self.both("ncu", {"KERNEL": "linear", "TRACK": "cpu"}, {"NCU": "/nonexistent"},
-                  "TRACK=cpu runs no kernels")
+        self.both(
+            "ncu",
+            {"KERNEL": "linear", "TRACK": "cpu"},
+            {"NCU": "/nonexistent"},
+            "TRACK=cpu runs no kernels",
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ sample clip, transcribes it through the page's own upload code, and the transcri
 the DOM it built; a screenshot of the page (without a run) is made. Where glmasr was built without cpp-httplib (it says so),
 both are skipped with that line. Standard library only.
 """
+
 import concurrent.futures
 import json
 import math
@@ -34,9 +35,25 @@ CONCORD = os.path.join(CLIPS, "concord.wav")
 
 def start_server(*extra):
     """A `glmasr serve` on a free port of 127.0.0.1: (process, base URL)."""
-    p = subprocess.Popen([GLMASR, "serve", "--model", MODEL, "--track", "cpu", "--port", "0",
-                          "--clips", CLIPS, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    p = subprocess.Popen(
+        [
+            GLMASR,
+            "serve",
+            "--model",
+            MODEL,
+            "--track",
+            "cpu",
+            "--port",
+            "0",
+            "--clips",
+            CLIPS,
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )
     line = p.stdout.readline()  # "glmasr serve: listening on http://127.0.0.1:PORT/ ..."
     if "listening on" not in line:
         p.kill()
@@ -55,8 +72,9 @@ def request(url, data=None, content_type=None, timeout=300):
     """(status, JSON or bytes) of a GET, or of a POST of data."""
     headers = {"Content-Type": content_type} if content_type else {}
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers),
-                                    timeout=timeout) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(url, data=data, headers=headers), timeout=timeout
+        ) as r:
             body, status, kind = r.read(), r.status, r.headers.get("Content-Type", "")
     except urllib.error.HTTPError as e:
         body, status, kind = e.read(), e.code, e.headers.get("Content-Type", "")
@@ -69,17 +87,27 @@ def multipart(fields, files):
     boundary = uuid.uuid4().hex
     parts = []
     for name, value in fields.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
-                     f"{value}\r\n".encode())
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+            f"{value}\r\n".encode()
+        )
     for name, (filename, content) in files.items():
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
-                     f'filename="{filename}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
-                     + content + b"\r\n")
-    return b"".join(parts) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+        parts.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+            f'filename="{filename}"\r\nContent-Type: application/octet-stream\r\n\r\n'.encode()
+            + content
+            + b"\r\n"
+        )
+    return b"".join(
+        parts
+    ) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
 
 
 def transcribe(base, audio, name="clip.wav", **fields):
-    body, kind = multipart({k: str(v) for k, v in fields.items()}, {"audio": (name, audio)} if audio is not None else {})
+    body, kind = multipart(
+        {k: str(v) for k, v in fields.items()},
+        {"audio": (name, audio)} if audio is not None else {},
+    )
     return request(base + "/transcribe", body, kind)
 
 
@@ -96,8 +124,12 @@ def silence_wav(seconds, tone=True):
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(8000)
-        w.writeframes(b"".join(struct.pack("<h", int(3000 * math.sin(i / 3)) if tone else 0)
-                               for i in range(8000 * seconds)))
+        w.writeframes(
+            b"".join(
+                struct.pack("<h", int(3000 * math.sin(i / 3)) if tone else 0)
+                for i in range(8000 * seconds)
+            )
+        )
     data = read(path)
     os.remove(path)
     return data
@@ -105,7 +137,9 @@ def silence_wav(seconds, tone=True):
 
 def serve_absent():
     """The reason this glmasr has no server (built without cpp-httplib), or None."""
-    p = subprocess.run([GLMASR, "serve", "--model", MODEL, "--port", "-1"], capture_output=True, text=True)
+    p = subprocess.run(
+        [GLMASR, "serve", "--model", MODEL, "--port", "-1"], capture_output=True, text=True
+    )
     return p.stderr.strip() if "found no cpp-httplib" in p.stderr else None
 
 
@@ -114,7 +148,9 @@ class Api(unittest.TestCase):
     def setUpClass(cls):
         if serve_absent():  # e.g. the GPU machine, whose carried packages lack cpp-httplib
             raise unittest.SkipTest(serve_absent())
-        cls.server, cls.base = start_server("--max-upload-mb", "1", "--max-seconds", "20", "--queue", "1")
+        cls.server, cls.base = start_server(
+            "--max-upload-mb", "1", "--max-seconds", "20", "--queue", "1"
+        )
 
     @classmethod
     def tearDownClass(cls):
@@ -124,8 +160,10 @@ class Api(unittest.TestCase):
         self.assertEqual(request(self.base + "/health")[1]["status"], "ok")
         status, tracks = request(self.base + "/tracks")
         self.assertEqual(tracks["default"], "cpu")
-        self.assertIn({"name": "cpu", "available": True}, [{k: t[k] for k in ("name", "available")}
-                                                           for t in tracks["tracks"]])
+        self.assertIn(
+            {"name": "cpu", "available": True},
+            [{k: t[k] for k in ("name", "available")} for t in tracks["tracks"]],
+        )
         self.assertIn("rmsnorm", tracks["ops"])
         self.assertIn("concord.wav", request(self.base + "/clips")[1]["clips"])
         self.assertEqual(request(self.base + "/clips/concord.wav")[1], read(CONCORD))
@@ -137,19 +175,37 @@ class Api(unittest.TestCase):
         self.assertNotIn(b"https://", page)
 
     def test_transcription_equals_the_cli(self):
-        cli = subprocess.run([GLMASR, "transcribe", CONCORD, "--model", MODEL, "--track", "cpu",
-                              "--json", "--max-new-tokens", "60"], capture_output=True, text=True)
+        cli = subprocess.run(
+            [
+                GLMASR,
+                "transcribe",
+                CONCORD,
+                "--model",
+                MODEL,
+                "--track",
+                "cpu",
+                "--json",
+                "--max-new-tokens",
+                "60",
+            ],
+            capture_output=True,
+            text=True,
+        )
         self.assertEqual(cli.returncode, 0, cli.stderr)
         status, out = transcribe(self.base, read(CONCORD), "concord.wav", max_new_tokens=60)
         self.assertEqual(status, 200, out)
-        self.assertEqual((out["text"], out["tokens"]), (json.loads(cli.stdout)["text"], json.loads(cli.stdout)["tokens"]))
+        self.assertEqual(
+            (out["text"], out["tokens"]),
+            (json.loads(cli.stdout)["text"], json.loads(cli.stdout)["tokens"]),
+        )
         self.assertEqual(out["track"], "cpu")
         self.assertIn("decode", out["timing_ms"])
         self.assertNotIn("profile", out)
 
     def test_profile_of_a_run_with_a_mix(self):
-        status, out = transcribe(self.base, read(CONCORD), max_new_tokens=20, profile=1,
-                                 ops="rmsnorm=cpu")
+        status, out = transcribe(
+            self.base, read(CONCORD), max_new_tokens=20, profile=1, ops="rmsnorm=cpu"
+        )
         self.assertEqual(status, 200, out)
         ops = {p["op"]: p for p in out["profile"]}
         self.assertGreater(ops["linear"]["calls"], 0)
@@ -159,21 +215,61 @@ class Api(unittest.TestCase):
     def test_bad_uploads_get_4xx_and_the_server_goes_on(self):
         cases = [
             ("empty file", transcribe(self.base, b"", "empty.wav"), 400, "empty.wav: empty file"),
-            ("not audio", transcribe(self.base, b"hello\n" * 100, "notes.txt"), 400,
-             "notes.txt: not a readable audio file"),
-            ("silence", transcribe(self.base, silence_wav(2, tone=False), "quiet.wav"), 400,
-             "quiet.wav: the audio is silent"),
-            ("too long", transcribe(self.base, silence_wav(25), "long.wav"), 413,
-             "long.wav: 25 s of audio is longer than this server's limit of 20 s"),
-            ("too large", transcribe(self.base, b"\0" * (2 << 20), "big.wav"), 413,
-             "larger than this server's limit of 1 MB"),
+            (
+                "not audio",
+                transcribe(self.base, b"hello\n" * 100, "notes.txt"),
+                400,
+                "notes.txt: not a readable audio file",
+            ),
+            (
+                "silence",
+                transcribe(self.base, silence_wav(2, tone=False), "quiet.wav"),
+                400,
+                "quiet.wav: the audio is silent",
+            ),
+            (
+                "too long",
+                transcribe(self.base, silence_wav(25), "long.wav"),
+                413,
+                "long.wav: 25 s of audio is longer than this server's limit of 20 s",
+            ),
+            (
+                "too large",
+                transcribe(self.base, b"\0" * (2 << 20), "big.wav"),
+                413,
+                "larger than this server's limit of 1 MB",
+            ),
             ("no file", transcribe(self.base, None), 400, '"audio" file'),
-            ("no form", request(self.base + "/transcribe", b"raw bytes", "text/plain"), 400, '"audio" file'),
-            ("unknown track", transcribe(self.base, read(CONCORD), track="tpu"), 400, "unknown track 'tpu'"),
-            ("bad ops", transcribe(self.base, read(CONCORD), ops="frobnicate=cpu"), 400, "frobnicate"),
-            ("bad max_new_tokens", transcribe(self.base, read(CONCORD), max_new_tokens="lots"), 400,
-             "max_new_tokens must be a positive integer"),
-            ("unknown path", request(self.base + "/nowhere"), 404, "no such endpoint: GET /nowhere"),
+            (
+                "no form",
+                request(self.base + "/transcribe", b"raw bytes", "text/plain"),
+                400,
+                '"audio" file',
+            ),
+            (
+                "unknown track",
+                transcribe(self.base, read(CONCORD), track="tpu"),
+                400,
+                "unknown track 'tpu'",
+            ),
+            (
+                "bad ops",
+                transcribe(self.base, read(CONCORD), ops="frobnicate=cpu"),
+                400,
+                "frobnicate",
+            ),
+            (
+                "bad max_new_tokens",
+                transcribe(self.base, read(CONCORD), max_new_tokens="lots"),
+                400,
+                "max_new_tokens must be a positive integer",
+            ),
+            (
+                "unknown path",
+                request(self.base + "/nowhere"),
+                404,
+                "no such endpoint: GET /nowhere",
+            ),
         ]
         for what, (status, out), expected, needle in cases:
             with self.subTest(what):
@@ -186,7 +282,9 @@ class Api(unittest.TestCase):
         # --queue 1: one request runs, one waits, the rest are turned away at once.
         audio = read(CONCORD)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
-            results = list(pool.map(lambda _: transcribe(self.base, audio, max_new_tokens=40), range(4)))
+            results = list(
+                pool.map(lambda _: transcribe(self.base, audio, max_new_tokens=40), range(4))
+            )
         statuses = sorted(status for status, _ in results)
         self.assertEqual(statuses.count(200) + statuses.count(503), 4, results)
         self.assertGreaterEqual(statuses.count(200), 1)
@@ -207,26 +305,56 @@ class Page(unittest.TestCase):
         server, base = start_server()
         tmp = tempfile.mkdtemp(prefix="glmasr-serve-page-")
         try:
-            browser = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                       "--disable-background-networking", "--disable-component-update",
-                       "--disable-sync", f"--user-data-dir={tmp}/profile", "--window-size=1200,900",
-                       "--virtual-time-budget=60000"]
+            browser = [
+                chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={tmp}/profile",
+                "--window-size=1200,900",
+                "--virtual-time-budget=60000",
+            ]
             page = base + "/?clip=concord.wav&autorun=1&profile=1&max_new_tokens=60"
             started = time.time()
-            dom = subprocess.run(browser + ["--dump-dom", page], capture_output=True, text=True, timeout=240)
+            dom = subprocess.run(
+                browser + ["--dump-dom", page], capture_output=True, text=True, timeout=240
+            )
             self.assertEqual(dom.returncode, 0, dom.stderr[-2000:])
-            cli = subprocess.run([GLMASR, "transcribe", CONCORD, "--model", MODEL, "--track", "cpu",
-                                  "--max-new-tokens", "60"], capture_output=True, text=True)
+            cli = subprocess.run(
+                [
+                    GLMASR,
+                    "transcribe",
+                    CONCORD,
+                    "--model",
+                    MODEL,
+                    "--track",
+                    "cpu",
+                    "--max-new-tokens",
+                    "60",
+                ],
+                capture_output=True,
+                text=True,
+            )
             text = cli.stdout.strip()
             self.assertTrue(text)
-            self.assertIn(f'<div id="transcript">{text}</div>', dom.stdout,
-                          f"after {time.time() - started:.0f} s: {dom.stdout[-3000:]}")
+            self.assertIn(
+                f'<div id="transcript">{text}</div>',
+                dom.stdout,
+                f"after {time.time() - started:.0f} s: {dom.stdout[-3000:]}",
+            )
             self.assertIn("Per-op profile of this run:", dom.stdout)
             # The screenshot checks that the page renders; the transcription through the page was
             # checked above, and a second profiled one costs minutes in a sanitizer build.
             shot = os.path.join(tmp, "page.png")
-            subprocess.run(browser + [f"--screenshot={shot}", base + "/?clip=concord.wav"], capture_output=True,
-                           timeout=240)
+            subprocess.run(
+                browser + [f"--screenshot={shot}", base + "/?clip=concord.wav"],
+                capture_output=True,
+                timeout=240,
+            )
             self.assertEqual(read(shot)[:8], b"\x89PNG\r\n\x1a\n")
             self.assertGreater(os.path.getsize(shot), 10000)
         finally:

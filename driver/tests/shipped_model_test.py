@@ -15,6 +15,7 @@ on one track (cpu by default, so CI runs it without a GPU):
     chunks, with the words of its clips.
 Standard library only.
 """
+
 import itertools
 import json
 import os
@@ -39,9 +40,23 @@ GLMASR, TRACK = None, "cpu"
 def transcribe(names):
     """{clip name: glmasr's JSON result} for clips of assets/audio, in one process."""
     paths = [os.path.join(CLIPS, n) for n in names]
-    p = subprocess.run([GLMASR, "transcribe", *paths, "--model", MODEL, "--track", TRACK,
-                        "--json", "--max-new-tokens", "200"],
-                       capture_output=True, text=True, timeout=1200)
+    p = subprocess.run(
+        [
+            GLMASR,
+            "transcribe",
+            *paths,
+            "--model",
+            MODEL,
+            "--track",
+            TRACK,
+            "--json",
+            "--max-new-tokens",
+            "200",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     if p.returncode != 0:
         raise AssertionError(f"glmasr exited {p.returncode}: {p.stderr.strip()}")
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
@@ -100,9 +115,11 @@ class ShippedModel(unittest.TestCase):
         for name in names:
             expected = fixture["clips"][name]
             with self.subTest(clip=name):
-                self.assertEqual(got[name]["tokens"], expected["tokens"],
-                                 f"{name}: glmasr '{got[name]['text']}' vs transformers "
-                                 f"'{expected['text']}'")
+                self.assertEqual(
+                    got[name]["tokens"],
+                    expected["tokens"],
+                    f"{name}: glmasr '{got[name]['text']}' vs transformers '{expected['text']}'",
+                )
 
     def test_long_audio_is_transcribed_in_chunks(self):
         # One window's prompt is 24 + 375 tokens; 2048 positions - 1500 new tokens leave room for
@@ -111,9 +128,23 @@ class ShippedModel(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "long130.wav")
             reference = long_clip(path)
-            p = subprocess.run([GLMASR, "transcribe", path, "--model", MODEL, "--track", TRACK,
-                                "--json", "--max-new-tokens", "1500"],
-                               capture_output=True, text=True, timeout=1200)
+            p = subprocess.run(
+                [
+                    GLMASR,
+                    "transcribe",
+                    path,
+                    "--model",
+                    MODEL,
+                    "--track",
+                    TRACK,
+                    "--json",
+                    "--max-new-tokens",
+                    "1500",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=1200,
+            )
         self.assertEqual(p.returncode, 0, p.stderr)
         out = json.loads(p.stdout)
         self.assertEqual((out["chunks"], out["windows"]), (5, 5))
@@ -123,12 +154,27 @@ class ShippedModel(unittest.TestCase):
 
     def test_max_new_tokens_beyond_the_positions_is_capped(self):
         # 2048 positions - one window's prompt (24 + 375 tokens) leave 1649 new tokens.
-        p = subprocess.run([GLMASR, "transcribe", os.path.join(CLIPS, "concord.wav"), "--model",
-                            MODEL, "--track", TRACK, "--json", "--max-new-tokens", "5000"],
-                           capture_output=True, text=True, timeout=600)
+        p = subprocess.run(
+            [
+                GLMASR,
+                "transcribe",
+                os.path.join(CLIPS, "concord.wav"),
+                "--model",
+                MODEL,
+                "--track",
+                TRACK,
+                "--json",
+                "--max-new-tokens",
+                "5000",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("--max-new-tokens capped to 1649", p.stderr)
         self.assertEqual(json.loads(p.stdout)["chunks"], 1)
+
 
 if __name__ == "__main__":
     GLMASR = os.path.abspath(sys.argv.pop(1))

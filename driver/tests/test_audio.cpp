@@ -54,7 +54,8 @@ private:
 
 std::vector<float> sine(int n, double hz, double amplitude, int rate) {
     std::vector<float> v(n);
-    for (int i = 0; i < n; ++i) v[i] = static_cast<float>(amplitude * std::sin(2 * M_PI * hz * i / rate));
+    for (int i = 0; i < n; ++i)
+        v[i] = static_cast<float>(amplitude * std::sin(2 * M_PI * hz * i / rate));
     return v;
 }
 
@@ -98,7 +99,8 @@ std::vector<int16_t> noise16(int n, uint32_t seed) {
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // Amplitude and phase of the `hz` component of x[begin, end) at `rate` (a one-bin DFT).
@@ -139,7 +141,7 @@ TEST(AudioRoundTrip, WavPcm16ClipsOutOfRange) {
     glmasr::write_wav_pcm16(path, {1.5f, -1.5f, 1.0f, -1.0f, 0.0f}, kRate);
     const AudioClip clip = load_audio(path, kRate);
     ASSERT_EQ(clip.samples.size(), 5u);
-    EXPECT_NEAR(clip.samples[0], 1.0, 2 * kPcm16Step);   // clipped, not wrapped around to negative
+    EXPECT_NEAR(clip.samples[0], 1.0, 2 * kPcm16Step);  // clipped, not wrapped around to negative
     EXPECT_NEAR(clip.samples[1], -1.0, 2 * kPcm16Step);
     EXPECT_NEAR(clip.samples[2], 1.0, 2 * kPcm16Step);
     EXPECT_NEAR(clip.samples[3], -1.0, 2 * kPcm16Step);
@@ -191,7 +193,8 @@ TEST(Resample, KeepsFrequencyAmplitudeAndTiming) {
     TempDir dir;
     const std::string path = dir.file("tone22050.wav");
     const int source_rate = 22050;
-    write_sound(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, source_rate, 1, sine(source_rate, 440.0, 0.5, source_rate));
+    write_sound(path, SF_FORMAT_WAV | SF_FORMAT_FLOAT, source_rate, 1,
+                sine(source_rate, 440.0, 0.5, source_rate));
     const AudioClip clip = load_audio(path, kRate);
     EXPECT_EQ(clip.source_rate, source_rate);
     EXPECT_EQ(clip.sample_rate, kRate);
@@ -203,7 +206,8 @@ TEST(Resample, KeepsFrequencyAmplitudeAndTiming) {
     EXPECT_NEAR(t.phase, 0.0, 1e-3);
     double max_err = 0;
     const std::vector<float> ideal = sine(kRate, 440.0, 0.5, kRate);
-    for (int i = begin; i < end; ++i) max_err = std::max(max_err, std::fabs(double(clip.samples[i]) - ideal[i]));
+    for (int i = begin; i < end; ++i)
+        max_err = std::max(max_err, std::fabs(double(clip.samples[i]) - ideal[i]));
     EXPECT_LT(max_err, 1e-3);
 }
 
@@ -217,9 +221,9 @@ TEST(Resample, LengthsFollowTheRateRatio) {
 // ---- bad input: one InputError, on one line, naming the file ----
 
 struct BadFile {
-    std::string name;                                  // file name inside the temp dir
-    std::function<void(const std::string&)> make;      // writes it (nothing: missing file)
-    std::string problem;                               // a word the message must contain
+    std::string name;                              // file name inside the temp dir
+    std::function<void(const std::string&)> make;  // writes it (nothing: missing file)
+    std::string problem;                           // a word the message must contain
 };
 
 class AudioBad : public ::testing::TestWithParam<BadFile> {};

@@ -48,8 +48,8 @@ class ScratchFile {
 public:
     ScratchFile() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = (fs::temp_directory_path() /
-                 ("glmasr_test_config_" + std::to_string(::getpid()) + "_" + info->name() + ".json"))
+        path_ = (fs::temp_directory_path() / ("glmasr_test_config_" + std::to_string(::getpid()) +
+                                              "_" + info->name() + ".json"))
                     .string();
     }
     ~ScratchFile() { fs::remove(path_); }
@@ -271,26 +271,37 @@ TEST(ConfigBad, MissingSections) {
 }
 
 TEST(ConfigBad, WrongTypes) {
-    expect_bad_edit([](json& j) { j["audio_config"]["hidden_size"] = "32"; }, "audio_config.hidden_size");
-    expect_bad_edit([](json& j) { j["text_config"]["num_hidden_layers"] = 2.5; }, "text_config.num_hidden_layers");
+    expect_bad_edit([](json& j) { j["audio_config"]["hidden_size"] = "32"; },
+                    "audio_config.hidden_size");
+    expect_bad_edit([](json& j) { j["text_config"]["num_hidden_layers"] = 2.5; },
+                    "text_config.num_hidden_layers");
     expect_bad_edit([](json& j) { j["tie_word_embeddings"] = "yes"; }, "tie_word_embeddings");
-    expect_bad_edit([](json& j) { j["text_config"]["rms_norm_eps"] = "small"; }, "text_config.rms_norm_eps");
-    expect_bad_edit([](json& j) { j["text_config"]["eos_token_id"] = "</s>"; }, "text_config.eos_token_id");
-    expect_bad_edit([](json& j) { j["text_config"]["eos_token_id"] = json::array({1, "x"}); },
+    expect_bad_edit([](json& j) { j["text_config"]["rms_norm_eps"] = "small"; },
+                    "text_config.rms_norm_eps");
+    expect_bad_edit([](json& j) { j["text_config"]["eos_token_id"] = "</s>"; },
                     "text_config.eos_token_id");
+    expect_bad_edit(
+        [](json& j) {
+            j["text_config"]["eos_token_id"] = json::array({1, "x"});
+        },
+        "text_config.eos_token_id");
     expect_bad_edit([](json& j) { j["audio_config"]["rope_parameters"] = "default"; },
                     "audio_config.rope_parameters");
 }
 
 TEST(ConfigBad, IntegerOutOfRange) {
-    expect_bad_edit([](json& j) { j["text_config"]["vocab_size"] = 4294967396LL; }, "text_config.vocab_size");
-    expect_bad_edit([](json& j) { j["text_config"]["rope_parameters"]["rope_theta"] = 1e300; }, "rope_theta");
+    expect_bad_edit([](json& j) { j["text_config"]["vocab_size"] = 4294967396LL; },
+                    "text_config.vocab_size");
+    expect_bad_edit([](json& j) { j["text_config"]["rope_parameters"]["rope_theta"] = 1e300; },
+                    "rope_theta");
 }
 
 TEST(ConfigBad, NonPositiveSizes) {
-    expect_bad_edit([](json& j) { j["audio_config"]["num_hidden_layers"] = 0; }, "audio_config.num_hidden_layers");
+    expect_bad_edit([](json& j) { j["audio_config"]["num_hidden_layers"] = 0; },
+                    "audio_config.num_hidden_layers");
     expect_bad_edit([](json& j) { j["text_config"]["vocab_size"] = -5; }, "text_config.vocab_size");
-    expect_bad_edit([](json& j) { j["text_config"]["num_attention_heads"] = 0; }, "text_config.num_attention_heads");
+    expect_bad_edit([](json& j) { j["text_config"]["num_attention_heads"] = 0; },
+                    "text_config.num_attention_heads");
 }
 
 TEST(ConfigBad, InconsistentHeads) {
@@ -298,40 +309,52 @@ TEST(ConfigBad, InconsistentHeads) {
     expect_bad_edit([](json& j) { j["text_config"]["num_key_value_heads"] = 4; }, "text_config");
     expect_bad_edit([](json& j) { j["audio_config"]["num_key_value_heads"] = 3; }, "audio_config");
     // 5 heads do not split 48 wide, and there is no head_dim to say otherwise.
-    expect_bad_edit([](json& j) { j["text_config"]["num_attention_heads"] = 5; }, "text_config.num_attention_heads");
+    expect_bad_edit([](json& j) { j["text_config"]["num_attention_heads"] = 5; },
+                    "text_config.num_attention_heads");
     // An odd decoder head_dim cannot be rotated in pairs.
     expect_bad_edit([](json& j) { j["text_config"]["head_dim"] = 7; }, "text_config.head_dim");
 }
 
 TEST(ConfigBad, RotaryDimMustBeEvenAndFit) {
     // head_dim 8 · 0.25 = 2 is fine; · 0.375 = 3 is odd; · 1.5 = 12 > 8.
-    expect_bad_edit([](json& j) { j["audio_config"]["rope_parameters"]["partial_rotary_factor"] = 0.375; },
-                    "partial_rotary_factor");
-    expect_bad_edit([](json& j) { j["audio_config"]["rope_parameters"]["partial_rotary_factor"] = 1.5; },
-                    "partial_rotary_factor");
+    expect_bad_edit(
+        [](json& j) { j["audio_config"]["rope_parameters"]["partial_rotary_factor"] = 0.375; },
+        "partial_rotary_factor");
+    expect_bad_edit(
+        [](json& j) { j["audio_config"]["rope_parameters"]["partial_rotary_factor"] = 1.5; },
+        "partial_rotary_factor");
     expect_bad_edit([](json& j) { j["text_config"]["partial_rotary_factor"] = 0.5; },
                     "text_config.partial_rotary_factor");
 }
 
 TEST(ConfigBad, ProjectorWidthMustBeFourFrames) {
-    expect_bad_edit([](json& j) { j["audio_config"]["intermediate_size"] = 96; }, "audio_config.intermediate_size");
+    expect_bad_edit([](json& j) { j["audio_config"]["intermediate_size"] = 96; },
+                    "audio_config.intermediate_size");
 }
 
 TEST(ConfigBad, UnsupportedActivations) {
-    expect_bad_edit([](json& j) { j["audio_config"]["hidden_act"] = "gelu_new"; }, "audio_config.hidden_act");
-    expect_bad_edit([](json& j) { j["text_config"]["hidden_act"] = "gelu"; }, "text_config.hidden_act");
+    expect_bad_edit([](json& j) { j["audio_config"]["hidden_act"] = "gelu_new"; },
+                    "audio_config.hidden_act");
+    expect_bad_edit([](json& j) { j["text_config"]["hidden_act"] = "gelu"; },
+                    "text_config.hidden_act");
     expect_bad_edit([](json& j) { j["projector_hidden_act"] = "relu"; }, "projector_hidden_act");
 }
 
 TEST(ConfigBad, UnsupportedFeatures) {
-    expect_bad_edit([](json& j) { j["text_config"]["attention_bias"] = true; }, "text_config.attention_bias");
+    expect_bad_edit([](json& j) { j["text_config"]["attention_bias"] = true; },
+                    "text_config.attention_bias");
     expect_bad_edit([](json& j) { j["text_config"]["mlp_bias"] = true; }, "text_config.mlp_bias");
     expect_bad_edit([](json& j) { j["text_config"]["rope_parameters"]["rope_type"] = "llama3"; },
                     "text_config.rope_parameters.rope_type");
-    expect_bad_edit([](json& j) { j["text_config"]["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}}; },
-                    "text_config.rope_scaling.type");
-    expect_bad_edit([](json& j) { j["text_config"]["model_type"] = "qwen2"; }, "text_config.model_type");
-    expect_bad_edit([](json& j) { j["audio_config"]["model_type"] = "whisper"; }, "audio_config.model_type");
+    expect_bad_edit(
+        [](json& j) {
+            j["text_config"]["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+        },
+        "text_config.rope_scaling.type");
+    expect_bad_edit([](json& j) { j["text_config"]["model_type"] = "qwen2"; },
+                    "text_config.model_type");
+    expect_bad_edit([](json& j) { j["audio_config"]["model_type"] = "whisper"; },
+                    "audio_config.model_type");
     expect_bad_edit([](json& j) { j["model_type"] = "llava"; }, "model_type");
 }
 
@@ -344,12 +367,17 @@ TEST(ConfigBad, TopLevelRopeThetaThatTransformersWouldIgnore) {
             j["text_config"]["rope_theta"] = 500000.0;
         },
         "text_config.rope_theta");
-    expect_bad_edit([](json& j) { j["audio_config"]["rope_theta"] = 7.0; }, "audio_config.rope_theta");
+    expect_bad_edit([](json& j) { j["audio_config"]["rope_theta"] = 7.0; },
+                    "audio_config.rope_theta");
 }
 
 TEST(ConfigBad, TokenIdsOutsideTheVocabulary) {
     expect_bad_edit([](json& j) { j["audio_token_id"] = 96; }, "audio_token_id");
-    expect_bad_edit([](json& j) { j["text_config"]["eos_token_id"] = 200; }, "text_config.eos_token_id");
-    expect_bad_edit([](json& j) { j["text_config"]["eos_token_id"] = json::array({1, -1}); },
+    expect_bad_edit([](json& j) { j["text_config"]["eos_token_id"] = 200; },
                     "text_config.eos_token_id");
+    expect_bad_edit(
+        [](json& j) {
+            j["text_config"]["eos_token_id"] = json::array({1, -1});
+        },
+        "text_config.eos_token_id");
 }

@@ -151,7 +151,8 @@ TEST(Linear, AccumulatesInDouble) {
 
 TEST(Linear, RandomMatchesDirectLoop) {
     const int64_t M = 7, N = 13, K = 37;  // K not a multiple of the dot product's lanes
-    std::vector<float> x = random_vector(M * K, 1), w = random_vector(N * K, 2), b = random_vector(N, 3);
+    std::vector<float> x = random_vector(M * K, 1), w = random_vector(N * K, 2),
+                       b = random_vector(N, 3);
     std::vector<float> y(M * N);
     ops().linear(f32(y, {M, N}), f32(x, {M, K}), f32(w, {N, K}), f32(b, {N}), nullptr);
     EXPECT_TRUE(near(y, ref_linear(x, w, &b, M, N, K)));
@@ -176,7 +177,9 @@ TEST(Linear, RejectsContractViolations) {
     std::vector<float> x(6), w(6), b(3), y(6);
     std::vector<int32_t> xi(6);
     const Tensor X = f32(x, {2, 3}), W = f32(w, {2, 3}), Y = f32(y, {2, 2});
-    expect_contract_error("linear", [&] { ops().linear(Y, i32(xi, {2, 3}), W, Tensor{}, nullptr); });
+    expect_contract_error("linear", [&] {
+        ops().linear(Y, i32(xi, {2, 3}), W, Tensor{}, nullptr);
+    });
     expect_contract_error("linear", [&] { ops().linear(Y, X, f32(w, {3, 2}), Tensor{}, nullptr); });
     expect_contract_error("linear", [&] { ops().linear(f32(y, {3, 2}), X, W, Tensor{}, nullptr); });
     expect_contract_error("linear", [&] { ops().linear(Y, X, W, f32(b, {3}), nullptr); });
@@ -216,7 +219,8 @@ TEST(Conv1d, ChannelsMatchDirectLoop) {
             for (int64_t c = 0; c < C_in; ++c)
                 for (int64_t j = 0; j < K; ++j) {
                     const int64_t src = t * stride + j - pad;
-                    if (src >= 0 && src < T_in) acc += double(w[(o * C_in + c) * K + j]) * x[src * C_in + c];
+                    if (src >= 0 && src < T_in)
+                        acc += double(w[(o * C_in + c) * K + j]) * x[src * C_in + c];
                 }
             want[t * C_out + o] = acc;
         }
@@ -226,10 +230,18 @@ TEST(Conv1d, ChannelsMatchDirectLoop) {
 TEST(Conv1d, RejectsContractViolations) {
     std::vector<float> x(8), w(6), y(2);
     const Tensor X = f32(x, {4, 2}), W = f32(w, {1, 2, 3});
-    expect_contract_error("conv1d", [&] { ops().conv1d(f32(y, {2, 1}), X, f32(w, {2, 3}), Tensor{}, 2, 1, nullptr); });
-    expect_contract_error("conv1d", [&] { ops().conv1d(f32(y, {1, 2}), X, W, Tensor{}, 2, 1, nullptr); });
-    expect_contract_error("conv1d", [&] { ops().conv1d(f32(y, {2, 1}), X, W, Tensor{}, 0, 1, nullptr); });
-    expect_contract_error("conv1d", [&] { ops().conv1d(f32(y, {2, 1}), f32(x, {2, 4}), W, Tensor{}, 2, 1, nullptr); });
+    expect_contract_error("conv1d", [&] {
+        ops().conv1d(f32(y, {2, 1}), X, f32(w, {2, 3}), Tensor{}, 2, 1, nullptr);
+    });
+    expect_contract_error("conv1d", [&] {
+        ops().conv1d(f32(y, {1, 2}), X, W, Tensor{}, 2, 1, nullptr);
+    });
+    expect_contract_error("conv1d", [&] {
+        ops().conv1d(f32(y, {2, 1}), X, W, Tensor{}, 0, 1, nullptr);
+    });
+    expect_contract_error("conv1d", [&] {
+        ops().conv1d(f32(y, {2, 1}), f32(x, {2, 4}), W, Tensor{}, 2, 1, nullptr);
+    });
 }
 
 // ------------------------------------------------------------------ layernorm, rmsnorm
@@ -258,10 +270,19 @@ TEST(LayerNorm, LargeOffsetDoesNotCancel) {
 TEST(LayerNorm, Violations) {
     std::vector<float> x = {1, 2, 3, 4}, w = {1, 1, 1, 1}, b = {0, 0, 0, 0}, y(4);
     // Not in place (ops.h): out may not be x.
-    expect_contract_error("layernorm", [&] { ops().layernorm(f32(x, {1, 4}), f32(x, {1, 4}), f32(w, {4}), f32(b, {4}), 1e-5f, nullptr); });
-    expect_contract_error("layernorm", [&] { ops().layernorm(f32(y, {1, 4}), f32(x, {1, 4}), f32(w, {4}), Tensor{}, 1e-5f, nullptr); });
-    expect_contract_error("layernorm", [&] { ops().layernorm(f32(y, {1, 4}), f32(x, {1, 4}), f32(w, {2, 2}), f32(b, {4}), 1e-5f, nullptr); });
-    expect_contract_error("layernorm", [&] { ops().layernorm(f32(y, {2, 2}), f32(x, {1, 4}), f32(w, {4}), f32(b, {4}), 1e-5f, nullptr); });
+    expect_contract_error("layernorm", [&] {
+        ops().layernorm(f32(x, {1, 4}), f32(x, {1, 4}), f32(w, {4}), f32(b, {4}), 1e-5f, nullptr);
+    });
+    expect_contract_error("layernorm", [&] {
+        ops().layernorm(f32(y, {1, 4}), f32(x, {1, 4}), f32(w, {4}), Tensor{}, 1e-5f, nullptr);
+    });
+    expect_contract_error("layernorm", [&] {
+        ops().layernorm(f32(y, {1, 4}), f32(x, {1, 4}), f32(w, {2, 2}), f32(b, {4}), 1e-5f,
+                        nullptr);
+    });
+    expect_contract_error("layernorm", [&] {
+        ops().layernorm(f32(y, {2, 2}), f32(x, {1, 4}), f32(w, {4}), f32(b, {4}), 1e-5f, nullptr);
+    });
 }
 
 TEST(RMSNorm, OneToFourByHand) {
@@ -278,8 +299,12 @@ TEST(RMSNorm, ZeroRowStaysZeroAndViolations) {
     std::vector<float> x(4, 0.0f), w = {1, 1, 1, 1}, y(4, kNaN);
     ops().rmsnorm(f32(y, {1, 4}), f32(x, {1, 4}), f32(w, {4}), 1e-5f, nullptr);
     EXPECT_EQ(y, x);
-    expect_contract_error("rmsnorm", [&] { ops().rmsnorm(f32(y, {1, 4}), f32(x, {1, 4}), f32(w, {1, 4}), 1e-5f, nullptr); });
-    expect_contract_error("rmsnorm", [&] { ops().rmsnorm(f32(y, {4, 1}), f32(x, {1, 4}), f32(w, {4}), 1e-5f, nullptr); });
+    expect_contract_error("rmsnorm", [&] {
+        ops().rmsnorm(f32(y, {1, 4}), f32(x, {1, 4}), f32(w, {1, 4}), 1e-5f, nullptr);
+    });
+    expect_contract_error("rmsnorm", [&] {
+        ops().rmsnorm(f32(y, {4, 1}), f32(x, {1, 4}), f32(w, {4}), 1e-5f, nullptr);
+    });
 }
 
 // ------------------------------------------------------------------ gelu, silu_mul, add
@@ -292,7 +317,7 @@ TEST(Gelu, ExactErfForm) {
     EXPECT_NEAR(y[1], -0.15865525393145707, 1e-7);
     EXPECT_EQ(y[2], 0.0f);
     EXPECT_NEAR(y[3], 2.9959502, 1e-6);
-    EXPECT_NEAR(y[4], 0.0, 1e-13);  // −8·Φ(−8) ≈ −5e-15
+    EXPECT_NEAR(y[4], 0.0, 1e-13);                  // −8·Φ(−8) ≈ −5e-15
     ops().gelu(f32(x, {5}), f32(x, {5}), nullptr);  // in place
     EXPECT_EQ(x, y);
     std::vector<float> z(4);
@@ -306,7 +331,9 @@ TEST(SiluMul, ByHandAndInPlace) {
     EXPECT_TRUE(near(y, {1.4621171572600098, -0.23840584404423515, 0.0, -30.0}));
     ops().silu_mul(f32(u, {2, 2}), f32(g, {2, 2}), f32(u, {2, 2}), nullptr);  // out = up
     EXPECT_EQ(u, y);
-    expect_contract_error("silu_mul", [&] { ops().silu_mul(f32(y, {2, 2}), f32(g, {2, 2}), f32(u, {4, 1}), nullptr); });
+    expect_contract_error("silu_mul", [&] {
+        ops().silu_mul(f32(y, {2, 2}), f32(g, {2, 2}), f32(u, {4, 1}), nullptr);
+    });
 }
 
 TEST(Add, ElementwiseInPlaceAndShapes) {
@@ -315,21 +342,25 @@ TEST(Add, ElementwiseInPlaceAndShapes) {
     EXPECT_EQ(y, (std::vector<float>{1.5f, 0, 13, 4}));
     ops().add(f32(a, {2, 2}), f32(a, {2, 2}), f32(b, {2, 2}), nullptr);
     EXPECT_EQ(a, y);
-    expect_contract_error("add", [&] { ops().add(f32(y, {2, 2}), f32(a, {2, 2}), f32(b, {4}), nullptr); });
-    expect_contract_error("add", [&] { ops().add(f32(y, {4, 1}), f32(a, {2, 2}), f32(b, {2, 2}), nullptr); });
+    expect_contract_error("add", [&] {
+        ops().add(f32(y, {2, 2}), f32(a, {2, 2}), f32(b, {4}), nullptr);
+    });
+    expect_contract_error("add", [&] {
+        ops().add(f32(y, {4, 1}), f32(a, {2, 2}), f32(b, {2, 2}), nullptr);
+    });
 }
 
 // ------------------------------------------------------------------ softmax
 
 TEST(Softmax, ByHandWithMaskedEntries) {
-    std::vector<float> x = {1, 2, 3,                   // e^−2, e^−1, 1 normalised
-                            0, -kInf, 0,               // masked middle → exactly 0
-                            1000, 1000, 1000,          // exp(1000) overflows without max subtraction
-                            -kInf, -kInf, -kInf};      // nothing visible: zeros (contract)
+    std::vector<float> x = {1,     2,     3,       // e^−2, e^−1, 1 normalised
+                            0,     -kInf, 0,       // masked middle → exactly 0
+                            1000,  1000,  1000,    // exp(1000) overflows without max subtraction
+                            -kInf, -kInf, -kInf};  // nothing visible: zeros (contract)
     std::vector<float> y(12, kNaN);
     ops().softmax(f32(y, {4, 3}), f32(x, {4, 3}), nullptr);
-    EXPECT_TRUE(near(y, {0.09003057317038046, 0.24472847105479764, 0.6652409557748219,
-                         0.5, 0, 0.5, 1.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0, 0}));
+    EXPECT_TRUE(near(y, {0.09003057317038046, 0.24472847105479764, 0.6652409557748219, 0.5, 0, 0.5,
+                         1.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0, 0}));
     EXPECT_EQ(y[4], 0.0f);
     for (int i = 9; i < 12; ++i) EXPECT_EQ(y[i], 0.0f);
     ops().softmax(f32(x, {4, 3}), f32(x, {4, 3}), nullptr);  // in place
@@ -350,8 +381,10 @@ TEST(Rope, FreqsAtPositionOne) {
     // rotary_dim 4 (half 2), theta 10000: inv_freq = 1, 10000^(−2/4) = 0.01.
     std::vector<float> c(6), s(6);
     ops().rope_freqs(f32(c, {3, 2}), f32(s, {3, 2}), 10000.0f, nullptr);
-    EXPECT_TRUE(near(c, {1, 1, std::cos(1.0), std::cos(0.01), std::cos(2.0), std::cos(0.02)}, 1e-7, 1e-7));
-    EXPECT_TRUE(near(s, {0, 0, std::sin(1.0), std::sin(0.01), std::sin(2.0), std::sin(0.02)}, 1e-7, 1e-7));
+    EXPECT_TRUE(
+        near(c, {1, 1, std::cos(1.0), std::cos(0.01), std::cos(2.0), std::cos(0.02)}, 1e-7, 1e-7));
+    EXPECT_TRUE(
+        near(s, {0, 0, std::sin(1.0), std::sin(0.01), std::sin(2.0), std::sin(0.02)}, 1e-7, 1e-7));
 }
 
 TEST(Rope, FreqsFollowF32AnglesOfTheEncoder) {
@@ -378,13 +411,35 @@ TEST(Rope, PartialHalfSplitRotationAtPositionOne) {
     std::vector<float> c(6), s(6);
     ops().rope_freqs(f32(c, {3, 2}), f32(s, {3, 2}), 10000.0f, nullptr);
     std::vector<float> x = {1, 2, 3, 4, 5, 6, -1, 0.5f, 2, -3, 7, 8,   // token 0 at position 1
-                            1, 2, 3, 4, 5, 6, 9, 9, 9, 9, 9, 9};       // token 1 at position 0
+                            1, 2, 3, 4, 5, 6, 9,  9,    9, 9,  9, 9};  // token 1 at position 0
     std::vector<int32_t> pos = {1, 0};
     ops().rope_apply(f32(x, {2, 12}), f32(c, {3, 2}), f32(s, {3, 2}), i32(pos, {2}), 2, nullptr);
     const double c0 = std::cos(1.0), s0 = std::sin(1.0), c1 = std::cos(0.01), s1 = std::sin(0.01);
-    EXPECT_TRUE(near(x, {1 * c0 - 3 * s0, 2 * c1 - 4 * s1, 3 * c0 + 1 * s0, 4 * c1 + 2 * s1, 5, 6,
-                         -1 * c0 - 2 * s0, 0.5 * c1 + 3 * s1, 2 * c0 - 1 * s0, -3 * c1 + 0.5 * s1, 7, 8,
-                         1, 2, 3, 4, 5, 6, 9, 9, 9, 9, 9, 9},
+    EXPECT_TRUE(near(x,
+                     {1 * c0 - 3 * s0,
+                      2 * c1 - 4 * s1,
+                      3 * c0 + 1 * s0,
+                      4 * c1 + 2 * s1,
+                      5,
+                      6,
+                      -1 * c0 - 2 * s0,
+                      0.5 * c1 + 3 * s1,
+                      2 * c0 - 1 * s0,
+                      -3 * c1 + 0.5 * s1,
+                      7,
+                      8,
+                      1,
+                      2,
+                      3,
+                      4,
+                      5,
+                      6,
+                      9,
+                      9,
+                      9,
+                      9,
+                      9,
+                      9},
                      1e-6, 1e-6));
 }
 
@@ -392,11 +447,20 @@ TEST(Rope, RejectsContractViolations) {
     std::vector<float> c(6), s(6), x(12);
     std::vector<int32_t> pos = {3, 0}, ok = {1, 0};
     const Tensor C = f32(c, {3, 2}), S = f32(s, {3, 2}), X = f32(x, {2, 6});
-    expect_contract_error("rope_apply", [&] { ops().rope_apply(X, C, S, i32(pos, {2}), 1, nullptr); });  // position 3 ≥ P
-    expect_contract_error("rope_apply", [&] { ops().rope_apply(X, C, S, i32(ok, {2}), 4, nullptr); });   // 6 % 4
-    expect_contract_error("rope_apply", [&] { ops().rope_apply(X, C, S, i32(ok, {2}), 2, nullptr); });   // head_dim 3 < 4
-    expect_contract_error("rope_apply", [&] { ops().rope_apply(X, C, f32(s, {2, 3}), i32(ok, {2}), 1, nullptr); });
-    expect_contract_error("rope_freqs", [&] { ops().rope_freqs(C, f32(s, {2, 3}), 10000.0f, nullptr); });
+    expect_contract_error("rope_apply", [&] {
+        ops().rope_apply(X, C, S, i32(pos, {2}), 1, nullptr);
+    });  // position 3 ≥ P
+    expect_contract_error("rope_apply",
+                          [&] { ops().rope_apply(X, C, S, i32(ok, {2}), 4, nullptr); });  // 6 % 4
+    expect_contract_error("rope_apply", [&] {
+        ops().rope_apply(X, C, S, i32(ok, {2}), 2, nullptr);
+    });  // head_dim 3 < 4
+    expect_contract_error("rope_apply", [&] {
+        ops().rope_apply(X, C, f32(s, {2, 3}), i32(ok, {2}), 1, nullptr);
+    });
+    expect_contract_error("rope_freqs", [&] {
+        ops().rope_freqs(C, f32(s, {2, 3}), 10000.0f, nullptr);
+    });
 }
 
 // ------------------------------------------------------------------ attention
@@ -404,7 +468,8 @@ TEST(Rope, RejectsContractViolations) {
 TEST(Attention, TinyByHand) {
     // q = (1, 0); keys (1, 0), (0, 1); scale 1 → scores 1, 0 → probs e/(e+1), 1/(e+1).
     std::vector<float> q = {1, 0}, k = {1, 0, 0, 1}, v = {1, 2, 3, 4}, scores(2), out(2);
-    ops().attention_scores(f32(scores, {1, 1, 2}), f32(q, {1, 2}), f32(k, {2, 2}), Tensor{}, 1, 1, 1.0f, nullptr);
+    ops().attention_scores(f32(scores, {1, 1, 2}), f32(q, {1, 2}), f32(k, {2, 2}), Tensor{}, 1, 1,
+                           1.0f, nullptr);
     EXPECT_EQ(scores, (std::vector<float>{1, 0}));
     ops().softmax(f32(scores, {1, 2}), f32(scores, {1, 2}), nullptr);
     const double p0 = std::exp(1.0) / (std::exp(1.0) + 1), p1 = 1 - p0;  // 0.7310586, 0.2689414
@@ -432,7 +497,8 @@ TEST(Attention, GqaCausalScoresMatchDirectLoop) {
                     continue;
                 }
                 double dot = 0;
-                for (int64_t d = 0; d < D; ++d) dot += double(q[(i * Hq + h) * D + d]) * k[j * D + d];
+                for (int64_t d = 0; d < D; ++d)
+                    dot += double(q[(i * Hq + h) * D + d]) * k[j * D + d];
                 EXPECT_NEAR(got, scale * dot, 1e-6) << h << " " << i << " " << j;
             }
 }
@@ -444,30 +510,39 @@ TEST(Attention, HeadGroupsUseTheirOwnKvHead) {
     std::vector<float> q = random_vector(Hq * D, 10), k = random_vector(Hkv * D, 11);
     std::vector<float> v = {1, 2, 30, 40}, scratch(Hq), out(Hq * D);
     run_attention(ops(), f32(out, {1, Hq * D}), f32(q, {1, Hq * D}), f32(k, {1, Hkv * D}),
-                  f32(v, {1, Hkv * D}), Tensor{}, f32(scratch, {Hq, 1, 1}), int(Hq), int(Hkv), 1.0f, nullptr);
+                  f32(v, {1, Hkv * D}), Tensor{}, f32(scratch, {Hq, 1, 1}), int(Hq), int(Hkv), 1.0f,
+                  nullptr);
     EXPECT_EQ(out, (std::vector<float>{1, 2, 1, 2, 30, 40, 30, 40}));
 }
 
 TEST(Attention, RunAttentionMatchesDirectLoop) {
-    struct Case { int64_t Tq, Tk, Hq, Hkv, D; bool causal; int first; };
-    for (const Case& c : {Case{5, 5, 4, 2, 3, false, 0},     // bidirectional (encoder)
-                          Case{3, 9, 4, 1, 8, true, 2},      // causal prefill over a cache
-                          Case{1, 7, 2, 2, 5, true, 5}}) {   // one decode step
+    struct Case {
+        int64_t Tq, Tk, Hq, Hkv, D;
+        bool causal;
+        int first;
+    };
+    for (const Case& c : {Case{5, 5, 4, 2, 3, false, 0},    // bidirectional (encoder)
+                          Case{3, 9, 4, 1, 8, true, 2},     // causal prefill over a cache
+                          Case{1, 7, 2, 2, 5, true, 5}}) {  // one decode step
         SCOPED_TRACE("Tq " + std::to_string(c.Tq) + " causal " + std::to_string(c.causal));
         std::vector<float> q = random_vector(c.Tq * c.Hq * c.D, 12);
-        std::vector<float> k = random_vector(c.Tk * c.Hkv * c.D, 13), v = random_vector(c.Tk * c.Hkv * c.D, 14);
+        std::vector<float> k = random_vector(c.Tk * c.Hkv * c.D, 13),
+                           v = random_vector(c.Tk * c.Hkv * c.D, 14);
         std::vector<int32_t> pos(c.Tq);
         for (int64_t i = 0; i < c.Tq; ++i) pos[i] = int32_t(c.first + i);
         if (c.causal)  // cache rows past the last position were never written
-            for (int64_t e = (c.first + c.Tq) * c.Hkv * c.D; e < c.Tk * c.Hkv * c.D; ++e) k[e] = v[e] = kNaN;
+            for (int64_t e = (c.first + c.Tq) * c.Hkv * c.D; e < c.Tk * c.Hkv * c.D; ++e)
+                k[e] = v[e] = kNaN;
         std::vector<float> scratch(c.Hq * c.Tq * c.Tk), out(c.Tq * c.Hq * c.D);
         const float scale = 1.0f / std::sqrt(float(c.D));
         run_attention(ops(), f32(out, {c.Tq, c.Hq * c.D}), f32(q, {c.Tq, c.Hq * c.D}),
                       f32(k, {c.Tk, c.Hkv * c.D}), f32(v, {c.Tk, c.Hkv * c.D}),
                       c.causal ? i32(pos, {c.Tq}) : Tensor{}, f32(scratch, {c.Hq, c.Tq, c.Tk}),
                       int(c.Hq), int(c.Hkv), scale, nullptr);
-        EXPECT_TRUE(near(out, ref_attention(q, k, v, c.causal ? &pos : nullptr, c.Tq, c.Tk, c.Hq,
-                                            c.Hkv, c.D, scale), 1e-5, 1e-6));
+        EXPECT_TRUE(near(
+            out,
+            ref_attention(q, k, v, c.causal ? &pos : nullptr, c.Tq, c.Tk, c.Hq, c.Hkv, c.D, scale),
+            1e-5, 1e-6));
     }
 }
 
@@ -501,9 +576,15 @@ TEST(Embedding, GathersRowsAndChecksIds) {
     ops().embedding(f32(y, {3, 2}), f32(table, {3, 2}), i32(ids, {3}), nullptr);
     EXPECT_EQ(y, (std::vector<float>{20, 21, 0, 1, 20, 21}));
     std::vector<float> one(2);
-    expect_contract_error("embedding", [&] { ops().embedding(f32(one, {1, 2}), f32(table, {3, 2}), i32(bad, {1}), nullptr); });
-    expect_contract_error("embedding", [&] { ops().embedding(f32(one, {1, 2}), f32(table, {3, 2}), i32(neg, {1}), nullptr); });
-    expect_contract_error("embedding", [&] { ops().embedding(f32(one, {1, 2}), f32(table, {3, 2}), f32(one, {2}), nullptr); });
+    expect_contract_error("embedding", [&] {
+        ops().embedding(f32(one, {1, 2}), f32(table, {3, 2}), i32(bad, {1}), nullptr);
+    });
+    expect_contract_error("embedding", [&] {
+        ops().embedding(f32(one, {1, 2}), f32(table, {3, 2}), i32(neg, {1}), nullptr);
+    });
+    expect_contract_error("embedding", [&] {
+        ops().embedding(f32(one, {1, 2}), f32(table, {3, 2}), f32(one, {2}), nullptr);
+    });
 }
 
 TEST(CacheWrite, WritesRowsAtPositionsOnly) {
@@ -512,21 +593,27 @@ TEST(CacheWrite, WritesRowsAtPositionsOnly) {
     ops().cache_write(f32(cache, {4, 2}), f32(rows, {2, 2}), i32(pos, {2}), nullptr);
     EXPECT_EQ(cache, (std::vector<float>{3, 4, -7, -7, 1, 2, -7, -7}));
     const std::vector<float> before = cache;
-    expect_contract_error("cache_write", [&] { ops().cache_write(f32(cache, {4, 2}), f32(rows, {2, 2}), i32(outside, {2}), nullptr); });
+    expect_contract_error("cache_write", [&] {
+        ops().cache_write(f32(cache, {4, 2}), f32(rows, {2, 2}), i32(outside, {2}), nullptr);
+    });
     EXPECT_EQ(cache, before);  // nothing written by a rejected call
-    expect_contract_error("cache_write", [&] { ops().cache_write(f32(cache, {2, 4}), f32(rows, {2, 2}), i32(pos, {2}), nullptr); });
+    expect_contract_error("cache_write", [&] {
+        ops().cache_write(f32(cache, {2, 4}), f32(rows, {2, 2}), i32(pos, {2}), nullptr);
+    });
 }
 
 TEST(Argmax, TiesLowestIndexAndNaN) {
-    std::vector<float> x = {1, 5, 5, 2,             // tie → 1
+    std::vector<float> x = {1,     5,     5,     2,      // tie → 1
                             -kInf, -kInf, -kInf, -kInf,  // all equal → 0
-                            1, 3, kNaN, kNaN,       // first NaN, as torch.argmax → 2
-                            -1, -3, -2, kInf};      // → 3
+                            1,     3,     kNaN,  kNaN,   // first NaN, as torch.argmax → 2
+                            -1,    -3,    -2,    kInf};  // → 3
     std::vector<int32_t> y(4, -1);
     ops().argmax(i32(y, {4}), f32(x, {4, 4}), nullptr);
     EXPECT_EQ(y, (std::vector<int32_t>{1, 0, 2, 3}));
     std::vector<float> wrong(4);
-    expect_contract_error("argmax", [&] { ops().argmax(f32(wrong, {4}), f32(x, {4, 4}), nullptr); });
+    expect_contract_error("argmax", [&] {
+        ops().argmax(f32(wrong, {4}), f32(x, {4, 4}), nullptr);
+    });
     expect_contract_error("argmax", [&] { ops().argmax(i32(y, {2}), f32(x, {4, 4}), nullptr); });
 }
 
@@ -540,15 +627,21 @@ TEST(CpuTable, EveryPrimitivePresentFusedLeftToCompositions) {
     EXPECT_EQ(cpu_track().device, Device::Host);
     const Ops& o = table.ops;
     const std::pair<OpId, bool> present[] = {
-        {OpId::linear, o.linear != nullptr}, {OpId::conv1d, o.conv1d != nullptr},
-        {OpId::layernorm, o.layernorm != nullptr}, {OpId::rmsnorm, o.rmsnorm != nullptr},
-        {OpId::gelu, o.gelu != nullptr}, {OpId::silu_mul, o.silu_mul != nullptr},
-        {OpId::softmax, o.softmax != nullptr}, {OpId::rope_freqs, o.rope_freqs != nullptr},
+        {OpId::linear, o.linear != nullptr},
+        {OpId::conv1d, o.conv1d != nullptr},
+        {OpId::layernorm, o.layernorm != nullptr},
+        {OpId::rmsnorm, o.rmsnorm != nullptr},
+        {OpId::gelu, o.gelu != nullptr},
+        {OpId::silu_mul, o.silu_mul != nullptr},
+        {OpId::softmax, o.softmax != nullptr},
+        {OpId::rope_freqs, o.rope_freqs != nullptr},
         {OpId::rope_apply, o.rope_apply != nullptr},
         {OpId::attention_scores, o.attention_scores != nullptr},
         {OpId::attention_output, o.attention_output != nullptr},
-        {OpId::embedding, o.embedding != nullptr}, {OpId::add, o.add != nullptr},
-        {OpId::argmax, o.argmax != nullptr}, {OpId::cache_write, o.cache_write != nullptr},
+        {OpId::embedding, o.embedding != nullptr},
+        {OpId::add, o.add != nullptr},
+        {OpId::argmax, o.argmax != nullptr},
+        {OpId::cache_write, o.cache_write != nullptr},
         {OpId::attention, o.attention != nullptr},
         {OpId::add_layernorm, o.add_layernorm != nullptr},
         {OpId::linear_gelu, o.linear_gelu != nullptr},
@@ -581,7 +674,8 @@ TEST(Compositions, AddLayerNormUpdatesTheResidual) {
     for (int64_t r = 0; r < R; ++r) {
         double mean = 0, var = 0;
         for (int64_t i = 0; i < D; ++i) mean += double(res2[r * D + i]) / D;
-        for (int64_t i = 0; i < D; ++i) var += (res2[r * D + i] - mean) * (res2[r * D + i] - mean) / D;
+        for (int64_t i = 0; i < D; ++i)
+            var += (res2[r * D + i] - mean) * (res2[r * D + i] - mean) / D;
         for (int64_t i = 0; i < D; ++i)
             want[r * D + i] = (res2[r * D + i] - mean) / std::sqrt(var + 1e-5) * w[i] + b[i];
     }
@@ -602,15 +696,18 @@ TEST(Compositions, LinearGeluAndGateUpSilu) {
 
     run_gate_up_silu(ops(), f32(out, {M, F}), f32(x, {M, K}), f32(w, {F, K}), f32(w2, {F, K}),
                      f32(scratch, {M, F}), nullptr);
-    const std::vector<double> gate = ref_linear(x, w, nullptr, M, F, K), up = ref_linear(x, w2, nullptr, M, F, K);
+    const std::vector<double> gate = ref_linear(x, w, nullptr, M, F, K),
+                              up = ref_linear(x, w2, nullptr, M, F, K);
     for (int64_t i = 0; i < M * F; ++i) want[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
     EXPECT_TRUE(near(out, want, 1e-5, 1e-6));
 }
 
 TEST(Compositions, LinearGeluLinearIsTheMlp) {
     const int64_t M = 3, K = 7, F = 5, N = 4;
-    std::vector<float> x = random_vector(M * K, 40), w1 = random_vector(F * K, 41), b1 = random_vector(F, 42);
-    std::vector<float> w2 = random_vector(N * F, 43), b2 = random_vector(N, 44), hidden(M * F), out(M * N);
+    std::vector<float> x = random_vector(M * K, 40), w1 = random_vector(F * K, 41),
+                       b1 = random_vector(F, 42);
+    std::vector<float> w2 = random_vector(N * F, 43), b2 = random_vector(N, 44), hidden(M * F),
+                       out(M * N);
     run_linear_gelu_linear(ops(), f32(out, {M, N}), f32(x, {M, K}), f32(w1, {F, K}), f32(b1, {F}),
                            f32(w2, {N, F}), f32(b2, {N}), f32(hidden, {M, F}), nullptr);
     const std::vector<double> lin = ref_linear(x, w1, &b1, M, F, K);
@@ -623,21 +720,24 @@ TEST(Compositions, QkvRopeIsTheEncodersAttentionInputs) {
     // 2 rows, K = 3, 2 query heads and 1 kv head of head_dim 6, rotary_dim 4 (partial, as the
     // encoder's 32 of 64); k without a bias, as Whisper's k_proj.
     const int64_t M = 2, K = 3, Hq = 2, Hkv = 1, D = 6, half = 2, P = 4;
-    std::vector<float> x = random_vector(M * K, 50), wq = random_vector(Hq * D * K, 51), bq = random_vector(Hq * D, 52);
-    std::vector<float> wk = random_vector(Hkv * D * K, 53), wv = random_vector(Hkv * D * K, 54), bv = random_vector(Hkv * D, 55);
+    std::vector<float> x = random_vector(M * K, 50), wq = random_vector(Hq * D * K, 51),
+                       bq = random_vector(Hq * D, 52);
+    std::vector<float> wk = random_vector(Hkv * D * K, 53), wv = random_vector(Hkv * D * K, 54),
+                       bv = random_vector(Hkv * D, 55);
     std::vector<float> cos(P * half), sin(P * half), q(M * Hq * D), k(M * Hkv * D), v(M * Hkv * D);
     ops().rope_freqs(f32(cos, {P, half}), f32(sin, {P, half}), 10000.0f, nullptr);
     std::vector<int32_t> pos = {3, 1};
-    run_qkv_rope(ops(), f32(q, {M, Hq * D}), f32(k, {M, Hkv * D}), f32(v, {M, Hkv * D}), f32(x, {M, K}),
-                 f32(wq, {Hq * D, K}), f32(bq, {Hq * D}), f32(wk, {Hkv * D, K}), Tensor{}, f32(wv, {Hkv * D, K}),
-                 f32(bv, {Hkv * D}), f32(cos, {P, half}), f32(sin, {P, half}), i32(pos, {M}), int(Hq), int(Hkv),
-                 nullptr);
+    run_qkv_rope(ops(), f32(q, {M, Hq * D}), f32(k, {M, Hkv * D}), f32(v, {M, Hkv * D}),
+                 f32(x, {M, K}), f32(wq, {Hq * D, K}), f32(bq, {Hq * D}), f32(wk, {Hkv * D, K}),
+                 Tensor{}, f32(wv, {Hkv * D, K}), f32(bv, {Hkv * D}), f32(cos, {P, half}),
+                 f32(sin, {P, half}), i32(pos, {M}), int(Hq), int(Hkv), nullptr);
     // The rotation by hand: pair (j, j + half) of every head turns by p·θ_j; dims 4, 5 pass.
     auto rotate = [&](std::vector<double> y, int64_t H) {
         for (int64_t t = 0; t < M; ++t)
             for (int64_t h = 0; h < H; ++h)
                 for (int64_t j = 0; j < half; ++j) {
-                    const double angle = pos[t] * std::pow(10000.0, -2.0 * double(j) / double(2 * half));
+                    const double angle =
+                        pos[t] * std::pow(10000.0, -2.0 * double(j) / double(2 * half));
                     double& a = y[(t * H + h) * D + j];
                     double& b = y[(t * H + h) * D + j + half];
                     const double a0 = a, b0 = b;
@@ -655,10 +755,13 @@ TEST(Compositions, TheDecoderBlocksSplitAtTheResidual) {
     // linear_residual: residual += x·Wᵀ. The rmsnorm_ entries: their product of rmsnorm(x).
     const int64_t M = 3, K = 8, F = 5, half = 2, Hq = 2, Hkv = 1, D = 2 * half, cap = 6;
     const float eps = 1e-5f;
-    std::vector<float> x = random_vector(M * K, 23), g = random_vector(K, 24), w = random_vector(F * K, 25);
-    std::vector<float> w2 = random_vector(F * K, 26), res = random_vector(M * F, 27), scratch(M * F), out(M * F);
+    std::vector<float> x = random_vector(M * K, 23), g = random_vector(K, 24),
+                       w = random_vector(F * K, 25);
+    std::vector<float> w2 = random_vector(F * K, 26), res = random_vector(M * F, 27),
+                       scratch(M * F), out(M * F);
     const std::vector<float> res0 = res;
-    run_linear_residual(ops(), f32(res, {M, F}), f32(x, {M, K}), f32(w, {F, K}), f32(scratch, {M, F}), nullptr);
+    run_linear_residual(ops(), f32(res, {M, F}), f32(x, {M, K}), f32(w, {F, K}),
+                        f32(scratch, {M, F}), nullptr);
     const std::vector<double> prod = ref_linear(x, w, nullptr, M, F, K);
     std::vector<double> want(M * F);
     for (int64_t i = 0; i < M * F; ++i) want[i] = res0[i] + prod[i];
@@ -668,11 +771,14 @@ TEST(Compositions, TheDecoderBlocksSplitAtTheResidual) {
     for (int64_t r = 0; r < M; ++r) {
         double ms = 0;
         for (int64_t i = 0; i < K; ++i) ms += double(x[r * K + i]) * x[r * K + i] / K;
-        for (int64_t i = 0; i < K; ++i) xn[r * K + i] = float(x[r * K + i] / std::sqrt(ms + eps) * g[i]);
+        for (int64_t i = 0; i < K; ++i)
+            xn[r * K + i] = float(x[r * K + i] / std::sqrt(ms + eps) * g[i]);
     }
-    run_rmsnorm_gate_up_silu(ops(), f32(out, {M, F}), f32(x, {M, K}), f32(g, {K}), f32(w, {F, K}), f32(w2, {F, K}),
-                             f32(normed, {M, K}), f32(scratch, {M, F}), eps, nullptr);
-    const std::vector<double> gate = ref_linear(xn, w, nullptr, M, F, K), up = ref_linear(xn, w2, nullptr, M, F, K);
+    run_rmsnorm_gate_up_silu(ops(), f32(out, {M, F}), f32(x, {M, K}), f32(g, {K}), f32(w, {F, K}),
+                             f32(w2, {F, K}), f32(normed, {M, K}), f32(scratch, {M, F}), eps,
+                             nullptr);
+    const std::vector<double> gate = ref_linear(xn, w, nullptr, M, F, K),
+                              up = ref_linear(xn, w2, nullptr, M, F, K);
     for (int64_t i = 0; i < M * F; ++i) want[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
     EXPECT_TRUE(near(out, want, 1e-5, 1e-6));
 
@@ -683,14 +789,15 @@ TEST(Compositions, TheDecoderBlocksSplitAtTheResidual) {
     std::vector<int32_t> pos = {1, 2, 4};
     std::vector<float> q(M * Hq * D), q_want(M * Hq * D), k(M * Hkv * D), v(M * Hkv * D);
     std::vector<float> kc(cap * Hkv * D, 7.0f), vc = kc, kc_want = kc, vc_want = kc;
-    run_rmsnorm_qkv_rope_cache(ops(), f32(q, {M, Hq * D}), f32(kc, {cap, Hkv * D}), f32(vc, {cap, Hkv * D}),
-                               f32(x, {M, K}), f32(g, {K}), f32(wq, {Hq * D, K}), f32(wk, {Hkv * D, K}),
-                               f32(wv, {Hkv * D, K}), f32(cos, {cap, half}), f32(sin, {cap, half}), i32(pos, {M}),
-                               f32(normed, {M, K}), f32(k, {M, Hkv * D}), f32(v, {M, Hkv * D}), eps, Hq, Hkv,
-                               nullptr);
-    run_qkv_rope_cache(ops(), f32(q_want, {M, Hq * D}), f32(kc_want, {cap, Hkv * D}), f32(vc_want, {cap, Hkv * D}),
-                       f32(xn, {M, K}), f32(wq, {Hq * D, K}), f32(wk, {Hkv * D, K}), f32(wv, {Hkv * D, K}),
-                       f32(cos, {cap, half}), f32(sin, {cap, half}), i32(pos, {M}), f32(k, {M, Hkv * D}),
+    run_rmsnorm_qkv_rope_cache(
+        ops(), f32(q, {M, Hq * D}), f32(kc, {cap, Hkv * D}), f32(vc, {cap, Hkv * D}),
+        f32(x, {M, K}), f32(g, {K}), f32(wq, {Hq * D, K}), f32(wk, {Hkv * D, K}),
+        f32(wv, {Hkv * D, K}), f32(cos, {cap, half}), f32(sin, {cap, half}), i32(pos, {M}),
+        f32(normed, {M, K}), f32(k, {M, Hkv * D}), f32(v, {M, Hkv * D}), eps, Hq, Hkv, nullptr);
+    run_qkv_rope_cache(ops(), f32(q_want, {M, Hq * D}), f32(kc_want, {cap, Hkv * D}),
+                       f32(vc_want, {cap, Hkv * D}), f32(xn, {M, K}), f32(wq, {Hq * D, K}),
+                       f32(wk, {Hkv * D, K}), f32(wv, {Hkv * D, K}), f32(cos, {cap, half}),
+                       f32(sin, {cap, half}), i32(pos, {M}), f32(k, {M, Hkv * D}),
                        f32(v, {M, Hkv * D}), Hq, Hkv, nullptr);
     EXPECT_TRUE(near(q, std::vector<double>(q_want.begin(), q_want.end()), 1e-5, 1e-6));
     EXPECT_TRUE(near(kc, std::vector<double>(kc_want.begin(), kc_want.end()), 1e-5, 1e-6));

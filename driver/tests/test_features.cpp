@@ -116,10 +116,11 @@ TEST(MelFilterbank, MatchesTransformers) {
     Worst w;
     for (size_t i = 0; i < bank.size(); ++i) {
         const double err = std::fabs(static_cast<double>(bank[i]) - want[i]);
-        if (err > w.err) w = {err, static_cast<int>(i / 201), static_cast<int>(i % 201), bank[i], want[i]};
+        if (err > w.err)
+            w = {err, static_cast<int>(i / 201), static_cast<int>(i % 201), bank[i], want[i]};
     }
-    EXPECT_LE(w.err, kFilterTolerance) << "filter " << w.mel << " bin " << w.frame << ": " << w.got
-                                       << " vs HF " << w.want;
+    EXPECT_LE(w.err, kFilterTolerance)
+        << "filter " << w.mel << " bin " << w.frame << ": " << w.got << " vs HF " << w.want;
 }
 
 class FeaturesFixture : public ::testing::TestWithParam<std::string> {};
@@ -143,7 +144,8 @@ TEST_P(FeaturesFixture, MatchesWhisperFeatureExtractor) {
         sum_sq += q * q;
     }
     ASSERT_EQ(sum, c["pcm16_sum"].get<int64_t>()) << "the test signal differs from the fixture's";
-    ASSERT_EQ(sum_sq, c["pcm16_sum_squares"].get<int64_t>()) << "the test signal differs from the fixture's";
+    ASSERT_EQ(sum_sq, c["pcm16_sum_squares"].get<int64_t>())
+        << "the test signal differs from the fixture's";
 
     const LogMelExtractor extractor{FeatureConfig{}};
     const AudioFeatures f = extractor.extract(pcm);
@@ -155,29 +157,36 @@ TEST_P(FeaturesFixture, MatchesWhisperFeatureExtractor) {
     EXPECT_EQ(f.valid_frames, c["valid_frames"].get<std::vector<int>>());
     EXPECT_EQ(f.total_audio_tokens(), c["audio_tokens"].get<int>());
 
-    auto at = [&](int w, int m, int t) { return f.mel[(static_cast<size_t>(w) * f.n_mels + m) * f.n_frames + t]; };
+    auto at = [&](int w, int m, int t) {
+        return f.mel[(static_cast<size_t>(w) * f.n_mels + m) * f.n_frames + t];
+    };
     for (const json& s : c["slices"]) {
         const std::string name = s["tensor"].get<std::string>();
-        const int w = s["window"].get<int>(), start = s["start"].get<int>(), end = s["end"].get<int>();
+        const int w = s["window"].get<int>(), start = s["start"].get<int>(),
+                  end = s["end"].get<int>();
         const std::vector<float> want = read_tensor(name);  // (n_mels, end − start)
         ASSERT_EQ(want.size(), static_cast<size_t>(f.n_mels) * (end - start)) << name;
         Worst worst;
         for (int m = 0; m < f.n_mels; ++m)
             for (int t = start; t < end; ++t) {
-                const float got = at(w, m, t), ref = want[static_cast<size_t>(m) * (end - start) + (t - start)];
+                const float got = at(w, m, t),
+                            ref = want[static_cast<size_t>(m) * (end - start) + (t - start)];
                 const double err = std::isnan(got) ? INFINITY : std::fabs(double(got) - ref);
                 if (err > worst.err) worst = {err, m, t, got, ref};
             }
-        EXPECT_LE(worst.err, kFeatureTolerance) << name << ": mel " << worst.mel << " frame " << worst.frame
-                                                << " is " << worst.got << ", HF " << worst.want;
+        EXPECT_LE(worst.err, kFeatureTolerance)
+            << name << ": mel " << worst.mel << " frame " << worst.frame << " is " << worst.got
+            << ", HF " << worst.want;
     }
     for (int w = 0; w < f.n_windows; ++w) {
         SCOPED_TRACE("window " + std::to_string(w));
         const float* win = &f.mel[static_cast<size_t>(w) * f.n_mels * f.n_frames];
-        const auto [lo, hi] = std::minmax_element(win, win + static_cast<size_t>(f.n_mels) * f.n_frames);
+        const auto [lo, hi] =
+            std::minmax_element(win, win + static_cast<size_t>(f.n_mels) * f.n_frames);
         EXPECT_NEAR(*hi, c["window_max"][w].get<double>(), kFeatureTolerance);
         EXPECT_NEAR(*lo, c["window_min"][w].get<double>(), kFeatureTolerance);
-        const std::vector<float> row_mean = read_tensor(GetParam() + ".w" + std::to_string(w) + ".row_mean");
+        const std::vector<float> row_mean =
+            read_tensor(GetParam() + ".w" + std::to_string(w) + ".row_mean");
         ASSERT_EQ(row_mean.size(), static_cast<size_t>(f.n_mels));
         for (int m = 0; m < f.n_mels; ++m) {
             double mean = 0;
@@ -224,8 +233,8 @@ TEST(Features, BadPcmIsInputError) {
 // docs/model.md §2.3: L = ceil(n / 160) → ceil(L / 2) → floor(· / 4).
 TEST(AudioTokens, ModelSpecExamples) {
     const LogMelExtractor extractor{FeatureConfig{}};
-    const std::vector<std::pair<double, int>> examples = {{1.0, 12},  {5.0, 62},   {6.0, 75},  {10.0, 125},
-                                                          {10.6, 132}, {16.0, 200}, {30.0, 375}};
+    const std::vector<std::pair<double, int>> examples = {
+        {1.0, 12}, {5.0, 62}, {6.0, 75}, {10.0, 125}, {10.6, 132}, {16.0, 200}, {30.0, 375}};
     for (const auto& [seconds, tokens] : examples) {
         SCOPED_TRACE(std::to_string(seconds) + " s");
         const int n = static_cast<int>(std::lround(seconds * kRate));
@@ -260,8 +269,7 @@ TEST(Windowing, SplitsAt30Seconds) {
         std::vector<int> valid, tokens;
     };
     const int window = 480000;
-    for (const Case& c : {Case{window, {3000}, {375}},
-                          Case{window + 1, {3000, 1}, {375, 0}},
+    for (const Case& c : {Case{window, {3000}, {375}}, Case{window + 1, {3000, 1}, {375, 0}},
                           Case{31 * kRate, {3000, 100}, {375, 12}},
                           Case{2 * window + 7 * 160 + 1, {3000, 3000, 8}, {375, 375, 1}}}) {
         SCOPED_TRACE(std::to_string(c.n) + " samples");
@@ -291,7 +299,8 @@ TEST(Windowing, WindowsAreFeaturisedIndependently) {
     for (int w = 0; w < 3; ++w) {
         const int n = std::min(kRate, static_cast<int>(pcm.size()) - w * kRate);
         extractor.window_log_mel(pcm.data() + static_cast<size_t>(w) * kRate, n, one.data());
-        EXPECT_EQ(0, std::memcmp(one.data(), f.mel.data() + w * per_window, per_window * sizeof(float)))
+        EXPECT_EQ(
+            0, std::memcmp(one.data(), f.mel.data() + w * per_window, per_window * sizeof(float)))
             << "window " << w;
     }
     EXPECT_EQ(f.valid_frames, (std::vector<int>{100, 100, 28}));

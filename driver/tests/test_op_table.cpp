@@ -19,7 +19,6 @@
 namespace glmasr {
 namespace {
 
-
 // The entries called since the last clear, in order.
 std::vector<OpId>& calls() {
     static std::vector<OpId> recorded;
@@ -79,7 +78,8 @@ TEST(OpList, PrimitivesHaveNoPartsAndFusedEntriesHaveEarlierOnes) {
             continue;
         }
         EXPECT_GE(fused_parts(op).size(), 2u) << op_name(op);
-        for (OpId part : fused_parts(op)) EXPECT_LT(part, op) << op_name(op) << " contains " << op_name(part);
+        for (OpId part : fused_parts(op))
+            EXPECT_LT(part, op) << op_name(op) << " contains " << op_name(part);
     }
 }
 
@@ -93,18 +93,29 @@ std::vector<OpId> composition_calls(OpId fused) {
     float cell = 0;
     const Tensor t, scratch(&cell, DType::F32, Device::Host, {1, 1, 1});
     switch (fused) {
-        case OpId::attention: run_attention(ops, t, t, t, t, t, scratch, 1, 1, 1.0f, nullptr); break;
+        case OpId::attention:
+            run_attention(ops, t, t, t, t, t, scratch, 1, 1, 1.0f, nullptr);
+            break;
         case OpId::add_layernorm: run_add_layernorm(ops, t, t, t, t, t, 1e-5f, nullptr); break;
         case OpId::linear_gelu: run_linear_gelu(ops, t, t, t, t, nullptr); break;
         case OpId::gate_up_silu: run_gate_up_silu(ops, t, t, t, t, t, nullptr); break;
-        case OpId::qkv_rope_cache: run_qkv_rope_cache(ops, t, t, t, t, t, t, t, t, t, t, t, t, 1, 1, nullptr); break;
-        case OpId::linear_residual: run_linear_residual(ops, t, t, t, t, nullptr); break;
-        case OpId::rmsnorm_gate_up_silu: run_rmsnorm_gate_up_silu(ops, t, t, t, t, t, t, t, 1e-5f, nullptr); break;
-        case OpId::rmsnorm_qkv_rope_cache:
-            run_rmsnorm_qkv_rope_cache(ops, t, t, t, t, t, t, t, t, t, t, t, t, t, t, 1e-5f, 1, 1, nullptr);
+        case OpId::qkv_rope_cache:
+            run_qkv_rope_cache(ops, t, t, t, t, t, t, t, t, t, t, t, t, 1, 1, nullptr);
             break;
-        case OpId::linear_gelu_linear: run_linear_gelu_linear(ops, t, t, t, t, t, t, t, nullptr); break;
-        case OpId::qkv_rope: run_qkv_rope(ops, t, t, t, t, t, t, t, t, t, t, t, t, t, 1, 1, nullptr); break;
+        case OpId::linear_residual: run_linear_residual(ops, t, t, t, t, nullptr); break;
+        case OpId::rmsnorm_gate_up_silu:
+            run_rmsnorm_gate_up_silu(ops, t, t, t, t, t, t, t, 1e-5f, nullptr);
+            break;
+        case OpId::rmsnorm_qkv_rope_cache:
+            run_rmsnorm_qkv_rope_cache(ops, t, t, t, t, t, t, t, t, t, t, t, t, t, t, 1e-5f, 1, 1,
+                                       nullptr);
+            break;
+        case OpId::linear_gelu_linear:
+            run_linear_gelu_linear(ops, t, t, t, t, t, t, t, nullptr);
+            break;
+        case OpId::qkv_rope:
+            run_qkv_rope(ops, t, t, t, t, t, t, t, t, t, t, t, t, t, 1, 1, nullptr);
+            break;
         default: ADD_FAILURE() << op_name(fused) << ": no composition in this test"; break;
     }
     return calls();
@@ -174,12 +185,14 @@ TEST(OpTableMix, OverridingAPrimitiveDecomposesEveryFusedEntryThatContainsIt) {
     for (OpId primitive : all_ops()) {
         if (is_fused(primitive)) continue;
         const OpTable table = OpTable::mix(base(), {{primitive, &other()}});
-        EXPECT_EQ(get_entry(table.ops, primitive), get_entry(other().ops, primitive)) << op_name(primitive);
+        EXPECT_EQ(get_entry(table.ops, primitive), get_entry(other().ops, primitive))
+            << op_name(primitive);
         for (OpId fused : every_fused()) {
             const bool contains = primitives_of(fused).count(primitive) > 0;
             EXPECT_EQ(get_entry(table.ops, fused) == nullptr, contains)
                 << "--ops " << op_name(primitive) << "=other: " << op_name(fused)
-                << (contains ? " still runs the base track's kernel" : " was decomposed needlessly");
+                << (contains ? " still runs the base track's kernel"
+                             : " was decomposed needlessly");
         }
     }
 }
@@ -188,12 +201,13 @@ TEST(OpTableMix, OverridingAPrimitiveDecomposesEveryFusedEntryThatContainsIt) {
 // default track that contains it decomposes, so the override is what runs.
 TEST(OpTableMix, OverridingAFusedEntryDecomposesTheEntriesAroundIt) {
     const OpTable table = OpTable::mix(base(), {{OpId::gate_up_silu, &gate_up_only()}});
-    EXPECT_EQ(get_entry(table.ops, OpId::gate_up_silu), get_entry(gate_up_only().ops, OpId::gate_up_silu));
+    EXPECT_EQ(get_entry(table.ops, OpId::gate_up_silu),
+              get_entry(gate_up_only().ops, OpId::gate_up_silu));
     EXPECT_EQ(table.source[static_cast<int>(OpId::gate_up_silu)], &gate_up_only());
     EXPECT_EQ(get_entry(table.ops, OpId::rmsnorm_gate_up_silu), nullptr);
-    for (OpId fused : {OpId::attention, OpId::add_layernorm, OpId::linear_gelu, OpId::qkv_rope_cache,
-                       OpId::linear_residual, OpId::rmsnorm_qkv_rope_cache, OpId::linear_gelu_linear,
-                       OpId::qkv_rope})
+    for (OpId fused : {OpId::attention, OpId::add_layernorm, OpId::linear_gelu,
+                       OpId::qkv_rope_cache, OpId::linear_residual, OpId::rmsnorm_qkv_rope_cache,
+                       OpId::linear_gelu_linear, OpId::qkv_rope})
         EXPECT_NE(get_entry(table.ops, fused), nullptr) << op_name(fused);
 }
 
@@ -217,9 +231,12 @@ TEST(OpTableMix, EncoderActivationsAreBf16OnlyWhenBf16TracksRunTheWholeEncoder) 
     }();
     EXPECT_EQ(OpTable::mix(base(), {}).encoder_activations(), DType::F32);
     EXPECT_EQ(OpTable::mix(bf16_base, {}).encoder_activations(), DType::BF16);
-    EXPECT_EQ(OpTable::mix(bf16_base, {{OpId::rmsnorm, &other()}}).encoder_activations(), DType::BF16);
-    for (OpId op : {OpId::layernorm, OpId::linear, OpId::gelu, OpId::softmax, OpId::add, OpId::rope_apply})
-        EXPECT_EQ(OpTable::mix(bf16_base, {{op, &other()}}).encoder_activations(), DType::F32) << op_name(op);
+    EXPECT_EQ(OpTable::mix(bf16_base, {{OpId::rmsnorm, &other()}}).encoder_activations(),
+              DType::BF16);
+    for (OpId op :
+         {OpId::layernorm, OpId::linear, OpId::gelu, OpId::softmax, OpId::add, OpId::rope_apply})
+        EXPECT_EQ(OpTable::mix(bf16_base, {{op, &other()}}).encoder_activations(), DType::F32)
+            << op_name(op);
     static const Track no_attention = [] {  // GLMASR_ATTENTION=three_kernel: attention composed
         Track track = bf16_base;
         track.ops.attention = nullptr;
@@ -259,8 +276,10 @@ TEST(OpTableMix, AskingForAMissingFusedKernelIsAnInputError) {
         OpTable::mix(base(), {{OpId::rmsnorm_gate_up_silu, &other()}});
         FAIL() << "no error";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("rmsnorm_gate_up_silu=other"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("rmsnorm, gate_up_silu"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("rmsnorm_gate_up_silu=other"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("rmsnorm, gate_up_silu"), std::string::npos)
+            << e.what();
     }
 }
 

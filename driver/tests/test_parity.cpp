@@ -42,7 +42,8 @@ std::vector<std::string> parity_cases() {
     const fs::path root = source_dir() / "tests/fixtures/parity";
     if (fs::exists(root))
         for (const auto& entry : fs::directory_iterator(root))
-            if (fs::exists(entry.path() / "expected.json")) cases.push_back(entry.path().filename());
+            if (fs::exists(entry.path() / "expected.json"))
+                cases.push_back(entry.path().filename());
     std::sort(cases.begin(), cases.end());
     return cases;
 }
@@ -90,7 +91,8 @@ class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::stri
 
 TEST_P(Parity, ReproducesTransformers) {
     const auto& [track_name, case_name] = GetParam();
-    if (track_name != "cpu" && !gpu_available()) GTEST_SKIP() << "no GPU: " << track_name << " not run";
+    if (track_name != "cpu" && !gpu_available())
+        GTEST_SKIP() << "no GPU: " << track_name << " not run";
 
     const fs::path dir = source_dir() / "tests/fixtures/parity" / case_name;
     nlohmann::json expected;
@@ -122,16 +124,21 @@ TEST_P(Parity, ReproducesTransformers) {
             for (int c = 0; c < n_mels; ++c) {
                 const float* row = &features.mel[(static_cast<size_t>(w) * n_mels + c) * n_frames];
                 for (int t = 0; t < head_frames; ++t)
-                    max_err = std::max(max_err, std::fabs(double(row[t]) - head[(size_t(w) * n_mels + c) * head_frames + t]));
+                    max_err = std::max(max_err,
+                                       std::fabs(double(row[t]) -
+                                                 head[(size_t(w) * n_mels + c) * head_frames + t]));
                 for (int t = 0; t < edge_frames; ++t)
-                    max_err = std::max(max_err, std::fabs(double(row[edge_start + t]) - edge[(size_t(w) * n_mels + c) * edge_frames + t]));
+                    max_err = std::max(max_err,
+                                       std::fabs(double(row[edge_start + t]) -
+                                                 edge[(size_t(w) * n_mels + c) * edge_frames + t]));
             }
         }
         EXPECT_LE(max_err, 1e-4) << "log-mel features differ from WhisperFeatureExtractor";
         const std::vector<float> sums = read_tensor(reference, "features_sum");
         for (int w = 0; w < features.n_windows; ++w) {
             double sum = 0;
-            for (size_t i = 0; i < size_t(n_mels) * n_frames; ++i) sum += features.mel[size_t(w) * n_mels * n_frames + i];
+            for (size_t i = 0; i < size_t(n_mels) * n_frames; ++i)
+                sum += features.mel[size_t(w) * n_mels * n_frames + i];
             EXPECT_NEAR(sum, sums[w], 1e-4 * size_t(n_mels) * n_frames) << "window " << w;
         }
     }
@@ -144,7 +151,8 @@ TEST_P(Parity, ReproducesTransformers) {
     try {
         const OpTable table = OpTable::build(track_name);
         Backend& backend = backend_for(table.device);
-        Model model(config, load_weights(Checkpoint::find_in(model_dir), config, table, backend), table);
+        Model model(config, load_weights(Checkpoint::find_in(model_dir), config, table, backend),
+                    table);
 
         // Encoder output (first/last rows of each window) and audio embeddings.
         std::vector<float> encoder_out;
@@ -152,7 +160,8 @@ TEST_P(Parity, ReproducesTransformers) {
         const std::vector<float> enc_ref = read_tensor(reference, "encoder_head_tail");
         const int d_enc = config.audio.hidden_size;
         const size_t t_enc = encoder_out.size() / (size_t(features.n_windows) * d_enc);
-        const size_t kept = enc_ref.size() / (size_t(features.n_windows) * d_enc);  // 32 head + 16 tail
+        const size_t kept =
+            enc_ref.size() / (size_t(features.n_windows) * d_enc);  // 32 head + 16 tail
         std::vector<float> enc_got;
         for (int w = 0; w < features.n_windows; ++w)
             for (size_t r = 0; r < kept; ++r) {
@@ -179,7 +188,8 @@ TEST_P(Parity, ReproducesTransformers) {
         options.on_logits = [&](int step, const std::vector<float>& logits) {
             if (step >= logit_steps) return;
             const Comparison c = compare(logits.data(), &logits_ref[size_t(step) * vocab], vocab);
-            EXPECT_LE(c.rel_l2, tol.logits_rel) << "logits of step " << step << ", max abs err " << c.max_abs;
+            EXPECT_LE(c.rel_l2, tol.logits_rel)
+                << "logits of step " << step << ", max abs err " << c.max_abs;
             EXPECT_LE(c.max_abs, tol.logits_rel * c.max_ref) << "logits of step " << step;
         };
         // HF's embeddings come from the fixture so that a small encoder difference cannot hide
@@ -196,7 +206,8 @@ TEST_P(Parity, ReproducesTransformers) {
         teacher.forced_inputs.assign(forced.tokens.size(), forced.tokens.back());
         teacher.forced_inputs[0] = forced.tokens[0];
         const std::vector<int> shifted = model.generate(prompt, audio_ref, teacher).tokens;
-        EXPECT_EQ(shifted[0], forced.tokens[0]) << "the first prediction comes from the prompt alone";
+        EXPECT_EQ(shifted[0], forced.tokens[0])
+            << "the first prediction comes from the prompt alone";
         EXPECT_EQ(shifted[1], forced.tokens[1]) << "the second from the prompt and forced input 0";
 
         // generate() from the model's own embeddings, copied into the prompt where they are: stops
@@ -205,7 +216,8 @@ TEST_P(Parity, ReproducesTransformers) {
         natural.max_new_tokens = expected["generate_max_new_tokens"].get<int>();
         const GenerateResult result = model.generate(prompt, audio, natural);
         EXPECT_EQ(result.tokens, expected["generate_tokens"].get<std::vector<int>>());
-        EXPECT_EQ(tokenizer.decode(result.tokens, true), expected["generate_text"].get<std::string>());
+        EXPECT_EQ(tokenizer.decode(result.tokens, true),
+                  expected["generate_text"].get<std::string>());
     } catch (const Error& e) {
         FAIL() << track_name << ": " << e.what();
     }
@@ -224,7 +236,8 @@ std::vector<std::tuple<std::string, std::string>> parity_params() {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(parity_params()),
                          [](const auto& info) {
-                             std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                             std::string name =
+                                 std::get<0>(info.param) + "_" + std::get<1>(info.param);
                              std::replace(name.begin(), name.end(), '-', '_');  // triton-solution
                              return name;
                          });
@@ -256,7 +269,8 @@ TEST(AudioEmbeddings, AreTiedToTheirEncodeCall) {
     FeatureConfig feature_config;
     feature_config.n_mels = config.audio.num_mel_bins;
     const AudioFeatures features =
-        LogMelExtractor(feature_config).extract(load_audio((dir / "clip.wav").string(), 16000).samples);
+        LogMelExtractor(feature_config)
+            .extract(load_audio((dir / "clip.wav").string(), 16000).samples);
     const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
     GenerateOptions options;
     options.max_new_tokens = 4;
@@ -270,22 +284,26 @@ TEST(AudioEmbeddings, AreTiedToTheirEncodeCall) {
         SCOPED_TRACE(track_name);
         const OpTable table = OpTable::build(track_name);
         auto load_model = [&] {
-            return std::make_unique<Model>(config, load_weights(Checkpoint::find_in(model_dir), config, table,
-                                                                backend_for(table.device)), table);
+            return std::make_unique<Model>(config,
+                                           load_weights(Checkpoint::find_in(model_dir), config,
+                                                        table, backend_for(table.device)),
+                                           table);
         };
         const std::unique_ptr<Model> model = load_model(), other = load_model();
 
         const AudioEmbeddings first = model->encode_audio(features);
         EXPECT_EQ(first.rows(), features.total_audio_tokens());
         const std::vector<float> first_host = first.host();
-        EXPECT_EQ(model->generate(prompt, first, options).tokens, model->generate(prompt, first_host, options).tokens);
+        EXPECT_EQ(model->generate(prompt, first, options).tokens,
+                  model->generate(prompt, first_host, options).tokens);
 
         const AudioEmbeddings second = model->encode_audio(features);
         expect_error([&] { model->generate(prompt, first, options); }, "earlier encode_audio");
         expect_error([&] { first.host(); }, "earlier encode_audio");
         EXPECT_EQ(second.host(), first_host);
         expect_error([&] { other->generate(prompt, second, options); }, "another model");
-        EXPECT_EQ(other->generate(prompt, first_host, options).tokens, model->generate(prompt, second, options).tokens);
+        EXPECT_EQ(other->generate(prompt, first_host, options).tokens,
+                  model->generate(prompt, second, options).tokens);
     }
 }
 
@@ -298,10 +316,12 @@ TEST(AudioEmbeddings, AreTiedToTheirEncodeCall) {
 TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
     if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
     bool linked = false;
-    for (const Track* track : available_tracks()) linked = linked || std::string(track->name) == "reference";
+    for (const Track* track : available_tracks())
+        linked = linked || std::string(track->name) == "reference";
     if (!linked) GTEST_SKIP() << "the reference is not linked into this program";
     const Track& reference = get_track("reference");
-    if (reference.activation_dtype != DType::BF16) GTEST_SKIP() << "GLMASR_ATTENTION is not flash_bf16 or flash_mma";
+    if (reference.activation_dtype != DType::BF16)
+        GTEST_SKIP() << "GLMASR_ATTENTION is not flash_bf16 or flash_mma";
     const OpTable bf16_table = OpTable::build("reference");
     ASSERT_EQ(bf16_table.encoder_activations(), DType::BF16);
     // The same kernels, from a copy of the track that asks for f32 activations.
@@ -316,7 +336,8 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
         const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
         FeatureConfig feature_config;
         feature_config.n_mels = config.audio.num_mel_bins;
-        const AudioFeatures features = LogMelExtractor(feature_config).extract(load_audio(clip.string(), 16000).samples);
+        const AudioFeatures features =
+            LogMelExtractor(feature_config).extract(load_audio(clip.string(), 16000).samples);
         const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
         GenerateOptions options;
         options.max_new_tokens = 8;
@@ -326,7 +347,9 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
             std::vector<int> tokens;
         };
         auto run = [&](const OpTable& table) {
-            Model model(config, load_weights(Checkpoint::find_in(model_dir), config, table, backend_for(table.device)),
+            Model model(config,
+                        load_weights(Checkpoint::find_in(model_dir), config, table,
+                                     backend_for(table.device)),
                         table);
             Run r;
             const AudioEmbeddings audio = model.encode_audio(features, &r.encoder_out);
@@ -339,7 +362,9 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
         ASSERT_EQ(f32.encoder_out.size(), bf16.encoder_out.size());
         ASSERT_EQ(f32.embeddings.size(), bf16.embeddings.size());
         if (!bitwise) {
-            EXPECT_LE(compare(bf16.embeddings.data(), f32.embeddings.data(), f32.embeddings.size()).rel_l2, 1e-2);
+            EXPECT_LE(compare(bf16.embeddings.data(), f32.embeddings.data(), f32.embeddings.size())
+                          .rel_l2,
+                      1e-2);
             return;
         }
         size_t differ = 0;
@@ -347,11 +372,13 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
             differ += f32_to_bf16(f32.encoder_out[i]) != f32_to_bf16(bf16.encoder_out[i]) ||
                       bf16_to_f32(f32_to_bf16(bf16.encoder_out[i])) != bf16.encoder_out[i];
         EXPECT_EQ(differ, 0u) << "encoder outputs that are not the f32 path's, rounded to bf16";
-        EXPECT_EQ(0, std::memcmp(f32.embeddings.data(), bf16.embeddings.data(), f32.embeddings.size() * sizeof(float)))
+        EXPECT_EQ(0, std::memcmp(f32.embeddings.data(), bf16.embeddings.data(),
+                                 f32.embeddings.size() * sizeof(float)))
             << "audio embeddings differ";
     };
     for (const char* clip : {"clip_01.wav", "clip_07.wav", "clip_13.wav"})
-        check(source_dir() / "assets/models/glm-asr-tiny", source_dir() / "assets/audio" / clip, true);
+        check(source_dir() / "assets/models/glm-asr-tiny", source_dir() / "assets/audio" / clip,
+              true);
     for (const std::string& name : parity_cases()) {
         const fs::path dir = source_dir() / "tests/fixtures/parity" / name;
         nlohmann::json expected;

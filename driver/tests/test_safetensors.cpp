@@ -69,7 +69,8 @@ void expect_bad(const std::string& path, std::initializer_list<std::string> need
         const std::string what = e.what();
         EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
         EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-        for (const std::string& needle : needles) EXPECT_NE(what.find(needle), std::string::npos) << what;
+        for (const std::string& needle : needles)
+            EXPECT_NE(what.find(needle), std::string::npos) << what;
         EXPECT_EQ(e.exit_code(), kExitBadInput);
     }
 }
@@ -85,8 +86,8 @@ TEST(SafeTensors, RoundTripKeepsEveryValueExactly) {
     const std::vector<uint16_t> bf16 = {0x3F80, 0xC020, 0x3E80, 0x0000, 0x8000, 0x4049};
     const std::vector<float> bf16_values = {1.0f, -2.5f, 0.25f, 0.0f, -0.0f, 3.140625f};
     const std::vector<uint16_t> f16 = {0x3C00, 0xC000, 0x3555, 0x0001, 0x7BFF, 0x8400};
-    const std::vector<float> f16_values = {1.0f, -2.0f, 0.333251953125f, 5.9604644775390625e-8f,
-                                           65504.0f, -6.103515625e-5f};
+    const std::vector<float> f16_values = {
+        1.0f, -2.0f, 0.333251953125f, 5.9604644775390625e-8f, 65504.0f, -6.103515625e-5f};
     const std::vector<int32_t> i32 = {7, -8};
     const std::string path = dir.file("ok.safetensors");
     write_safetensors(path, {{"a.f32", DType::F32, {2, 3}, f32.data()},
@@ -164,9 +165,10 @@ TEST(SafeTensors, Bf16WriteOfConvertedValuesRoundsToNearestEven) {
 TEST(SafeTensors, MetadataIsIgnored) {
     ScratchDir dir;
     const std::string path = dir.file("meta.safetensors");
-    write_raw(path,
-              R"({"__metadata__": {"format": "pt"}, "w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}})",
-              4);
+    write_raw(
+        path,
+        R"({"__metadata__": {"format": "pt"}, "w": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}})",
+        4);
     const SafeTensorsFile file(path);
     EXPECT_EQ(file.names(), std::vector<std::string>{"w"});
 }
@@ -195,7 +197,8 @@ TEST(SafeTensors, UsedAndUnusedBookkeeping) {
     ScratchDir dir;
     const std::string path = dir.file("used.safetensors");
     const float v[2] = {1, 2};
-    write_safetensors(path, {{"a", DType::F32, {1}, &v[0]}, {"b", DType::F32, {1}, &v[1]},
+    write_safetensors(path, {{"a", DType::F32, {1}, &v[0]},
+                             {"b", DType::F32, {1}, &v[1]},
                              {"c", DType::F32, {1}, &v[1]}});
     const SafeTensorsFile file(path);
     EXPECT_EQ(file.unused(), (std::vector<std::string>{"a", "b", "c"}));
@@ -277,8 +280,10 @@ TEST(SafeTensorsBad, UnsupportedDtype) {
     ScratchDir dir;
     for (const char* dtype : {"I64", "F64", "U8", "BOOL"}) {
         const std::string path = dir.file(std::string("dtype_") + dtype + ".safetensors");
-        write_raw(path, std::string(R"({"ids": {"dtype": ")") + dtype +
-                            R"(", "shape": [1], "data_offsets": [0, 8]}})", 8);
+        write_raw(path,
+                  std::string(R"({"ids": {"dtype": ")") + dtype +
+                      R"(", "shape": [1], "data_offsets": [0, 8]}})",
+                  8);
         expect_bad(path, {"'ids'", dtype});
     }
 }
@@ -323,8 +328,9 @@ TEST(SafeTensorsBad, ShapeWhoseByteCountOverflows) {
     ScratchDir dir;
     // 2^32 · 2^32 · 4 bytes wraps to 0 in 64 bits: must not pass for an empty tensor.
     const std::string path = dir.file("overflow.safetensors");
-    write_raw(path,
-              R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})", 8);
+    write_raw(
+        path,
+        R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})", 8);
     expect_bad(path, {"'w'"});
 }
 
@@ -342,7 +348,8 @@ TEST(SafeTensorsBad, TruncatedDataSection) {
     ScratchDir dir;
     const std::string path = dir.file("trunc.safetensors");
     const std::vector<float> v(64, 0.5f);
-    write_safetensors(path, {{"a", DType::F32, {32}, v.data()}, {"b", DType::F32, {32}, v.data() + 32}});
+    write_safetensors(path,
+                      {{"a", DType::F32, {32}, v.data()}, {"b", DType::F32, {32}, v.data() + 32}});
     fs::resize_file(path, fs::file_size(path) - 10);
     expect_bad(path, {"truncated"});
     // Cut inside the header: its length no longer fits the file.

@@ -52,7 +52,8 @@ std::string tokenizer_path(const std::string& style) {
 class TempFile {
 public:
     explicit TempFile(const std::string& name)
-        : path_(fs::temp_directory_path() / ("glmasr_test_tokenizer_" + std::to_string(::getpid()) + "_" + name)) {}
+        : path_(fs::temp_directory_path() /
+                ("glmasr_test_tokenizer_" + std::to_string(::getpid()) + "_" + name)) {}
     ~TempFile() { fs::remove(path_); }
     std::string write(const std::string& text) const {
         std::ofstream(path_, std::ios::binary) << text;
@@ -73,8 +74,10 @@ void check_encode_case(const Tokenizer& tok, const json& c) {
     const std::vector<int> ids = tok.encode(text);
     EXPECT_EQ(ids, expected) << "text " << json(text).dump() << "\n  got      " << show_ids(ids)
                              << "\n  expected " << show_ids(expected);
-    EXPECT_EQ(tok.decode(expected, true), c["skip_special"].get<std::string>()) << json(text).dump();
-    EXPECT_EQ(tok.decode(expected, false), c["keep_special"].get<std::string>()) << json(text).dump();
+    EXPECT_EQ(tok.decode(expected, true), c["skip_special"].get<std::string>())
+        << json(text).dump();
+    EXPECT_EQ(tok.decode(expected, false), c["keep_special"].get<std::string>())
+        << json(text).dump();
 }
 
 class TokenizerFixture : public testing::TestWithParam<std::string> {
@@ -129,7 +132,8 @@ TEST_P(TokenizerFixture, DecodeUnknownIdThrows) {
             tok.decode({33, id});
             ADD_FAILURE() << "decode accepted id " << id;
         } catch (const glmasr::Error& e) {
-            EXPECT_NE(std::string(e.what()).find(std::to_string(id)), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(std::to_string(id)), std::string::npos)
+                << e.what();
         }
     }
 }
@@ -148,21 +152,25 @@ TEST_P(TokenizerFixture, MovedTokenizerStillWorks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Styles, TokenizerFixture, testing::Values("glm_style", "gpt2_style"),
-                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const testing::TestParamInfo<std::string>& info) {
+                             return info.param;
+                         });
 
 // The prompt: added tokens are cut out first and "\n" stays its own token (docs/model.md §6.2).
 TEST(TokenizerPrompt, GlmAsrPromptLayout) {
     const Tokenizer tok = Tokenizer::load(tokenizer_path("glm_style"));
     const int user = tok.token_to_id("<|user|>"), pad = tok.token_to_id("<|pad|>");
-    const int boa = tok.token_to_id("<|begin_of_audio|>"), eoa = tok.token_to_id("<|end_of_audio|>");
+    const int boa = tok.token_to_id("<|begin_of_audio|>"),
+              eoa = tok.token_to_id("<|end_of_audio|>");
     const int assistant = tok.token_to_id("<|assistant|>");
     const std::vector<int> text_ids = tok.encode("Please transcribe this audio into text");
     std::vector<int> expected = {user, 10, boa, pad, pad, pad, eoa, user, 10};
     expected.insert(expected.end(), text_ids.begin(), text_ids.end());
     expected.insert(expected.end(), {assistant, 10});
-    EXPECT_EQ(tok.encode("<|user|>\n<|begin_of_audio|><|pad|><|pad|><|pad|><|end_of_audio|><|user|>\n"
-                         "Please transcribe this audio into text<|assistant|>\n"),
-              expected);
+    EXPECT_EQ(
+        tok.encode("<|user|>\n<|begin_of_audio|><|pad|><|pad|><|pad|><|end_of_audio|><|user|>\n"
+                   "Please transcribe this audio into text<|assistant|>\n"),
+        expected);
 }
 
 // glm_style with another pre-tokenizer or extra added tokens, as the generator patched it.
@@ -214,7 +222,8 @@ TEST(TokenizerBadFiles, MissingEmptyNotJson) {
     TempFile array("array.json");
     expect_input_error(array.write("[1, 2, 3]"), "not a tokenizer.json object");
     TempFile no_model("no_model.json");
-    expect_input_error(no_model.write("{\"version\": \"1.0\", \"normalizer\": null}"), "no \"model\"");
+    expect_input_error(no_model.write("{\"version\": \"1.0\", \"normalizer\": null}"),
+                       "no \"model\"");
 }
 
 // Each entry: how to break a copy of glm_style/tokenizer.json, and a word the error must contain.
@@ -227,28 +236,51 @@ struct Breakage {
 const Breakage kBreakages[] = {
     {"wordpiece", [](json& j) { j["model"]["type"] = "WordPiece"; }, "WordPiece"},
     {"model_not_object", [](json& j) { j["model"] = 3; }, "model"},
-    {"normalizer_nfc", [](json& j) { j["normalizer"] = {{"type", "NFC"}}; }, "normalizer \"NFC\""},
-    {"pre_tokenizer_whitespace", [](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }, "Whitespace"},
+    {"normalizer_nfc",
+     [](json& j) {
+         j["normalizer"] = {{"type", "NFC"}};
+     },
+     "normalizer \"NFC\""},
+    {"pre_tokenizer_whitespace",
+     [](json& j) {
+         j["pre_tokenizer"] = {{"type", "Whitespace"}};
+     },
+     "Whitespace"},
     {"pre_tokenizer_null", [](json& j) { j["pre_tokenizer"] = nullptr; }, "pre_tokenizer"},
-    {"no_byte_level",
-     [](json& j) { j["pre_tokenizer"] = j["pre_tokenizer"]["pretokenizers"][0]; }, "ByteLevel"},
+    {"no_byte_level", [](json& j) { j["pre_tokenizer"] = j["pre_tokenizer"]["pretokenizers"][0]; },
+     "ByteLevel"},
     {"bad_regex",
-     [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed"; }, "regex"},
+     [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed"; },
+     "regex"},
     {"bad_behavior",
      [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Sideways"; }, "Sideways"},
-    {"decoder_wordpiece", [](json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder"},
+    {"decoder_wordpiece",
+     [](json& j) {
+         j["decoder"] = {{"type", "WordPiece"}};
+     },
+     "decoder"},
     {"decoder_null", [](json& j) { j["decoder"] = nullptr; }, "decoder"},
     {"byte_fallback", [](json& j) { j["model"]["byte_fallback"] = true; }, "byte_fallback"},
     {"dropout", [](json& j) { j["model"]["dropout"] = 0.1; }, "dropout"},
-    {"subword_prefix", [](json& j) { j["model"]["continuing_subword_prefix"] = "##"; }, "continuing_subword_prefix"},
+    {"subword_prefix", [](json& j) { j["model"]["continuing_subword_prefix"] = "##"; },
+     "continuing_subword_prefix"},
     {"no_vocab", [](json& j) { j["model"].erase("vocab"); }, "vocab"},
     {"missing_byte", [](json& j) { j["model"]["vocab"].erase("!"); }, "byte 33"},
-    {"merge_unknown_token", [](json& j) { j["model"]["merges"][0] = {"x", "no-such-token"}; }, "merge 1"},
+    {"merge_unknown_token",
+     [](json& j) {
+         j["model"]["merges"][0] = {"x", "no-such-token"};
+     },
+     "merge 1"},
     {"merge_bad_legacy", [](json& j) { j["model"]["merges"][0] = "abc"; }, "merge 1"},
     {"lstrip", [](json& j) { j["added_tokens"][0]["lstrip"] = true; }, "lstrip"},
     {"added_id_mismatch", [](json& j) { j["added_tokens"][3]["id"] = 5; }, "would give it id"},
-    {"truncation", [](json& j) { j["truncation"] = {{"max_length", 8}}; }, "truncation"},
-    {"vocab_id_huge", [](json& j) { j["model"]["vocab"]["!"] = 2000000000; }, "outside [0, 16777216]"},
+    {"truncation",
+     [](json& j) {
+         j["truncation"] = {{"max_length", 8}};
+     },
+     "truncation"},
+    {"vocab_id_huge", [](json& j) { j["model"]["vocab"]["!"] = 2000000000; },
+     "outside [0, 16777216]"},
     {"vocab_id_not_int", [](json& j) { j["model"]["vocab"]["!"] = "zero"; }, "not an integer"},
 };
 

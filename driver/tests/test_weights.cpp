@@ -55,10 +55,20 @@ class CountingBackend final : public Backend {
 public:
     int allocs = 0, frees = 0;
     Device device() const override { return Device::Host; }
-    void* alloc(size_t bytes) override { ++allocs; return host().alloc(bytes); }
-    void free(void* p) override { ++frees; host().free(p); }
-    void upload(void* d, const void* s, size_t n, Stream st) override { host().upload(d, s, n, st); }
-    void download(void* d, const void* s, size_t n, Stream st) override { host().download(d, s, n, st); }
+    void* alloc(size_t bytes) override {
+        ++allocs;
+        return host().alloc(bytes);
+    }
+    void free(void* p) override {
+        ++frees;
+        host().free(p);
+    }
+    void upload(void* d, const void* s, size_t n, Stream st) override {
+        host().upload(d, s, n, st);
+    }
+    void download(void* d, const void* s, size_t n, Stream st) override {
+        host().download(d, s, n, st);
+    }
     void copy(void* d, const void* s, size_t n, Stream st) override { host().copy(d, s, n, st); }
     void zero(void* d, size_t n, Stream st) override { host().zero(d, n, st); }
     void synchronize(Stream) override {}
@@ -101,9 +111,11 @@ struct Named {
 // docs/model.md §7.1 for `c`, without the lm_head.
 std::vector<Named> checkpoint_layout(const ModelConfig& c) {
     const int64_t De = c.audio.hidden_size, Fe = c.audio.intermediate_size,
-                  qe = c.audio.num_heads * c.audio.head_dim, kve = c.audio.num_kv_heads * c.audio.head_dim;
+                  qe = c.audio.num_heads * c.audio.head_dim,
+                  kve = c.audio.num_kv_heads * c.audio.head_dim;
     const int64_t Dt = c.text.hidden_size, Ft = c.text.intermediate_size,
-                  qd = c.text.num_heads * c.text.head_dim, kvd = c.text.num_kv_heads * c.text.head_dim;
+                  qd = c.text.num_heads * c.text.head_dim,
+                  kvd = c.text.num_kv_heads * c.text.head_dim;
     std::vector<Named> t = {{"audio_tower.conv1.weight", {De, c.audio.num_mel_bins, 3}},
                             {"audio_tower.conv1.bias", {De}},
                             {"audio_tower.conv2.weight", {De, De, 3}},
@@ -186,9 +198,12 @@ const Tensor& field(const ModelWeights& w, const std::string& name) {
         {"mlp.up_proj.weight", &DecoderLayerWeights::up_w},
         {"mlp.down_proj.weight", &DecoderLayerWeights::down_w}};
     const std::map<std::string, const Tensor*> top = {
-        {"audio_tower.conv1.weight", &w.conv1_w}, {"audio_tower.conv1.bias", &w.conv1_b},
-        {"audio_tower.conv2.weight", &w.conv2_w}, {"audio_tower.conv2.bias", &w.conv2_b},
-        {"audio_tower.norm.weight", &w.enc_norm_w}, {"audio_tower.norm.bias", &w.enc_norm_b},
+        {"audio_tower.conv1.weight", &w.conv1_w},
+        {"audio_tower.conv1.bias", &w.conv1_b},
+        {"audio_tower.conv2.weight", &w.conv2_w},
+        {"audio_tower.conv2.bias", &w.conv2_b},
+        {"audio_tower.norm.weight", &w.enc_norm_w},
+        {"audio_tower.norm.bias", &w.enc_norm_b},
         {"multi_modal_projector.linear_1.weight", &w.proj1_w},
         {"multi_modal_projector.linear_1.bias", &w.proj1_b},
         {"multi_modal_projector.linear_2.weight", &w.proj2_w},
@@ -198,7 +213,8 @@ const Tensor& field(const ModelWeights& w, const std::string& name) {
         {"language_model.lm_head.weight", &w.lm_head}};
     if (auto it = top.find(name); it != top.end()) return *it->second;
     for (const auto& [prefix, is_encoder] :
-         {std::pair<std::string, bool>{"audio_tower.layers.", true}, {"language_model.model.layers.", false}}) {
+         {std::pair<std::string, bool>{"audio_tower.layers.", true},
+          {"language_model.model.layers.", false}}) {
         if (name.rfind(prefix, 0) != 0) continue;
         const size_t dot = name.find('.', prefix.size());
         const int layer = std::stoi(name.substr(prefix.size(), dot - prefix.size()));
@@ -211,7 +227,9 @@ const Tensor& field(const ModelWeights& w, const std::string& name) {
 // Distinct, exactly representable values for tensor `t`: every tensor and element differs, and
 // they are multiples of 2^-10 below 8 so bf16 keeps only some of them exactly.
 float value(size_t t, int64_t i) {
-    return static_cast<float>(static_cast<int64_t>((t * 7919 + i * 104729) % 8191) - 4095) / 1024.0f + 0.001f * (i % 3);
+    return static_cast<float>(static_cast<int64_t>((t * 7919 + i * 104729) % 8191) - 4095) /
+               1024.0f +
+           0.001f * (i % 3);
 }
 
 // A checkpoint under construction: names, shapes and f32 values, written as f32, bf16 or f16.
@@ -221,7 +239,8 @@ struct TestCheckpoint {
 
     explicit TestCheckpoint(const ModelConfig& c, bool with_lm_head = true) {
         for (const Named& n : checkpoint_layout(c)) add(n.name, n.shape);
-        if (with_lm_head) add("language_model.lm_head.weight", {c.text.vocab_size, c.text.hidden_size});
+        if (with_lm_head)
+            add("language_model.lm_head.weight", {c.text.vocab_size, c.text.hidden_size});
     }
     void add(const std::string& name, const std::vector<int64_t>& shape) {
         tensors.push_back({name, shape});
@@ -233,7 +252,9 @@ struct TestCheckpoint {
             if (tensors[i].name == name) return i;
         throw std::runtime_error("no tensor " + name);
     }
-    const std::vector<float>& operator[](const std::string& name) const { return values[index(name)]; }
+    const std::vector<float>& operator[](const std::string& name) const {
+        return values[index(name)];
+    }
     void remove(const std::string& name) {
         const size_t i = index(name);
         tensors.erase(tensors.begin() + i);
@@ -281,8 +302,8 @@ class ScratchFile {
 public:
     ScratchFile() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = (fs::temp_directory_path() / ("glmasr_test_weights_" + std::to_string(::getpid()) + "_" +
-                                               info->name() + ".safetensors"))
+        path_ = (fs::temp_directory_path() / ("glmasr_test_weights_" + std::to_string(::getpid()) +
+                                              "_" + info->name() + ".safetensors"))
                     .string();
     }
     ~ScratchFile() { fs::remove(path_); }
@@ -300,14 +321,16 @@ std::vector<float> as_f32(const Tensor& t) {
 }
 
 // Loading must fail with an InputError naming the file and containing every needle.
-void expect_load_error(const std::string& path, const ModelConfig& c, std::initializer_list<std::string> needles) {
+void expect_load_error(const std::string& path, const ModelConfig& c,
+                       std::initializer_list<std::string> needles) {
     try {
         load_weights(path, c, f32_table(), host_backend());
         FAIL() << "loaded without error";
     } catch (const InputError& e) {
         const std::string what = e.what();
         EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
-        for (const std::string& n : needles) EXPECT_NE(what.find(n), std::string::npos) << "'" << n << "' not in: " << what;
+        for (const std::string& n : needles)
+            EXPECT_NE(what.find(n), std::string::npos) << "'" << n << "' not in: " << what;
     }
 }
 
@@ -406,19 +429,20 @@ TEST(Weights, Bf16CheckpointIntoF32AndBf16Tracks) {
     ScratchFile file;
     ckpt.write(file.path(), DType::BF16);
     const ModelWeights f32 = load_weights(file.path(), c, f32_table(), host_backend());
-    const ModelWeights bf16 =
-        load_weights(file.path(), c, make_table(kBf16Track, kBf16Track, kBf16Track), host_backend());
+    const ModelWeights bf16 = load_weights(
+        file.path(), c, make_table(kBf16Track, kBf16Track, kBf16Track), host_backend());
     for (const Named& n : ckpt.tensors) {
         SCOPED_TRACE(n.name);
         const std::vector<float>& v = ckpt[n.name];
         const Tensor& a = field(f32, n.name);
         const Tensor& b = field(bf16, n.name);
         ASSERT_EQ(a.dtype, DType::F32);
-        for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.f32()[i], bf16_to_f32(f32_to_bf16(v[i]))) << i;
+        for (int64_t i = 0; i < a.numel(); ++i)
+            ASSERT_EQ(a.f32()[i], bf16_to_f32(f32_to_bf16(v[i]))) << i;
         if (b.dtype == DType::BF16)
-            for (int64_t i = 0; i < b.numel(); ++i) ASSERT_EQ(b.bf16_bits()[i], f32_to_bf16(v[i])) << i;
-        else
-            EXPECT_EQ(as_f32(b), as_f32(a));
+            for (int64_t i = 0; i < b.numel(); ++i)
+                ASSERT_EQ(b.bf16_bits()[i], f32_to_bf16(v[i])) << i;
+        else EXPECT_EQ(as_f32(b), as_f32(a));
     }
 }
 
@@ -455,12 +479,14 @@ TEST(Weights, TiedLmHeadInAnotherDtypeIsAConvertedCopy) {
     ScratchFile file;
     ckpt.write(file.path());
     // linear (and so the lm_head) in bf16, the embedding table in f32
-    const ModelWeights w = load_weights(file.path(), c, make_table(kBf16Track, kF32Track, kF32Track), host_backend());
+    const ModelWeights w =
+        load_weights(file.path(), c, make_table(kBf16Track, kF32Track, kF32Track), host_backend());
     ASSERT_EQ(w.embed.dtype, DType::F32);
     ASSERT_EQ(w.lm_head.dtype, DType::BF16);
     EXPECT_NE(w.lm_head.data, w.embed.data);
     const std::vector<float>& v = ckpt["language_model.model.embed_tokens.weight"];
-    for (int64_t i = 0; i < w.lm_head.numel(); ++i) ASSERT_EQ(w.lm_head.bf16_bits()[i], f32_to_bf16(v[i])) << i;
+    for (int64_t i = 0; i < w.lm_head.numel(); ++i)
+        ASSERT_EQ(w.lm_head.bf16_bits()[i], f32_to_bf16(v[i])) << i;
 }
 
 TEST(Weights, UntiedConfigNeedsAnLmHead) {
@@ -476,7 +502,8 @@ TEST(Weights, IdenticalLmHeadIsStoredOnce) {
     // The Nano checkpoint's lm_head is a bitwise copy of embed_tokens (docs/model.md §5).
     const ModelConfig c = tiny_config();
     TestCheckpoint ckpt(c);
-    ckpt.values[ckpt.index("language_model.lm_head.weight")] = ckpt["language_model.model.embed_tokens.weight"];
+    ckpt.values[ckpt.index("language_model.lm_head.weight")] =
+        ckpt["language_model.model.embed_tokens.weight"];
     ScratchFile file;
     ckpt.write(file.path());
     const ModelWeights w = load_weights(file.path(), c, f32_table(), host_backend());
@@ -484,7 +511,8 @@ TEST(Weights, IdenticalLmHeadIsStoredOnce) {
     EXPECT_EQ(w.lm_head.data, w.embed.data);
     EXPECT_TRUE(w.unused_tensors.empty());
     // ... unless the linear and embedding ops want different dtypes.
-    const ModelWeights mixed = load_weights(file.path(), c, make_table(kBf16Track, kF32Track, kF32Track), host_backend());
+    const ModelWeights mixed =
+        load_weights(file.path(), c, make_table(kBf16Track, kF32Track, kF32Track), host_backend());
     EXPECT_NE(mixed.lm_head.data, mixed.embed.data);
     EXPECT_EQ(mixed.lm_head.dtype, DType::BF16);
 }
@@ -542,7 +570,8 @@ class ScratchShards {
 public:
     ScratchShards() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        dir_ = fs::temp_directory_path() / ("glmasr_test_shards_" + std::to_string(::getpid()) + "_" + info->name());
+        dir_ = fs::temp_directory_path() /
+               ("glmasr_test_shards_" + std::to_string(::getpid()) + "_" + info->name());
         fs::create_directories(dir_);
     }
     ~ScratchShards() { fs::remove_all(dir_); }
@@ -570,7 +599,8 @@ public:
         return map;
     }
     void write_index(const nlohmann::json& weight_map) const {
-        std::ofstream(index()) << nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump();
+        std::ofstream(index())
+            << nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump();
     }
     const fs::path& dir() const { return dir_; }
 
@@ -588,7 +618,8 @@ TEST(Weights, ShardedCheckpointLoadsLikeOneFile) {
     const Checkpoint opened(shards.index());
     EXPECT_EQ(opened.shard_count(), 3u);
     const ModelWeights w = load_weights(shards.index(), c, f32_table(), host_backend());
-    for (const Named& n : TestCheckpoint(c).tensors) EXPECT_EQ(as_f32(field(w, n.name)), ckpt[n.name]) << n.name;
+    for (const Named& n : TestCheckpoint(c).tensors)
+        EXPECT_EQ(as_f32(field(w, n.name)), ckpt[n.name]) << n.name;
     EXPECT_EQ(w.unused_tensors, std::vector<std::string>{"audio_tower.embed_positions.weight"});
 }
 
@@ -605,17 +636,23 @@ TEST(Weights, ShardIndexProblemsAreNamed) {
         std::vector<std::string> needles;
     };
     const std::vector<Case> cases = {
-        {"a shard that is not there", [&](nlohmann::json& m) { m[in_a] = "model-00009-of-00009.safetensors"; },
+        {"a shard that is not there",
+         [&](nlohmann::json& m) { m[in_a] = "model-00009-of-00009.safetensors"; },
          {"shard 'model-00009-of-00009.safetensors' is not in"}},
-        {"a tensor listed in the wrong shard", [&](nlohmann::json& m) { m[in_a] = b; },
+        {"a tensor listed in the wrong shard",
+         [&](nlohmann::json& m) { m[in_a] = b; },
          {"'" + in_a + "'", "listed in shard '" + b + "'", "does not hold it"}},
-        {"a tensor of a shard the index leaves out", [&](nlohmann::json& m) { m.erase(in_b); },
+        {"a tensor of a shard the index leaves out",
+         [&](nlohmann::json& m) { m.erase(in_b); },
          {"holds tensor '" + in_b + "'", "does not list"}},
-        {"a path out of the folder", [&](nlohmann::json& m) { m[in_a] = "../" + a; },
+        {"a path out of the folder",
+         [&](nlohmann::json& m) { m[in_a] = "../" + a; },
          {"not a .safetensors file in the index's folder"}},
-        {"a shard name that is not a string", [&](nlohmann::json& m) { m[in_a] = 3; },
+        {"a shard name that is not a string",
+         [&](nlohmann::json& m) { m[in_a] = 3; },
          {"'" + in_a + "'", "not a file name"}},
-        {"an empty weight_map", [&](nlohmann::json& m) { m = nlohmann::json::object(); },
+        {"an empty weight_map",
+         [&](nlohmann::json& m) { m = nlohmann::json::object(); },
          {"lists no tensor"}},
     };
     for (const Case& k : cases) {
@@ -628,7 +665,8 @@ TEST(Weights, ShardIndexProblemsAreNamed) {
             Checkpoint opened(shards.index());
             ADD_FAILURE() << "opened without error";
         } catch (const InputError& e) {
-            for (const std::string& n : k.needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+            for (const std::string& n : k.needles)
+                EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
         }
     }
     // A tensor in two shards: the second shard also holds a copy of one of the first's.
@@ -646,8 +684,10 @@ TEST(Weights, ShardIndexProblemsAreNamed) {
         Checkpoint opened(shards.index());
         ADD_FAILURE() << "opened without error";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("'" + in_a + "' is in shard '" + b + "' and in shard '" + a + "'"),
-                  std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("'" + in_a + "' is in shard '" + b +
+                                             "' and in shard '" + a + "'"),
+                  std::string::npos)
+            << e.what();
     }
     // Not JSON, or no weight_map.
     std::ofstream(shards.index()) << "{\"weight_map\": [";
@@ -662,8 +702,10 @@ TEST(Weights, AModelFolderWithoutWeightsIsNamed) {
         Checkpoint::find_in(empty.dir());
         FAIL() << "found weights in an empty folder";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("no model.safetensors (nor model.safetensors.index.json)"),
-                  std::string::npos) << e.what();
+        EXPECT_NE(
+            std::string(e.what()).find("no model.safetensors (nor model.safetensors.index.json)"),
+            std::string::npos)
+            << e.what();
     }
 }
 
@@ -696,7 +738,8 @@ TEST(Weights, ShapeThatContradictsTheConfig) {
     ModelConfig wider = c;
     wider.text.intermediate_size = 56;
     expect_load_error(file.path(), wider,
-                      {"language_model.model.layers.0.mlp.gate_proj.weight", "[48, 32]", "config.json implies [56, 32]"});
+                      {"language_model.model.layers.0.mlp.gate_proj.weight", "[48, 32]",
+                       "config.json implies [56, 32]"});
     ModelConfig deeper = c;
     deeper.audio.num_layers = 3;  // a layer the file does not have
     expect_load_error(file.path(), deeper, {"audio_tower.layers.2.", "missing"});
@@ -710,8 +753,9 @@ TEST(Weights, UnusedTensorsAreReported) {
     ScratchFile file;
     ckpt.write(file.path());
     const ModelWeights w = load_weights(file.path(), c, f32_table(), host_backend());
-    EXPECT_EQ(w.unused_tensors, (std::vector<std::string>{"audio_tower.embed_positions.weight",
-                                                          "language_model.model.layers.2.input_layernorm.weight"}));
+    EXPECT_EQ(w.unused_tensors,
+              (std::vector<std::string>{"audio_tower.embed_positions.weight",
+                                        "language_model.model.layers.2.input_layernorm.weight"}));
 }
 
 TEST(Weights, OriginalLayoutGetsAHint) {
@@ -776,8 +820,10 @@ TEST(RandomWeights, DeterministicAndShapedLikeACheckpoint) {
         EXPECT_EQ(v, as_f32(field(b, n.name)));
         if (!is_matrix(n.name)) {
             // LayerNorm / RMSNorm weights 1, biases 0
-            const float want = n.name.find("norm") != std::string::npos && n.name.find("weight") != std::string::npos
-                                   ? 1.0f : 0.0f;
+            const float want = n.name.find("norm") != std::string::npos &&
+                                       n.name.find("weight") != std::string::npos
+                                   ? 1.0f
+                                   : 0.0f;
             for (float x : v) ASSERT_EQ(x, want);
         } else {
             EXPECT_NE(v, as_f32(field(other, n.name)));
@@ -810,7 +856,8 @@ TEST(RandomWeights, NormalWithStd002) {
 TEST(RandomWeights, DtypesAndUntiedHead) {
     ModelConfig c = tiny_config();
     c.tie_word_embeddings = false;
-    const ModelWeights w = random_weights(c, make_table(kBf16Track, kF32Track, kBf16Track), host_backend(), 1);
+    const ModelWeights w =
+        random_weights(c, make_table(kBf16Track, kF32Track, kBf16Track), host_backend(), 1);
     EXPECT_EQ(w.encoder[0].q_w.dtype, DType::BF16);
     EXPECT_EQ(w.encoder[0].q_b.dtype, DType::F32);
     EXPECT_EQ(w.conv1_w.dtype, DType::F32);
@@ -822,8 +869,10 @@ TEST(RandomWeights, DtypesAndUntiedHead) {
 
     // Tied, but the head's dtype differs from the embeddings': the same values, converted.
     c.tie_word_embeddings = true;
-    const ModelWeights t = random_weights(c, make_table(kBf16Track, kF32Track, kF32Track), host_backend(), 1);
+    const ModelWeights t =
+        random_weights(c, make_table(kBf16Track, kF32Track, kF32Track), host_backend(), 1);
     ASSERT_NE(t.lm_head.data, t.embed.data);
     const std::vector<float> e = as_f32(t.embed);
-    for (int64_t i = 0; i < t.lm_head.numel(); ++i) ASSERT_EQ(t.lm_head.bf16_bits()[i], f32_to_bf16(e[i])) << i;
+    for (int64_t i = 0; i < t.lm_head.numel(); ++i)
+        ASSERT_EQ(t.lm_head.bf16_bits()[i], f32_to_bf16(e[i])) << i;
 }

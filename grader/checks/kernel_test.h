@@ -73,9 +73,9 @@ namespace glmasr::test {
 
 // GLM-ASR-Nano's shapes: the defaults of config.h are the real model (docs/model.md §3, §5).
 inline const ModelConfig kNano{};
-inline const int64_t kEncoderFrames = kNano.audio.max_positions;              // 1500 per 30 s
-inline const int64_t kProjectorRows = kEncoderFrames / kNano.merge_factor;     // 375
-inline const int64_t kMelFrames = 2 * kEncoderFrames;                         // 3000 (conv2 halves)
+inline const int64_t kEncoderFrames = kNano.audio.max_positions;            // 1500 per 30 s
+inline const int64_t kProjectorRows = kEncoderFrames / kNano.merge_factor;  // 375
+inline const int64_t kMelFrames = 2 * kEncoderFrames;                       // 3000 (conv2 halves)
 inline const int64_t kDecoderKvWidth = int64_t(kNano.text.num_kv_heads) * kNano.text.head_dim;
 
 // How many times each case calls each track, every time with fresh inputs: once aligned, once
@@ -184,7 +184,8 @@ private:
     }
     static double uniform(uint64_t bits) { return ((bits >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
     static float gaussian(uint64_t key, uint64_t i) {  // Box–Muller on two hashed uniforms
-        const double u1 = uniform(splitmix64(key ^ (2 * i))), u2 = uniform(splitmix64(key ^ (2 * i + 1)));
+        const double u1 = uniform(splitmix64(key ^ (2 * i))),
+                     u2 = uniform(splitmix64(key ^ (2 * i + 1)));
         return float(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
     }
     static uint64_t mix(const std::string& track, int call) {
@@ -307,7 +308,8 @@ inline Downloads*& bitwise_sink() {
 template <class T>
 void bitwise_record(const std::vector<T>& values, const Tensor& t) {
     if (!bitwise_sink()) return;
-    Download d{t.str(), std::vector<int64_t>(t.shape, t.shape + t.ndim), std::is_same_v<T, float>, {}};
+    Download d{
+        t.str(), std::vector<int64_t>(t.shape, t.shape + t.ndim), std::is_same_v<T, float>, {}};
     const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
     d.bytes.assign(bytes, bytes + values.size() * sizeof(T));
     bitwise_sink()->push_back(std::move(d));
@@ -319,12 +321,14 @@ void bitwise_record(const std::vector<T>& values, const Tensor& t) {
 // restarts once none is alive).
 class DeviceTensor {
 public:
-    explicit DeviceTensor(const HostTensor& h, DType dtype = DType::F32) : backend_(&track_backend()) {
+    explicit DeviceTensor(const HostTensor& h, DType dtype = DType::F32)
+        : backend_(&track_backend()) {
         view_ = Tensor(nullptr, h.is_i32 ? DType::I32 : dtype, backend_->device(), {});
         for (int64_t d : h.shape) view_.shape[view_.ndim++] = d;
         if (live().empty()) last_number() = 0;
         number_ = ++last_number();
-        if (current_placement() == Placement::Misaligned) front_ += (1 + number_ % 3) * dtype_size(view_.dtype);
+        if (current_placement() == Placement::Misaligned)
+            front_ += (1 + number_ % 3) * dtype_size(view_.dtype);
         if (view_.dtype == DType::F32 || view_.dtype == DType::I32) {
             upload(h.is_i32 ? static_cast<const void*>(h.i.data()) : h.f.data());
         } else if (view_.dtype == DType::BF16) {
@@ -343,13 +347,12 @@ public:
         live().erase(std::find(live().begin(), live().end(), this));
         try {
             const std::string damage = guard_damage();
-            if (!damage.empty()) ADD_FAILURE() << "[" << current_track() << "] out-of-bounds write: " << damage;
-        } catch (...) {
-        }
+            if (!damage.empty())
+                ADD_FAILURE() << "[" << current_track() << "] out-of-bounds write: " << damage;
+        } catch (...) {}
         try {
             backend_->free(base_);
-        } catch (...) {
-        }
+        } catch (...) {}
     }
     DeviceTensor(const DeviceTensor&) = delete;
     DeviceTensor& operator=(const DeviceTensor&) = delete;
@@ -429,7 +432,8 @@ private:
 
     // "wrote N bytes at +first..+last <where>" for the bytes of `guard` that lost their canary;
     // byte k of `guard` sits at `offset + k` from the tensor's start (before) or end (past).
-    static std::string describe(const std::vector<unsigned char>& guard, int64_t offset, const std::string& where) {
+    static std::string describe(const std::vector<unsigned char>& guard, int64_t offset,
+                                const std::string& where) {
         int64_t first = -1, last = -1, changed = 0;
         for (size_t k = 0; k < guard.size(); ++k) {
             if (guard[k] == canary()[k]) continue;
@@ -438,9 +442,11 @@ private:
             ++changed;
         }
         if (changed == 0) return "";
-        auto at = [&](int64_t k) { return std::string(offset + k >= 0 ? "+" : "") + std::to_string(offset + k); };
-        return "wrote " + std::to_string(changed) + " byte" + (changed > 1 ? "s" : "") + " at " + at(first) +
-               (last > first ? ".." + at(last) : "") + " " + where;
+        auto at = [&](int64_t k) {
+            return std::string(offset + k >= 0 ? "+" : "") + std::to_string(offset + k);
+        };
+        return "wrote " + std::to_string(changed) + " byte" + (changed > 1 ? "s" : "") + " at " +
+               at(first) + (last > first ? ".." + at(last) : "") + " " + where;
     }
 
     Backend* backend_;
@@ -452,7 +458,9 @@ private:
 };
 
 // An optional device tensor (positions of a bidirectional attention are absent).
-inline Tensor view_or_empty(const std::unique_ptr<DeviceTensor>& t) { return t ? t->view() : Tensor{}; }
+inline Tensor view_or_empty(const std::unique_ptr<DeviceTensor>& t) {
+    return t ? t->view() : Tensor{};
+}
 
 // ------------------------------------------------------------------ error model
 //
@@ -540,18 +548,20 @@ inline Tolerance relative_tolerance(const HostTensor& ref, double rel, double sc
     const double s = scale > 0 ? scale : rms(ref.f);
     Tolerance tol;
     tol.budget.resize(ref.f.size());
-    for (size_t i = 0; i < ref.f.size(); ++i) tol.budget[i] = float(rel * (std::fabs(ref.f[i]) + s));
+    for (size_t i = 0; i < ref.f.size(); ++i)
+        tol.budget[i] = float(rel * (std::fabs(ref.f[i]) + s));
     tol.rmse_bound = 0.5 * rms_of_finite(tol.budget, ref.f);
     tol.model = "rel " + fmt(rel) + " × (|ref| + " + fmt(s) + ")";
     return tol;
 }
 
 // budget_i = rel · (|ref_i| + scale_i), with a scale per element.
-inline Tolerance scaled_tolerance(const HostTensor& ref, double rel, const std::vector<float>& scale,
-                                  const std::string& why) {
+inline Tolerance scaled_tolerance(const HostTensor& ref, double rel,
+                                  const std::vector<float>& scale, const std::string& why) {
     Tolerance tol;
     tol.budget.resize(ref.f.size());
-    for (size_t i = 0; i < ref.f.size(); ++i) tol.budget[i] = float(rel * (std::fabs(ref.f[i]) + scale[i]));
+    for (size_t i = 0; i < ref.f.size(); ++i)
+        tol.budget[i] = float(rel * (std::fabs(ref.f[i]) + scale[i]));
     tol.rmse_bound = 0.5 * rms_of_finite(tol.budget, ref.f);
     tol.model = "rel " + fmt(rel) + " × (|ref| + " + why + ")";
     return tol;
@@ -560,8 +570,10 @@ inline Tolerance scaled_tolerance(const HostTensor& ref, double rel, const std::
 // An f32 reduction of length K whose result has the size of its inputs (norms, softmax, scores):
 // accumulated rounding grows like ε·√K (random walk; the oracle itself sums in double), plus a
 // few roundings outside the sum. c is the safety factor.
-inline Tolerance reduction_tolerance(const HostTensor& ref, int64_t K, double c = 8, double scale = 0) {
-    return relative_tolerance(ref, c * kEpsF32 * (std::sqrt(double(std::max<int64_t>(K, 1))) + 2), scale);
+inline Tolerance reduction_tolerance(const HostTensor& ref, int64_t K, double c = 8,
+                                     double scale = 0) {
+    return relative_tolerance(ref, c * kEpsF32 * (std::sqrt(double(std::max<int64_t>(K, 1))) + 2),
+                              scale);
 }
 
 // Elementwise f32 maths (expf, erff, a few roundings): `ulps` units of ε.
@@ -582,7 +594,8 @@ inline Tolerance elementwise_tolerance(const HostTensor& ref, double ulps = 16, 
 //                drifts by ~u·|ref| as a whole).
 inline Tolerance product_tolerance(const HostTensor& ref, const HostTensor& magnitude, int64_t K,
                                    Precision precision) {
-    const double u = operand_roundoff(precision) + kEpsF32, rootK = std::sqrt(double(std::max<int64_t>(K, 1)));
+    const double u = operand_roundoff(precision) + kEpsF32,
+                 rootK = std::sqrt(double(std::max<int64_t>(K, 1)));
     Tolerance tol;
     tol.budget.resize(ref.f.size());
     std::vector<float> typical(ref.f.size());
@@ -600,8 +613,8 @@ inline Tolerance product_tolerance(const HostTensor& ref, const HostTensor& magn
 // proportion to |mean| / sqrt(var + eps) (two passes or Welford; the one-pass E[x²] − E[x]²
 // loses them in proportion to its square and fails when the mean is large). A row of one value
 // is its own mean: nothing is lost.
-inline Tolerance layernorm_tolerance(const HostTensor& ref, const std::vector<float>& x, int64_t R, int64_t D,
-                                     double eps) {
+inline Tolerance layernorm_tolerance(const HostTensor& ref, const std::vector<float>& x, int64_t R,
+                                     int64_t D, double eps) {
     double centring = 0;
     for (int64_t r = 0; D > 1 && r < R; ++r) {
         double m = 0, v = 0;
@@ -659,7 +672,8 @@ inline ::testing::AssertionResult close(const std::vector<float>& got, const Hos
         const float g = got[i], r = ref.f[i];
         bool ok;
         if (!std::isfinite(r)) {  // NaN ↔ NaN, −inf ↔ −inf, +inf ↔ +inf, nothing else
-            ok = std::isnan(r) ? std::isnan(g) : (std::isinf(g) && std::signbit(g) == std::signbit(r));
+            ok = std::isnan(r) ? std::isnan(g)
+                               : (std::isinf(g) && std::signbit(g) == std::signbit(r));
         } else if (!std::isfinite(g)) {
             ok = false;
             worst = INFINITY;
@@ -684,20 +698,26 @@ inline ::testing::AssertionResult close(const std::vector<float>& got, const Hos
     const double rel_rmse = ref2 > 0 ? std::sqrt(diff2 / ref2) : rmse;
     const bool rmse_ok = rmse <= tol.rmse_bound;
     std::ostringstream summary;
-    summary << "max abs err " << fmt(max_abs) << ", max rel err " << fmt(max_rel) << ", relative RMSE "
-            << fmt(rel_rmse) << "; per-element budget " << tol.model << ": " << fmt(100 * worst)
-            << "% used at worst; RMSE " << fmt(rmse) << " = "
+    summary << "max abs err " << fmt(max_abs) << ", max rel err " << fmt(max_rel)
+            << ", relative RMSE " << fmt(rel_rmse) << "; per-element budget " << tol.model << ": "
+            << fmt(100 * worst) << "% used at worst; RMSE " << fmt(rmse) << " = "
             << fmt(tol.rmse_bound > 0 ? 100 * rmse / tol.rmse_bound : (rmse > 0 ? INFINITY : 0))
             << "% of its bound";
     record_share("budget_share", label, worst);
-    record_share("rmse_share", label, tol.rmse_bound > 0 ? rmse / tol.rmse_bound : (rmse > 0 ? INFINITY : 0));
+    record_share("rmse_share", label,
+                 tol.rmse_bound > 0 ? rmse / tol.rmse_bound : (rmse > 0 ? INFINITY : 0));
     if (verbose())
-        std::cout << "  " << current_test_name() << " " << what << " " << got.size() << " values: " << summary.str() << "\n";
+        std::cout << "  " << current_test_name() << " " << what << " " << got.size()
+                  << " values: " << summary.str() << "\n";
     if (bad == 0 && rmse_ok) return ::testing::AssertionSuccess() << what << ": " << summary.str();
     // The count and the first mismatches come first: a grader's report may keep only the start.
     auto failure = ::testing::AssertionFailure() << what << ": ";
-    if (bad) failure << bad << " of " << got.size() << " elements out of tolerance, first:" << first.str() << "\n  ";
-    if (!rmse_ok) failure << "whole-tensor RMSE " << fmt(rmse) << " > its bound " << fmt(tol.rmse_bound) << "; ";
+    if (bad)
+        failure << bad << " of " << got.size()
+                << " elements out of tolerance, first:" << first.str() << "\n  ";
+    if (!rmse_ok)
+        failure << "whole-tensor RMSE " << fmt(rmse) << " > its bound " << fmt(tol.rmse_bound)
+                << "; ";
     failure << summary.str();
     return failure;
 }
@@ -712,41 +732,46 @@ template <class T>
     else ref_ptr = &ref_tensor.i;
     const std::vector<T>& ref = *ref_ptr;
     if (got.size() != ref.size())
-        return ::testing::AssertionFailure() << what << ": " << got.size() << " values, expected " << ref.size();
+        return ::testing::AssertionFailure()
+               << what << ": " << got.size() << " values, expected " << ref.size();
     size_t bad = 0;
     std::ostringstream first;
     for (size_t i = 0; i < got.size(); ++i) {
         if (std::memcmp(&got[i], &ref[i], sizeof(T)) == 0) continue;
         if (bad++ < 6) {
-            first << "\n    " << index_str(i, ref_tensor.shape) << " got " << got[i] << ", expected " << ref[i];
+            first << "\n    " << index_str(i, ref_tensor.shape) << " got " << got[i]
+                  << ", expected " << ref[i];
             if constexpr (std::is_same_v<T, float>)
                 if (is_poison(got[i])) first << " (poison: never written)";
         }
     }
     if (bad == 0) return ::testing::AssertionSuccess() << what << ": identical";
-    return ::testing::AssertionFailure() << what << ": " << bad << " of " << got.size()
-                                         << " values differ (exact match required); first:" << first.str();
+    return ::testing::AssertionFailure()
+           << what << ": " << bad << " of " << got.size()
+           << " values differ (exact match required); first:" << first.str();
 }
 
 // EXPECT_TRUE(verdict) would print the call's source text first; this prints only the verdict.
-#define GLMASR_EXPECT(verdict)                                              \
-    do {                                                                    \
-        const ::testing::AssertionResult glmasr_verdict_ = (verdict);       \
-        if (!glmasr_verdict_) ADD_FAILURE() << glmasr_verdict_.message();   \
+#define GLMASR_EXPECT(verdict)                                            \
+    do {                                                                  \
+        const ::testing::AssertionResult glmasr_verdict_ = (verdict);     \
+        if (!glmasr_verdict_) ADD_FAILURE() << glmasr_verdict_.message(); \
     } while (0)
 
 // ------------------------------------------------------------------ running a case on each track
 
 // Bitwise mode: each later track's downloads, call by call, byte-equal to the first track's
 // (log[track][call]); a difference fails the case with its first differing element.
-inline void bitwise_compare(const std::vector<std::string>& names, const std::vector<std::vector<Downloads>>& log) {
+inline void bitwise_compare(const std::vector<std::string>& names,
+                            const std::vector<std::vector<Downloads>>& log) {
     for (size_t t = 1; t < names.size(); ++t) {
         for (size_t call = 0; call < std::min(log[0].size(), log[t].size()); ++call) {
             const Downloads &want = log[0][call], &got = log[t][call];
-            const std::string where = "bitwise: [" + names[t] + "] against [" + names[0] + "], call " +
-                                      std::to_string(call + 1);
+            const std::string where = "bitwise: [" + names[t] + "] against [" + names[0] +
+                                      "], call " + std::to_string(call + 1);
             if (got.size() != want.size()) {
-                ADD_FAILURE() << where << ": " << got.size() << " downloads, " << want.size() << " expected";
+                ADD_FAILURE() << where << ": " << got.size() << " downloads, " << want.size()
+                              << " expected";
                 continue;
             }
             for (size_t d = 0; d < want.size(); ++d) {
@@ -754,10 +779,12 @@ inline void bitwise_compare(const std::vector<std::string>& names, const std::ve
                 const size_t n = std::min(got[d].bytes.size(), want[d].bytes.size()) / 4;
                 size_t differ = 0, first = n;
                 for (size_t i = 0; i < n; ++i)
-                    if (std::memcmp(&got[d].bytes[4 * i], &want[d].bytes[4 * i], 4) != 0 && differ++ == 0) first = i;
+                    if (std::memcmp(&got[d].bytes[4 * i], &want[d].bytes[4 * i], 4) != 0 &&
+                        differ++ == 0)
+                        first = i;
                 std::ostringstream what;
-                what << where << ", download " << d + 1 << " (" << want[d].tensor << "): " << differ << " of " << n
-                     << " elements differ";
+                what << where << ", download " << d + 1 << " (" << want[d].tensor << "): " << differ
+                     << " of " << n << " elements differ";
                 if (first < n) {
                     uint32_t g, w;
                     std::memcpy(&g, &got[d].bytes[4 * first], 4);
@@ -766,7 +793,9 @@ inline void bitwise_compare(const std::vector<std::string>& names, const std::ve
                     std::memcpy(&gf, &g, 4);
                     std::memcpy(&wf, &w, 4);
                     what << ", first " << index_str(first, want[d].shape) << ": ";
-                    if (want[d].is_f32) what << gf << " against " << wf << std::hex << " (bits 0x" << g << ", 0x" << w << ")";
+                    if (want[d].is_f32)
+                        what << gf << " against " << wf << std::hex << " (bits 0x" << g << ", 0x"
+                             << w << ")";
                     else what << int32_t(g) << " against " << int32_t(w);
                 }
                 if (got[d].bytes.size() != want[d].bytes.size()) what << "; sizes differ";
@@ -797,10 +826,11 @@ void for_each_track(Body body, int calls = kCallsPerTrack) {
         for (int call = 0; call < calls; ++call) {
             const bool aligned = call % 2 == 0;
             current_placement() = aligned ? Placement::Aligned : Placement::Misaligned;
-            SCOPED_TRACE("track " + name + ", call " + std::to_string(call + 1) + " of " +
-                         std::to_string(calls) +
-                         (aligned ? ", tensors 16-byte aligned" : ", tensors off 16-byte alignment") +
-                         ", GLMASR_TEST_SEED=" + std::to_string(test_seed()));
+            SCOPED_TRACE(
+                "track " + name + ", call " + std::to_string(call + 1) + " of " +
+                std::to_string(calls) +
+                (aligned ? ", tensors 16-byte aligned" : ", tensors off 16-byte alignment") +
+                ", GLMASR_TEST_SEED=" + std::to_string(test_seed()));
             try {
                 const Track& track = track_under_test(name);
                 track_device() = track.device;

@@ -8,7 +8,10 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t R, C; const char* name; };
+struct Shape {
+    int64_t R, C;
+    const char* name;
+};
 
 class Add : public ::testing::TestWithParam<Shape> {};
 
@@ -19,9 +22,12 @@ TEST_P(Add, MatchesOracle) {
     const Shape s = GetParam();
     for_each_track([&](const Track& track, Inputs& in) {
         for (Alias alias : {Alias::none, Alias::a, Alias::b}) {
-            const char* label = alias == Alias::none ? "" : alias == Alias::a ? "out = a" : "out = b";
+            const char* label = alias == Alias::none ? ""
+                                : alias == Alias::a  ? "out = a"
+                                                     : "out = b";
             SCOPED_TRACE(alias == Alias::none ? "out of place" : label);
-            HostTensor a = host(in.normal(s.R * s.C), {s.R, s.C}), b = host(in.normal(s.R * s.C), {s.R, s.C});
+            HostTensor a = host(in.normal(s.R * s.C), {s.R, s.C}),
+                       b = host(in.normal(s.R * s.C), {s.R, s.C});
             HostTensor ref = zeros({s.R, s.C});
             cpu_track().ops.add(ref.view(), a.view(), b.view(), nullptr);
 
@@ -34,10 +40,11 @@ TEST_P(Add, MatchesOracle) {
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(, Add, ::testing::Values(
-    Shape{1, 1, "one"}, Shape{1, 3, "three"}, Shape{19, 111, "awkward"},
-    Shape{1, kNano.text.hidden_size, "decode"},
-    Shape{kEncoderFrames - 1, kNano.audio.hidden_size + 1, "encoder_odd_count"}),
+INSTANTIATE_TEST_SUITE_P(
+    , Add,
+    ::testing::Values(Shape{1, 1, "one"}, Shape{1, 3, "three"}, Shape{19, 111, "awkward"},
+                      Shape{1, kNano.text.hidden_size, "decode"},
+                      Shape{kEncoderFrames - 1, kNano.audio.hidden_size + 1, "encoder_odd_count"}),
     NameField{});
 
 }  // namespace

@@ -51,7 +51,9 @@ Data make(const Case& c, Inputs& in) {
     Data d{host(in.normal(c.Tq * c.Hq * c.D), {c.Tq, c.Hq * c.D}),
            host(in.normal(c.Tk * c.Hkv * c.D), {c.Tk, c.Hkv * c.D}),
            host(in.normal(c.Tk * c.Hkv * c.D), {c.Tk, c.Hkv * c.D}),
-           {}, c.scale_mult / std::sqrt(float(c.D)), c.Tk};
+           {},
+           c.scale_mult / std::sqrt(float(c.D)),
+           c.Tk};
     if (c.causal) {
         std::vector<int32_t> p(c.Tq);
         std::iota(p.begin(), p.end(), c.first_pos);
@@ -77,13 +79,15 @@ Data make(const Case& c, Inputs& in) {
 // probabilities; every other sum is an attention computed by the oracle itself: scores of |q|, |k|
 // or q², k², then outputs of |v|, v or v² (keys with p = 0 are skipped, so unwritten cache rows
 // stay unread).
-Tolerance bf16_attention_tolerance(const Case& c, Data& d, HostTensor& p, const HostTensor& ref, double f32_rel) {
+Tolerance bf16_attention_tolerance(const Case& c, Data& d, HostTensor& p, const HostTensor& ref,
+                                   double f32_rel) {
     const Ops& cpu = cpu_track().ops;
     const double u = operand_roundoff(Precision::BF16), sigma2 = u * u / 3;
     const Tensor pos = c.causal ? d.pos.view() : Tensor{};
     auto scores_of = [&](HostTensor q, HostTensor k, float scale) {
         HostTensor s = zeros({c.Hq, c.Tq, c.Tk});
-        cpu.attention_scores(s.view(), q.view(), k.view(), pos, int(c.Hq), int(c.Hkv), scale, nullptr);
+        cpu.attention_scores(s.view(), q.view(), k.view(), pos, int(c.Hq), int(c.Hkv), scale,
+                             nullptr);
         return s;
     };
     auto output_of = [&](HostTensor& weights, HostTensor v) {
@@ -116,9 +120,11 @@ Tolerance bf16_attention_tolerance(const Case& c, Data& d, HostTensor& p, const 
     Tolerance tol = relative_tolerance(ref, f32_rel, rms(d.v.f));
     std::vector<float> typical(ref.f.size());
     for (size_t e = 0; e < ref.f.size(); ++e) {
-        const int64_t i = int64_t(e) / (c.Hq * c.D), h = int64_t(e) % (c.Hq * c.D) / c.D, row = h * c.Tq + i;
+        const int64_t i = int64_t(e) / (c.Hq * c.D), h = int64_t(e) % (c.Hq * c.D) / c.D,
+                      row = h * c.Tq + i;
         const double out = ref.f[e];
-        tol.budget[e] += float(logit_worst.f[e] + std::fabs(out) * worst_sum[row] + 2 * u * operand_worst.f[e]);
+        tol.budget[e] +=
+            float(logit_worst.f[e] + std::fabs(out) * worst_sum[row] + 2 * u * operand_worst.f[e]);
         const double t2 = logit_v2.f[e] - 2 * out * logit_v.f[e] + out * out * typical_sum[row] +
                           2 * sigma2 * operand_v2.f[e];
         typical[e] = float(std::sqrt(std::max(t2, 0.0)));
@@ -133,115 +139,138 @@ class Attention : public ::testing::TestWithParam<Case> {};
 TEST_P(Attention, Scores) {
     GLMASR_REQUIRE_GPU();
     const Case c = GetParam();
-    for_each_track([&](const Track& track, Inputs& in) {
-        Data d = make(c, in);
-        HostTensor ref = zeros({c.Hq, c.Tq, c.Tk});
-        cpu_track().ops.attention_scores(ref.view(), d.q.view(), d.k.view(), c.causal ? d.pos.view() : Tensor{},
-                                         int(c.Hq), int(c.Hkv), d.scale, nullptr);
+    for_each_track(
+        [&](const Track& track, Inputs& in) {
+            Data d = make(c, in);
+            HostTensor ref = zeros({c.Hq, c.Tq, c.Tk});
+            cpu_track().ops.attention_scores(ref.view(), d.q.view(), d.k.view(),
+                                             c.causal ? d.pos.view() : Tensor{}, int(c.Hq),
+                                             int(c.Hkv), d.scale, nullptr);
 
-        DeviceTensor dq(d.q), dk(d.k), out(ref);
-        std::unique_ptr<DeviceTensor> dpos = c.causal ? std::make_unique<DeviceTensor>(d.pos) : nullptr;
-        out.poison();
-        entry(track.ops.attention_scores, track, "attention_scores")(
-            out.view(), dq.view(), dk.view(), view_or_empty(dpos), int(c.Hq), int(c.Hkv), d.scale, track_stream());
-        // Masked entries are −inf in the oracle: close() demands exactly −inf there. The floor of
-        // the budget is a typical score's size, scale·√D·rms(q)·rms(k), so that a score that
-        // cancels to ~0 is not asked for digits its terms never had.
-        const double typical = d.scale * std::sqrt(double(c.D)) * rms(d.q.f) * rms(d.k.f);
-        GLMASR_EXPECT(close(out.download_f32(), ref, reduction_tolerance(ref, c.D, 8, typical)));
-    }, c.calls);
+            DeviceTensor dq(d.q), dk(d.k), out(ref);
+            std::unique_ptr<DeviceTensor> dpos =
+                c.causal ? std::make_unique<DeviceTensor>(d.pos) : nullptr;
+            out.poison();
+            entry(track.ops.attention_scores, track, "attention_scores")(
+                out.view(), dq.view(), dk.view(), view_or_empty(dpos), int(c.Hq), int(c.Hkv),
+                d.scale, track_stream());
+            // Masked entries are −inf in the oracle: close() demands exactly −inf there. The floor of
+            // the budget is a typical score's size, scale·√D·rms(q)·rms(k), so that a score that
+            // cancels to ~0 is not asked for digits its terms never had.
+            const double typical = d.scale * std::sqrt(double(c.D)) * rms(d.q.f) * rms(d.k.f);
+            GLMASR_EXPECT(
+                close(out.download_f32(), ref, reduction_tolerance(ref, c.D, 8, typical)));
+        },
+        c.calls);
 }
 
 TEST_P(Attention, Output) {
     GLMASR_REQUIRE_GPU();
     const Case c = GetParam();
-    for_each_track([&](const Track& track, Inputs& in) {
-        Data d = make(c, in);
-        HostTensor probs = zeros({c.Hq, c.Tq, c.Tk});
-        cpu_track().ops.attention_scores(probs.view(), d.q.view(), d.k.view(), c.causal ? d.pos.view() : Tensor{},
-                                         int(c.Hq), int(c.Hkv), d.scale, nullptr);
-        const Tensor rows = probs.view().reshape({c.Hq * c.Tq, c.Tk});
-        cpu_track().ops.softmax(rows, rows, nullptr);
-        HostTensor ref = zeros({c.Tq, c.Hq * c.D});
-        cpu_track().ops.attention_output(ref.view(), probs.view(), d.v.view(), int(c.Hq), int(c.Hkv), nullptr);
+    for_each_track(
+        [&](const Track& track, Inputs& in) {
+            Data d = make(c, in);
+            HostTensor probs = zeros({c.Hq, c.Tq, c.Tk});
+            cpu_track().ops.attention_scores(probs.view(), d.q.view(), d.k.view(),
+                                             c.causal ? d.pos.view() : Tensor{}, int(c.Hq),
+                                             int(c.Hkv), d.scale, nullptr);
+            const Tensor rows = probs.view().reshape({c.Hq * c.Tq, c.Tk});
+            cpu_track().ops.softmax(rows, rows, nullptr);
+            HostTensor ref = zeros({c.Tq, c.Hq * c.D});
+            cpu_track().ops.attention_output(ref.view(), probs.view(), d.v.view(), int(c.Hq),
+                                             int(c.Hkv), nullptr);
 
-        DeviceTensor dp(probs), dv(d.v), out(ref);
-        out.poison();
-        entry(track.ops.attention_output, track, "attention_output")(out.view(), dp.view(), dv.view(), int(c.Hq),
-                                                                      int(c.Hkv), track_stream());
-        // A weighted mean of v rows: errors are measured against the size of v, not of the mean.
-        GLMASR_EXPECT(close(out.download_f32(), ref, reduction_tolerance(ref, d.valid, 8, rms(d.v.f))));
-    }, c.calls);
+            DeviceTensor dp(probs), dv(d.v), out(ref);
+            out.poison();
+            entry(track.ops.attention_output, track, "attention_output")(
+                out.view(), dp.view(), dv.view(), int(c.Hq), int(c.Hkv), track_stream());
+            // A weighted mean of v rows: errors are measured against the size of v, not of the mean.
+            GLMASR_EXPECT(
+                close(out.download_f32(), ref, reduction_tolerance(ref, d.valid, 8, rms(d.v.f))));
+        },
+        c.calls);
 }
 
 TEST_P(Attention, Whole) {
     GLMASR_REQUIRE_GPU();
     const Case c = GetParam();
-    for_each_track([&](const Track& track, Inputs& in) {
-        Data d = make(c, in);
-        const Tensor pos_host = c.causal ? d.pos.view() : Tensor{};
-        // The cpu track has no fused entry, so run_attention composes scores → softmax → output
-        // and leaves the probabilities in `scratch`.
-        HostTensor scratch = zeros({c.Hq, c.Tq, c.Tk});
-        HostTensor ref = zeros({c.Tq, c.Hq * c.D});
-        run_attention(cpu_track().ops, ref.view(), d.q.view(), d.k.view(), d.v.view(), pos_host, scratch.view(),
-                      int(c.Hq), int(c.Hkv), d.scale, nullptr);
+    for_each_track(
+        [&](const Track& track, Inputs& in) {
+            Data d = make(c, in);
+            const Tensor pos_host = c.causal ? d.pos.view() : Tensor{};
+            // The cpu track has no fused entry, so run_attention composes scores → softmax → output
+            // and leaves the probabilities in `scratch`.
+            HostTensor scratch = zeros({c.Hq, c.Tq, c.Tk});
+            HostTensor ref = zeros({c.Tq, c.Hq * c.D});
+            run_attention(cpu_track().ops, ref.view(), d.q.view(), d.k.view(), d.v.view(), pos_host,
+                          scratch.view(), int(c.Hq), int(c.Hkv), d.scale, nullptr);
 
-        DeviceTensor dq(d.q), dk(d.k), dv(d.v), dscratch(scratch), out(ref);
-        std::unique_ptr<DeviceTensor> dpos = c.causal ? std::make_unique<DeviceTensor>(d.pos) : nullptr;
-        out.poison();
-        dscratch.poison();
-        run_attention(track.ops, out.view(), dq.view(), dk.view(), dv.view(), view_or_empty(dpos), dscratch.view(),
-                      int(c.Hq), int(c.Hkv), d.scale, track_stream());
-        // Budget: the f32 sums over Tk and D, plus what the track's attention_precision allows.
-        // In f32, the logits' products may carry as few as 16 significant bits (a tensor-core
-        // kernel that splits each f32 operand into two bf16); a logit error δ moves the output by
-        // ~δ·|v|. With bf16 operands, bf16_attention_tolerance above.
-        const double f32_rel = 8 * kEpsF32 * (std::sqrt(double(d.valid + c.D)) + 2);
-        const double logit_size = d.scale * c.D * rms(d.q.f) * rms(d.k.f);
-        const Tolerance tol =
-            attention_precision(track) == Precision::BF16
-                ? bf16_attention_tolerance(c, d, scratch, ref, f32_rel)
-                : relative_tolerance(ref, f32_rel + 8 * std::ldexp(1.0, -16) * logit_size, rms(d.v.f));
-        GLMASR_EXPECT(close(out.download_f32(), ref, tol));
-    }, c.calls);
+            DeviceTensor dq(d.q), dk(d.k), dv(d.v), dscratch(scratch), out(ref);
+            std::unique_ptr<DeviceTensor> dpos =
+                c.causal ? std::make_unique<DeviceTensor>(d.pos) : nullptr;
+            out.poison();
+            dscratch.poison();
+            run_attention(track.ops, out.view(), dq.view(), dk.view(), dv.view(),
+                          view_or_empty(dpos), dscratch.view(), int(c.Hq), int(c.Hkv), d.scale,
+                          track_stream());
+            // Budget: the f32 sums over Tk and D, plus what the track's attention_precision allows.
+            // In f32, the logits' products may carry as few as 16 significant bits (a tensor-core
+            // kernel that splits each f32 operand into two bf16); a logit error δ moves the output by
+            // ~δ·|v|. With bf16 operands, bf16_attention_tolerance above.
+            const double f32_rel = 8 * kEpsF32 * (std::sqrt(double(d.valid + c.D)) + 2);
+            const double logit_size = d.scale * c.D * rms(d.q.f) * rms(d.k.f);
+            const Tolerance tol =
+                attention_precision(track) == Precision::BF16
+                    ? bf16_attention_tolerance(c, d, scratch, ref, f32_rel)
+                    : relative_tolerance(ref, f32_rel + 8 * std::ldexp(1.0, -16) * logit_size,
+                                         rms(d.v.f));
+            GLMASR_EXPECT(close(out.download_f32(), ref, tol));
+        },
+        c.calls);
 }
 
-INSTANTIATE_TEST_SUITE_P(, Attention, ::testing::Values(
-    Case{1, 1, 1, 1, 2, 0, false, "one"},
-    Case{2, 3, 2, 1, 4, 0, false, "tiny_gqa"},
-    Case{1, 1, 1, 1, 8, 0, true, "first_token"},
-    Case{19, 19, 6, 2, 24, 0, false, "awkward_gqa_bidirectional"},
-    Case{19, 40, 6, 2, 24, 0, true, "awkward_gqa_causal"},
-    Case{111, 128, kEnc.num_heads, kEnc.num_kv_heads, kEnc.head_dim, 0, true, "mha_causal_awkward"},
-    Case{kEncoderFrames, kEncoderFrames, kEnc.num_heads, kEnc.num_kv_heads, kEnc.head_dim, 0, false, "encoder"},
-    Case{397, 512, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 0, true, "prefill_gqa"},
-    Case{3, 64, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 40, true, "chunked_prefill_gqa"},
-    Case{1, 64, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 0, true, "decode_position_0"},
-    Case{1, 512, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 300, true, "decode_gqa"},
-    Case{1, kDec.max_positions, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 5000, true, "decode_long_cache"},
-    // 130 queries at positions 37..166: query rows 63/64/65 and 127/128/129 straddle 64-query
-    // tiles, and the causal diagonal crosses every 32- or 64-key tile mid-way. Catches a kernel
-    // that masks a whole tile from one query's position (its first or last row), or that
-    // assumes the diagonal starts at key 0 (no past length).
-    Case{130, 200, 4, 2, kEnc.head_dim, 37, true, "tile_straddle_past_37"},
-    Case{130, 131 + 63, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 63, true, "tile_straddle_past_63"},
-    // A prefill chunk of 67 queries ending 29 rows before the end of the longest KV cache the
-    // driver allocates (kKvCapacity): long rows, a tile-straddling query block, unwritten (NaN)
-    // rows after the last position. Catches shared-memory or partial buffers sized below the
-    // capacity, and int overflow in row offsets.
-    Case{67, kKvCapacity, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, int(kKvCapacity) - 67 - 29, true,
-         "prefill_chunk_at_capacity"},
-    // One decode step at the last row of a cache 45 rows longer than the model ever allocates:
-    // a split-K decode kernel with a fixed number of splits or keys per split must still cover
-    // every key.
-    Case{1, kBeyondCapacity, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, int(kBeyondCapacity) - 1, true,
-         "decode_beyond_capacity"},
-    // scale ≠ 1/√D: a kernel that ignores `scale` and computes 1/√D itself fails (Scores by a
-    // factor, Whole through the softmax's temperature).
-    Case{19, 40, 6, 2, 24, 3, true, "scale_0p37_causal", 0.37f},
-    Case{33, 70, 4, 4, kEnc.head_dim, 0, false, "scale_2p5_bidirectional", 2.5f},
-    Case{130, 200, 4, 2, kEnc.head_dim, 37, true, "tile_straddle_repeated", 1.0f, kRepeatedCalls}),
+INSTANTIATE_TEST_SUITE_P(
+    , Attention,
+    ::testing::Values(
+        Case{1, 1, 1, 1, 2, 0, false, "one"}, Case{2, 3, 2, 1, 4, 0, false, "tiny_gqa"},
+        Case{1, 1, 1, 1, 8, 0, true, "first_token"},
+        Case{19, 19, 6, 2, 24, 0, false, "awkward_gqa_bidirectional"},
+        Case{19, 40, 6, 2, 24, 0, true, "awkward_gqa_causal"},
+        Case{111, 128, kEnc.num_heads, kEnc.num_kv_heads, kEnc.head_dim, 0, true,
+             "mha_causal_awkward"},
+        Case{kEncoderFrames, kEncoderFrames, kEnc.num_heads, kEnc.num_kv_heads, kEnc.head_dim, 0,
+             false, "encoder"},
+        Case{397, 512, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 0, true, "prefill_gqa"},
+        Case{3, 64, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 40, true,
+             "chunked_prefill_gqa"},
+        Case{1, 64, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 0, true, "decode_position_0"},
+        Case{1, 512, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 300, true, "decode_gqa"},
+        Case{1, kDec.max_positions, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 5000, true,
+             "decode_long_cache"},
+        // 130 queries at positions 37..166: query rows 63/64/65 and 127/128/129 straddle 64-query
+        // tiles, and the causal diagonal crosses every 32- or 64-key tile mid-way. Catches a kernel
+        // that masks a whole tile from one query's position (its first or last row), or that
+        // assumes the diagonal starts at key 0 (no past length).
+        Case{130, 200, 4, 2, kEnc.head_dim, 37, true, "tile_straddle_past_37"},
+        Case{130, 131 + 63, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim, 63, true,
+             "tile_straddle_past_63"},
+        // A prefill chunk of 67 queries ending 29 rows before the end of the longest KV cache the
+        // driver allocates (kKvCapacity): long rows, a tile-straddling query block, unwritten (NaN)
+        // rows after the last position. Catches shared-memory or partial buffers sized below the
+        // capacity, and int overflow in row offsets.
+        Case{67, kKvCapacity, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim,
+             int(kKvCapacity) - 67 - 29, true, "prefill_chunk_at_capacity"},
+        // One decode step at the last row of a cache 45 rows longer than the model ever allocates:
+        // a split-K decode kernel with a fixed number of splits or keys per split must still cover
+        // every key.
+        Case{1, kBeyondCapacity, kDec.num_heads, kDec.num_kv_heads, kDec.head_dim,
+             int(kBeyondCapacity) - 1, true, "decode_beyond_capacity"},
+        // scale ≠ 1/√D: a kernel that ignores `scale` and computes 1/√D itself fails (Scores by a
+        // factor, Whole through the softmax's temperature).
+        Case{19, 40, 6, 2, 24, 3, true, "scale_0p37_causal", 0.37f},
+        Case{33, 70, 4, 4, kEnc.head_dim, 0, false, "scale_2p5_bidirectional", 2.5f},
+        Case{130, 200, 4, 2, kEnc.head_dim, 37, true, "tile_straddle_repeated", 1.0f,
+             kRepeatedCalls}),
     NameField{});
 
 }  // namespace

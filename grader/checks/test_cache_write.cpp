@@ -12,7 +12,11 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t T, W, cap; bool consecutive; const char* name; };
+struct Shape {
+    int64_t T, W, cap;
+    bool consecutive;
+    const char* name;
+};
 
 class CacheWrite : public ::testing::TestWithParam<Shape> {};
 
@@ -23,7 +27,8 @@ TEST_P(CacheWrite, MatchesOracle) {
         std::vector<int32_t> slots(s.cap);
         std::iota(slots.begin(), slots.end(), 0);
         if (s.consecutive) {
-            std::rotate(slots.begin(), slots.begin() + in.ints(1, 0, int(s.cap - s.T))[0], slots.end());
+            std::rotate(slots.begin(), slots.begin() + in.ints(1, 0, int(s.cap - s.T))[0],
+                        slots.end());
         } else {
             std::mt19937_64 engine = in.engine();
             std::shuffle(slots.begin(), slots.end(), engine);
@@ -35,15 +40,18 @@ TEST_P(CacheWrite, MatchesOracle) {
 
         DeviceTensor dpos(pos), drows(rows), dcache(cache);
         cpu_track().ops.cache_write(cache.view(), rows.view(), pos.view(), nullptr);
-        entry(track.ops.cache_write, track, "cache_write")(dcache.view(), drows.view(), dpos.view(), track_stream());
+        entry(track.ops.cache_write, track, "cache_write")(dcache.view(), drows.view(), dpos.view(),
+                                                           track_stream());
         GLMASR_EXPECT(exact(dcache.download_f32(), cache));
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(, CacheWrite, ::testing::Values(
-    Shape{1, 1, 1, true, "one"}, Shape{2, 3, 5, false, "tiny"}, Shape{19, 111, 50, false, "awkward"},
-    Shape{1, kDecoderKvWidth, kNano.text.max_positions, false, "decode"},
-    Shape{397, kDecoderKvWidth, 500, true, "prefill"}),
+INSTANTIATE_TEST_SUITE_P(
+    , CacheWrite,
+    ::testing::Values(Shape{1, 1, 1, true, "one"}, Shape{2, 3, 5, false, "tiny"},
+                      Shape{19, 111, 50, false, "awkward"},
+                      Shape{1, kDecoderKvWidth, kNano.text.max_positions, false, "decode"},
+                      Shape{397, kDecoderKvWidth, 500, true, "prefill"}),
     NameField{});
 
 }  // namespace

@@ -15,7 +15,11 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t T, V, D; const char* name; bool out_of_range = false; };
+struct Shape {
+    int64_t T, V, D;
+    const char* name;
+    bool out_of_range = false;
+};
 
 class Embedding : public ::testing::TestWithParam<Shape> {};
 
@@ -52,13 +56,14 @@ TEST_P(Embedding, MatchesOracle) {
             // The cpu track reads the ids on the host before writing anything: a contract
             // error, not NaN. (A remote track's tensors are host memory too, but its kernels
             // run on the GPU: it is held to the NaN rows like every GPU track.)
-            EXPECT_THROW(entry(track.ops.embedding, track, "embedding")(out.view(), dtable.view(), did.view(),
-                                                                         track_stream()),
+            EXPECT_THROW(entry(track.ops.embedding, track, "embedding")(out.view(), dtable.view(),
+                                                                        did.view(), track_stream()),
                          Error);
             return;
         }
         out.poison();
-        entry(track.ops.embedding, track, "embedding")(out.view(), dtable.view(), did.view(), track_stream());
+        entry(track.ops.embedding, track, "embedding")(out.view(), dtable.view(), did.view(),
+                                                       track_stream());
         std::vector<float> got = out.download_f32();
         // Rows of out-of-range ids: every element NaN, and written (the poison is a NaN too).
         // They are then blanked on both sides so that exact() judges the valid rows.
@@ -75,19 +80,22 @@ TEST_P(Embedding, MatchesOracle) {
             }
         }
         EXPECT_EQ(wrong, 0) << "[" << current_track() << "] " << wrong
-                            << " elements of out-of-range ids' rows are not NaN; first:" << first.str();
+                            << " elements of out-of-range ids' rows are not NaN; first:"
+                            << first.str();
         GLMASR_EXPECT(exact(got, ref));
     });
 }
 
 const DecoderConfig& kDec = kNano.text;
 
-INSTANTIATE_TEST_SUITE_P(, Embedding, ::testing::Values(
-    Shape{1, 1, 1, "one"}, Shape{3, 2, 5, "tiny"}, Shape{19, 818, 111, "awkward"},
-    Shape{1, kDec.vocab_size, kDec.hidden_size, "decode"},
-    Shape{397, kDec.vocab_size, kDec.hidden_size, "prefill"},
-    Shape{9, 818, 111, "out_of_range", true},                // scalar copies
-    Shape{7, 50, 128, "out_of_range_vectorised", true}),  // D % 8 == 0: vector copies
+INSTANTIATE_TEST_SUITE_P(
+    , Embedding,
+    ::testing::Values(Shape{1, 1, 1, "one"}, Shape{3, 2, 5, "tiny"}, Shape{19, 818, 111, "awkward"},
+                      Shape{1, kDec.vocab_size, kDec.hidden_size, "decode"},
+                      Shape{397, kDec.vocab_size, kDec.hidden_size, "prefill"},
+                      Shape{9, 818, 111, "out_of_range", true},  // scalar copies
+                      Shape{7, 50, 128, "out_of_range_vectorised",
+                            true}),  // D % 8 == 0: vector copies
     NameField{});
 
 }  // namespace

@@ -12,12 +12,17 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t R, C; const char* name; bool extremes = false; };
+struct Shape {
+    int64_t R, C;
+    const char* name;
+    bool extremes = false;
+};
 
 // Planted in every 7th element of an "extremes" case. gelu(−1e4) = −0 and gelu(1e4) = 1e4:
 // catches a hand-written erf or tanh that divides inf by inf (e^2u / (e^2u + 1)) or a polynomial
 // erf that leaves [−1, 1] for large arguments.
-constexpr float kExtremes[] = {-1e4f, -100.0f, -50.0f, -10.0f, -5.5f, 5.5f, 10.0f, 50.0f, 100.0f, 1e4f};
+constexpr float kExtremes[] = {-1e4f, -100.0f, -50.0f, -10.0f, -5.5f,
+                               5.5f,  10.0f,   50.0f,  100.0f, 1e4f};
 
 class Gelu : public ::testing::TestWithParam<Shape> {};
 
@@ -34,7 +39,8 @@ TEST_P(Gelu, MatchesOracle) {
             // ±1e4 → exactly 1e4 or 0 in f32.
             const double scale = rms(x.f);
             if (s.extremes)
-                for (size_t i = 0; i < x.f.size(); i += 7) x.f[i] = kExtremes[(i / 7) % std::size(kExtremes)];
+                for (size_t i = 0; i < x.f.size(); i += 7)
+                    x.f[i] = kExtremes[(i / 7) % std::size(kExtremes)];
             HostTensor ref = zeros({s.R, s.C});
             cpu_track().ops.gelu(ref.view(), x.view(), nullptr);
 
@@ -48,12 +54,13 @@ TEST_P(Gelu, MatchesOracle) {
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(, Gelu, ::testing::Values(
-    Shape{1, 1, "one"}, Shape{1, 2, "two"}, Shape{3, 1, "three"}, Shape{19, 111, "awkward"},
-    Shape{1000, 989, "awkward_large"},
-    Shape{kEncoderFrames, kNano.audio.intermediate_size, "encoder_fc1"},
-    Shape{kProjectorRows, kNano.projector_hidden(), "projector"},
-    Shape{37, 1001, "extremes", true}),
+INSTANTIATE_TEST_SUITE_P(
+    , Gelu,
+    ::testing::Values(Shape{1, 1, "one"}, Shape{1, 2, "two"}, Shape{3, 1, "three"},
+                      Shape{19, 111, "awkward"}, Shape{1000, 989, "awkward_large"},
+                      Shape{kEncoderFrames, kNano.audio.intermediate_size, "encoder_fc1"},
+                      Shape{kProjectorRows, kNano.projector_hidden(), "projector"},
+                      Shape{37, 1001, "extremes", true}),
     NameField{});
 
 }  // namespace

@@ -18,7 +18,11 @@ using glmasr::test::operator<<;
 const EncoderConfig& kEnc = kNano.audio;
 const DecoderConfig& kDec = kNano.text;
 
-struct Freqs { int64_t P, half; float theta; const char* name; };
+struct Freqs {
+    int64_t P, half;
+    float theta;
+    const char* name;
+};
 
 class RopeFreqs : public ::testing::TestWithParam<Freqs> {};
 
@@ -32,7 +36,8 @@ TEST_P(RopeFreqs, MatchesOracle) {
         DeviceTensor dcos(cos), dsin(sin);
         dcos.poison();
         dsin.poison();
-        entry(track.ops.rope_freqs, track, "rope_freqs")(dcos.view(), dsin.view(), s.theta, track_stream());
+        entry(track.ops.rope_freqs, track, "rope_freqs")(dcos.view(), dsin.view(), s.theta,
+                                                         track_stream());
         // The angle p · inv_freq is an f32 product (as in transformers): an ulp or two of
         // inv_freq (powf and exp2f round differently) moves it by ~ε·angle, and so cos and sin.
         // The budget's scale therefore grows with the angle: up to ~8000 rad at the decoder's
@@ -40,9 +45,12 @@ TEST_P(RopeFreqs, MatchesOracle) {
         std::vector<float> angle(cos.f.size());
         for (int64_t p = 0; p < s.P; ++p)
             for (int64_t j = 0; j < s.half; ++j)
-                angle[p * s.half + j] = float(1 + p * std::pow(double(s.theta), -2.0 * j / (2.0 * s.half)));
-        GLMASR_EXPECT(close(dcos.download_f32(), cos, scaled_tolerance(cos, 8 * kEpsF32, angle, "1 + angle"), "cos"));
-        GLMASR_EXPECT(close(dsin.download_f32(), sin, scaled_tolerance(sin, 8 * kEpsF32, angle, "1 + angle"), "sin"));
+                angle[p * s.half + j] =
+                    float(1 + p * std::pow(double(s.theta), -2.0 * j / (2.0 * s.half)));
+        GLMASR_EXPECT(close(dcos.download_f32(), cos,
+                            scaled_tolerance(cos, 8 * kEpsF32, angle, "1 + angle"), "cos"));
+        GLMASR_EXPECT(close(dsin.download_f32(), sin,
+                            scaled_tolerance(sin, 8 * kEpsF32, angle, "1 + angle"), "sin"));
     });
 }
 
@@ -51,18 +59,24 @@ TEST_P(RopeFreqs, MatchesOracle) {
 const int64_t kKvCapacity = kDec.max_positions;
 const int64_t kBeyondCapacity = kKvCapacity + 45;  // past it; not a multiple of 4, 32 or 128
 
-INSTANTIATE_TEST_SUITE_P(, RopeFreqs, ::testing::Values(
-    Freqs{1, 1, 10000, "one"}, Freqs{2, 3, 10000, "tiny"}, Freqs{19, 3, 500, "awkward"},
-    Freqs{kEncoderFrames, kEnc.rotary_dim() / 2, kEnc.rope_theta, "encoder_partial"},
-    Freqs{kDec.max_positions, kDec.head_dim / 2, kDec.rope_theta, "decoder_full"},
-    Freqs{1000, 64, 500000, "theta_500000"},
-    // Angles up to ~8200 rad at an awkward half (61): catches a position or angle held in half
-    // precision (steps of 4 above 4096: radians off), a row index p·half formed from a
-    // rotary width that assumes half % 4 == 0, and a grid sized for the model's longest table.
-    Freqs{kBeyondCapacity, 61, kDec.rope_theta, "beyond_capacity_awkward_half"}),
+INSTANTIATE_TEST_SUITE_P(
+    , RopeFreqs,
+    ::testing::Values(
+        Freqs{1, 1, 10000, "one"}, Freqs{2, 3, 10000, "tiny"}, Freqs{19, 3, 500, "awkward"},
+        Freqs{kEncoderFrames, kEnc.rotary_dim() / 2, kEnc.rope_theta, "encoder_partial"},
+        Freqs{kDec.max_positions, kDec.head_dim / 2, kDec.rope_theta, "decoder_full"},
+        Freqs{1000, 64, 500000, "theta_500000"},
+        // Angles up to ~8200 rad at an awkward half (61): catches a position or angle held in half
+        // precision (steps of 4 above 4096: radians off), a row index p·half formed from a
+        // rotary width that assumes half % 4 == 0, and a grid sized for the model's longest table.
+        Freqs{kBeyondCapacity, 61, kDec.rope_theta, "beyond_capacity_awkward_half"}),
     NameField{});
 
-struct Apply { int64_t T, heads, head_dim, half, P; bool consecutive; const char* name; };
+struct Apply {
+    int64_t T, heads, head_dim, half, P;
+    bool consecutive;
+    const char* name;
+};
 
 class RopeApply : public ::testing::TestWithParam<Apply> {};
 
@@ -86,30 +100,36 @@ TEST_P(RopeApply, MatchesOracle) {
         HostTensor pos = host_i32(positions, {s.T});
         HostTensor x = host(in.normal(s.T * s.heads * s.head_dim), {s.T, s.heads * s.head_dim});
         HostTensor ref = x;
-        cpu_track().ops.rope_apply(ref.view(), cos.view(), sin.view(), pos.view(), int(s.heads), nullptr);
+        cpu_track().ops.rope_apply(ref.view(), cos.view(), sin.view(), pos.view(), int(s.heads),
+                                   nullptr);
 
         DeviceTensor dx(x), dcos(cos), dsin(sin), dpos(pos);  // in place: x is the output
-        entry(track.ops.rope_apply, track, "rope_apply")(dx.view(), dcos.view(), dsin.view(), dpos.view(),
-                                                          int(s.heads), track_stream());
+        entry(track.ops.rope_apply, track, "rope_apply")(dx.view(), dcos.view(), dsin.view(),
+                                                         dpos.view(), int(s.heads), track_stream());
         GLMASR_EXPECT(close(dx.download_f32(), ref, elementwise_tolerance(ref, 8, rms(x.f))));
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(, RopeApply, ::testing::Values(
-    Apply{1, 1, 2, 1, 4, false, "one"},
-    Apply{3, 2, 6, 3, 5, false, "tiny"},
-    Apply{7, 3, 24, 6, 50, false, "awkward_partial"},
-    Apply{19, 5, 10, 5, 111, true, "awkward_full"},
-    Apply{kEncoderFrames, kEnc.num_heads, kEnc.head_dim, kEnc.rotary_dim() / 2, kEncoderFrames, true,
-          "encoder_q_partial"},
-    Apply{397, kDec.num_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, true, "prefill_q"},
-    Apply{397, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, true, "prefill_k_gqa"},
-    Apply{1, kDec.num_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, false, "decode_q"},
-    Apply{5, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, false, "scattered_k"},
-    // Partial RoPE at an awkward head (33 pairs of 130 dims rotated, 64 passed through) over a
-    // table past the decoder's longest: catches a rotary width taken from head_dim, a pass-through
-    // tail that is overwritten, and vector loads that assume head_dim % 4 == 0.
-    Apply{67, 3, 130, 33, kBeyondCapacity, false, "scattered_partial_beyond_capacity"}),
+INSTANTIATE_TEST_SUITE_P(
+    , RopeApply,
+    ::testing::Values(
+        Apply{1, 1, 2, 1, 4, false, "one"}, Apply{3, 2, 6, 3, 5, false, "tiny"},
+        Apply{7, 3, 24, 6, 50, false, "awkward_partial"},
+        Apply{19, 5, 10, 5, 111, true, "awkward_full"},
+        Apply{kEncoderFrames, kEnc.num_heads, kEnc.head_dim, kEnc.rotary_dim() / 2, kEncoderFrames,
+              true, "encoder_q_partial"},
+        Apply{397, kDec.num_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, true,
+              "prefill_q"},
+        Apply{397, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, true,
+              "prefill_k_gqa"},
+        Apply{1, kDec.num_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, false,
+              "decode_q"},
+        Apply{5, kDec.num_kv_heads, kDec.head_dim, kDec.head_dim / 2, kDec.max_positions, false,
+              "scattered_k"},
+        // Partial RoPE at an awkward head (33 pairs of 130 dims rotated, 64 passed through) over a
+        // table past the decoder's longest: catches a rotary width taken from head_dim, a pass-through
+        // tail that is overwritten, and vector loads that assume head_dim % 4 == 0.
+        Apply{67, 3, 130, 33, kBeyondCapacity, false, "scattered_partial_beyond_capacity"}),
     NameField{});
 
 }  // namespace

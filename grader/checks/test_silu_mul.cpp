@@ -10,7 +10,11 @@ namespace {
 
 using glmasr::test::operator<<;
 
-struct Shape { int64_t R, F; const char* name; bool extremes = false; };
+struct Shape {
+    int64_t R, F;
+    const char* name;
+    bool extremes = false;
+};
 
 // Planted in every 5th gate of an "extremes" case: silu(−100) = −100/(1 + e^100) ≈ −4e−42 and
 // silu(100) = 100. Catches the forms that divide inf by inf: g·e^g / (1 + e^g) at g ≥ 89, and
@@ -26,11 +30,14 @@ TEST_P(SiluMul, MatchesOracle) {
     const Shape s = GetParam();
     for_each_track([&](const Track& track, Inputs& in) {
         for (Alias alias : {Alias::none, Alias::gate, Alias::up}) {
-            const char* label = alias == Alias::none ? "" : alias == Alias::gate ? "out = gate" : "out = up";
+            const char* label = alias == Alias::none   ? ""
+                                : alias == Alias::gate ? "out = gate"
+                                                       : "out = up";
             SCOPED_TRACE(alias == Alias::none ? "out of place" : label);
             HostTensor gate = host(in.normal(s.R * s.F, 4.0f), {s.R, s.F});  // reaches |g| ≈ 12
             if (s.extremes)
-                for (size_t i = 0; i < gate.f.size(); i += 5) gate.f[i] = kExtremes[(i / 5) % std::size(kExtremes)];
+                for (size_t i = 0; i < gate.f.size(); i += 5)
+                    gate.f[i] = kExtremes[(i / 5) % std::size(kExtremes)];
             HostTensor up = host(in.normal(s.R * s.F), {s.R, s.F});
             HostTensor ref = zeros({s.R, s.F});
             cpu_track().ops.silu_mul(ref.view(), gate.view(), up.view(), nullptr);
@@ -48,19 +55,23 @@ TEST_P(SiluMul, MatchesOracle) {
             DeviceTensor dg(gate), du(up), out(ref);
             out.poison();
             const DeviceTensor& result = alias == Alias::gate ? dg : alias == Alias::up ? du : out;
-            entry(track.ops.silu_mul, track, "silu_mul")(result.view(), dg.view(), du.view(), track_stream());
-            GLMASR_EXPECT(close(result.download_f32(), ref, elementwise_tolerance(ref, 16, scale), label));
+            entry(track.ops.silu_mul, track, "silu_mul")(result.view(), dg.view(), du.view(),
+                                                         track_stream());
+            GLMASR_EXPECT(
+                close(result.download_f32(), ref, elementwise_tolerance(ref, 16, scale), label));
         }
     });
 }
 
 const DecoderConfig& kDec = kNano.text;
 
-INSTANTIATE_TEST_SUITE_P(, SiluMul, ::testing::Values(
-    Shape{1, 1, "one"}, Shape{2, 3, "tiny"}, Shape{19, 111, "awkward"}, Shape{7, 989, "awkward_wide"},
-    Shape{1, kDec.intermediate_size, "decode"}, Shape{397, kDec.intermediate_size, "prefill"},
-    Shape{37, 1001, "extremes", true}),
-    NameField{});
+INSTANTIATE_TEST_SUITE_P(, SiluMul,
+                         ::testing::Values(Shape{1, 1, "one"}, Shape{2, 3, "tiny"},
+                                           Shape{19, 111, "awkward"}, Shape{7, 989, "awkward_wide"},
+                                           Shape{1, kDec.intermediate_size, "decode"},
+                                           Shape{397, kDec.intermediate_size, "prefill"},
+                                           Shape{37, 1001, "extremes", true}),
+                         NameField{});
 
 }  // namespace
 }  // namespace glmasr::test

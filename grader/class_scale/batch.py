@@ -29,6 +29,7 @@ local loop), then the same class files (grader/class_scale/slurm.py; docs/gradin
 cluster"). Slurm mode is never chosen on its own: without --slurm, grades run here.
 Standard library only.
 """
+
 import argparse
 import csv
 import datetime
@@ -63,7 +64,7 @@ def students(directory):
         suffix = next((s for s in ARCHIVE_SUFFIXES if entry.endswith(s)), None)
         if not (os.path.isdir(path) or suffix):
             continue
-        name = entry[:-len(suffix)] if suffix else entry
+        name = entry[: -len(suffix)] if suffix else entry
         if name in found:
             sys.exit(f"batch: two submissions of {name}: {found[name]} and {path}")
         found[name] = path
@@ -86,8 +87,11 @@ def walk(top):
     """Relative paths of everything under top (a file: itself), sorted."""
     if not os.path.isdir(top):
         return [(os.path.dirname(top), os.path.basename(top))]
-    return sorted((top, os.path.relpath(os.path.join(d, n), top))
-                  for d, dirs, names in os.walk(top) for n in dirs + names)
+    return sorted(
+        (top, os.path.relpath(os.path.join(d, n), top))
+        for d, dirs, names in os.walk(top)
+        for n in dirs + names
+    )
 
 
 def grader_fingerprint(rubric_path, grade_cmd):
@@ -143,18 +147,28 @@ def grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path):
         state["status"], state["reason"] = GRADED, ""
     elif code == 3 and results is not None:
         state["status"] = INCOMPLETE
-        state["reason"] = next((l for l in results.get("output", "").splitlines()
-                                if l.startswith(score.INCOMPLETE_MARK)), "incomplete")
+        state["reason"] = next(
+            (
+                l
+                for l in results.get("output", "").splitlines()
+                if l.startswith(score.INCOMPLETE_MARK)
+            ),
+            "incomplete",
+        )
     else:
         state["status"] = NOT_GRADED
-        state["reason"] = f"no grade in {timeout / 60:g} minutes" if code is None else \
-            f"grade.py exit {code}: " + last_line(log)
+        state["reason"] = (
+            f"no grade in {timeout / 60:g} minutes"
+            if code is None
+            else f"grade.py exit {code}: " + last_line(log)
+        )
     state["seconds"] = round(time.time() - started, 1)
     return state
 
 
-def grade_and_record(name, path, fingerprint, out, work, grade_cmd, timeout, retries, lock_path,
-                     **extra):
+def grade_and_record(
+    name, path, fingerprint, out, work, grade_cmd, timeout, retries, lock_path, **extra
+):
     """The per-student step of both modes: grade, then write OUT/students/<name>/state.json
     (extra: more keys for it). Returns the state."""
     state = grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path)
@@ -169,21 +183,33 @@ def needs_grade(name, path, out, grader, regrade):
     is kept unless regrade."""
     fingerprint = submission_fingerprint(path, grader)
     old = read_json(os.path.join(out, "students", name, "state.json"))
-    keep = not regrade and old and old.get("fingerprint") == fingerprint and \
-        old.get("status") == GRADED
+    keep = (
+        not regrade
+        and old
+        and old.get("fingerprint") == fingerprint
+        and old.get("status") == GRADED
+    )
     return fingerprint, not keep
 
 
 def said(state):
-    return f"{state['status']} in {state.get('seconds', 0):.0f} s" + \
-        (f" — {state['reason']}" if state.get("reason") else "")
+    return f"{state['status']} in {state.get('seconds', 0):.0f} s" + (
+        f" — {state['reason']}" if state.get("reason") else ""
+    )
 
 
 def run_grade(cmd, timeout):
     """(exit code or None on a time-out, output). grade.py runs in a session of its own, so a
     time-out stops it with everything it started (builds, checkers, workers)."""
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, errors="replace", start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     try:
         output, _ = p.communicate(timeout=timeout)
         return p.returncode, output
@@ -194,27 +220,42 @@ def run_grade(cmd, timeout):
 
 def last_line(log):
     lines = [l.strip() for l in log.splitlines() if l.strip()]
-    return next((l for l in reversed(lines) if l.startswith("grade:")), lines[-1] if lines else "")[:300]
+    return next((l for l in reversed(lines) if l.startswith("grade:")), lines[-1] if lines else "")[
+        :300
+    ]
 
 
 # ----------------------------------------------------------------------------- the class's files
+
 
 def class_rows(out, names, items):
     """One dict per student: state, total and every item's score, from the files on disk."""
     rows = []
     for name in names:
         folder = os.path.join(out, "students", name)
-        state = read_json(os.path.join(folder, "state.json")) or {"status": NOT_GRADED,
-                                                                   "reason": "never graded"}
-        results = read_json(os.path.join(folder, "results.json")) if state["status"] != NOT_GRADED \
+        state = read_json(os.path.join(folder, "state.json")) or {
+            "status": NOT_GRADED,
+            "reason": "never graded",
+        }
+        results = (
+            read_json(os.path.join(folder, "results.json"))
+            if state["status"] != NOT_GRADED
             else None
+        )
         tests = {t["name"]: t for t in (results or {}).get("tests", [])}
         board = {b["name"]: b["value"] for b in (results or {}).get("leaderboard", [])}
-        rows.append({"student": name, "status": state["status"], "reason": state.get("reason", ""),
-                     "score": results["score"] if results else None,
-                     "items": {i: tests.get(i) for i in items},
-                     "ms": board.get("end-to-end ms"), "speedup": board.get("speedup"),
-                     "gpu": gpu_of(results)})
+        rows.append(
+            {
+                "student": name,
+                "status": state["status"],
+                "reason": state.get("reason", ""),
+                "score": results["score"] if results else None,
+                "items": {i: tests.get(i) for i in items},
+                "ms": board.get("end-to-end ms"),
+                "speedup": board.get("speedup"),
+                "gpu": gpu_of(results),
+            }
+        )
     return rows
 
 
@@ -229,21 +270,35 @@ def gpu_of(results):
 def write_csv(path, rows, items, maxima):
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["student", "status", "total"] + [f"{i} (/{maxima[i]:g})" for i in items]
-                   + ["end-to-end ms", "speedup", "note"])
+        w.writerow(
+            ["student", "status", "total"]
+            + [f"{i} (/{maxima[i]:g})" for i in items]
+            + ["end-to-end ms", "speedup", "note"]
+        )
         for r in rows:
-            w.writerow([r["student"], r["status"], "" if r["score"] is None else r["score"]]
-                       + ["" if r["items"][i] is None else r["items"][i]["score"] for i in items]
-                       + ["" if r["ms"] is None else r["ms"],
-                          "" if r["speedup"] is None else r["speedup"], r["reason"]])
+            w.writerow(
+                [r["student"], r["status"], "" if r["score"] is None else r["score"]]
+                + ["" if r["items"][i] is None else r["items"][i]["score"] for i in items]
+                + [
+                    "" if r["ms"] is None else r["ms"],
+                    "" if r["speedup"] is None else r["speedup"],
+                    r["reason"],
+                ]
+            )
 
 
 def ranked(rows):
     """Graded students by total (highest first), then end-to-end time; the others last."""
+
     def key(r):
         graded = r["status"] == GRADED
-        return (not graded, -(r["score"] or 0), r["ms"] if r["ms"] is not None else float("inf"),
-                r["student"])
+        return (
+            not graded,
+            -(r["score"] or 0),
+            r["ms"] if r["ms"] is not None else float("inf"),
+            r["student"],
+        )
+
     return sorted(rows, key=key)
 
 
@@ -260,19 +315,25 @@ def write_html(path, rows, items, maxima, title):
         klass = "pass" if full else "part" if t["score"] > 0 else "fail"
         return f'<td class="{klass}" title="{html.escape(t.get("output", "")[:300])}">{t["score"]:g}</td>'
 
-    head = "".join(f"<th>{html.escape(i)}<br><small>/{maxima[i]:g}</small></th>" for i in others) + \
-        "".join(f'<th class="k">{html.escape(i[8:])}</th>' for i in kernels)
+    head = "".join(
+        f"<th>{html.escape(i)}<br><small>/{maxima[i]:g}</small></th>" for i in others
+    ) + "".join(f'<th class="k">{html.escape(i[8:])}</th>' for i in kernels)
     body = []
     for rank, r in enumerate(ranked(rows), 1):
-        status = "" if r["status"] == GRADED else \
-            f'<br><small class="why">{html.escape(r["status"])}: {html.escape(r["reason"][:160])}</small>'
+        status = (
+            ""
+            if r["status"] == GRADED
+            else f'<br><small class="why">{html.escape(r["status"])}: {html.escape(r["reason"][:160])}</small>'
+        )
         body.append(
             f'<tr class="{r["status"].replace(" ", "-")}"><td>{rank if r["status"] == GRADED else ""}</td>'
             f'<td class="name">{html.escape(r["student"])}{status}</td>'
             f'<td class="total">{"" if r["score"] is None else format(r["score"], "g")}</td>'
-            f'<td>{"" if r["ms"] is None else format(r["ms"], ".1f")}</td>'
-            f'<td>{"" if r["speedup"] is None else format(r["speedup"], ".2f") + "×"}</td>'
-            + "".join(cell(r["items"][i], i) for i in others + kernels) + "</tr>")
+            f"<td>{'' if r['ms'] is None else format(r['ms'], '.1f')}</td>"
+            f"<td>{'' if r['speedup'] is None else format(r['speedup'], '.2f') + '×'}</td>"
+            + "".join(cell(r["items"][i], i) for i in others + kernels)
+            + "</tr>"
+        )
     total_max = sum(maxima.values())
     when = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     page = f"""<!DOCTYPE html>
@@ -300,23 +361,32 @@ grader's clock on the speed item's workload.</p>
 
 # ----------------------------------------------------------------------------- main
 
+
 def write_class(out, names, rubric, title, t0):
     """class.csv and leaderboard.html from the students' state.json files; exits 0 when every
     student is graded, else 1."""
     # The given kernels (0 points) have nothing to show.
-    items = [f"kernel: {k}" for k, p in rubric["kernels"]["points"].items() if p] + \
-        [name for name, section in (("accuracy (WER)", "accuracy"), ("speed vs baseline", "speed"))
-         if rubric[section]["points"]]
+    items = [f"kernel: {k}" for k, p in rubric["kernels"]["points"].items() if p] + [
+        name
+        for name, section in (("accuracy (WER)", "accuracy"), ("speed vs baseline", "speed"))
+        if rubric[section]["points"]
+    ]
     maxima = {f"kernel: {k}": p for k, p in rubric["kernels"]["points"].items()}
-    maxima.update({"accuracy (WER)": rubric["accuracy"]["points"],
-                   "speed vs baseline": rubric["speed"]["points"]})
+    maxima.update(
+        {
+            "accuracy (WER)": rubric["accuracy"]["points"],
+            "speed vs baseline": rubric["speed"]["points"],
+        }
+    )
     rows = class_rows(out, names, items)
     write_csv(os.path.join(out, "class.csv"), rows, items, maxima)
     write_html(os.path.join(out, "leaderboard.html"), rows, items, maxima, title)
     counts = {s: sum(r["status"] == s for r in rows) for s in (GRADED, INCOMPLETE, NOT_GRADED)}
-    print(f"batch: {len(rows)} submissions in {time.time() - t0:.0f} s — "
-          + ", ".join(f"{v} {k}" for k, v in counts.items())
-          + f"\n  {os.path.join(out, 'class.csv')}\n  {os.path.join(out, 'leaderboard.html')}")
+    print(
+        f"batch: {len(rows)} submissions in {time.time() - t0:.0f} s — "
+        + ", ".join(f"{v} {k}" for k, v in counts.items())
+        + f"\n  {os.path.join(out, 'class.csv')}\n  {os.path.join(out, 'leaderboard.html')}"
+    )
     sys.exit(0 if counts[GRADED] == len(rows) else 1)
 
 
@@ -328,16 +398,28 @@ def run_local(entries, out, work, grade_cmd, rubric, grader, args):
             print(f"[{n}/{len(entries)}] {name}: unchanged since its grade, skipped")
             continue
         if sys.stderr.isatty():  # a grade takes minutes: say which one runs (terminal only)
-            print(f"batch: [{time.time() - started:5.0f} s] [{n}/{len(entries)}] {name}: grading",
-                  file=sys.stderr, flush=True)
-        state = grade_and_record(name, path, fingerprint, out, work, grade_cmd,
-                                 rubric["batch"]["timeout_minutes"] * 60,
-                                 rubric["batch"]["retries"], args.gpu_lock)
+            print(
+                f"batch: [{time.time() - started:5.0f} s] [{n}/{len(entries)}] {name}: grading",
+                file=sys.stderr,
+                flush=True,
+            )
+        state = grade_and_record(
+            name,
+            path,
+            fingerprint,
+            out,
+            work,
+            grade_cmd,
+            rubric["batch"]["timeout_minutes"] * 60,
+            rubric["batch"]["retries"],
+            args.gpu_lock,
+        )
         print(f"[{n}/{len(entries)}] {name}: {said(state)}", flush=True)
 
 
 # Slurm mode (grader/class_scale/slurm.py). OUT/slurm/ holds the manifest, the task script, job.json (the
 # array last submitted and whether it was collected) and the tasks' logs.
+
 
 def run_task(args):
     """One array task: grade the manifest's student number args.task, on this node."""
@@ -354,26 +436,41 @@ def run_task(args):
     task = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', args.task)}"
     # A work tree per student: tasks run side by side, each builds its own.
     os.makedirs(manifest["work"], exist_ok=True)
-    state = grade_and_record(name, student["path"], student["fingerprint"], manifest["out"],
-                             os.path.join(manifest["work"], name), manifest["grade_cmd"],
-                             manifest["timeout"], manifest["retries"], lock, run=manifest["run"],
-                             slurm={"task": task, "node": os.environ.get("SLURMD_NODENAME", ""),
-                                    "gpus": gpus or ""})
+    state = grade_and_record(
+        name,
+        student["path"],
+        student["fingerprint"],
+        manifest["out"],
+        os.path.join(manifest["work"], name),
+        manifest["grade_cmd"],
+        manifest["timeout"],
+        manifest["retries"],
+        lock,
+        run=manifest["run"],
+        slurm={"task": task, "node": os.environ.get("SLURMD_NODENAME", ""), "gpus": gpus or ""},
+    )
     print(f"{name}: {said(state)}", flush=True)
 
 
 def collect(out, job):
     """After the array: every student of it without a state.json of this run becomes "not
     graded", with what Slurm says of the task. Marks job.json collected."""
-    missing = [(i, name) for i, name in enumerate(job["students"])
-               if (read_json(os.path.join(out, "students", name, "state.json")) or {}).get("run")
-               != job["run"]]
+    missing = [
+        (i, name)
+        for i, name in enumerate(job["students"])
+        if (read_json(os.path.join(out, "students", name, "state.json")) or {}).get("run")
+        != job["run"]
+    ]
     records, source = slurm.task_records(job["job"]) if missing else ({}, None)
     for index, name in missing:
         record = records.get(index)
-        state = {"student": name, "status": NOT_GRADED, "run": job["run"],
-                 "reason": slurm.reason(job["job"], index, record),
-                 "slurm": {"task": f"{job['job']}_{index}", "source": source, **(record or {})}}
+        state = {
+            "student": name,
+            "status": NOT_GRADED,
+            "run": job["run"],
+            "reason": slurm.reason(job["job"], index, record),
+            "slurm": {"task": f"{job['job']}_{index}", "source": source, **(record or {})},
+        }
         os.makedirs(os.path.join(out, "students", name), exist_ok=True)
         write_json(os.path.join(out, "students", name, "state.json"), state)
         print(f"  {name}: {NOT_GRADED} — {state['reason']}")
@@ -382,12 +479,17 @@ def collect(out, job):
 
 
 def wait_and_collect(out, job, s, poll):
-    print(f"batch: waiting for Slurm job {job['job']} ({len(job['students'])} tasks; at most "
-          f"{s['wait_hours']:g} h)", flush=True)
+    print(
+        f"batch: waiting for Slurm job {job['job']} ({len(job['students'])} tasks; at most "
+        f"{s['wait_hours']:g} h)",
+        flush=True,
+    )
     if not slurm.wait(job["job"], s["wait_hours"], poll, say=lambda l: print(l, flush=True)):
-        print(f"batch: Slurm job {job['job']} is still queued or running after "
-              f"{s['wait_hours']:g} h; run the same command again to wait for it and collect it",
-              file=sys.stderr)
+        print(
+            f"batch: Slurm job {job['job']} is still queued or running after "
+            f"{s['wait_hours']:g} h; run the same command again to wait for it and collect it",
+            file=sys.stderr,
+        )
         sys.exit(1)
     collect(out, job)
 
@@ -397,16 +499,20 @@ def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
     grade. An array of an earlier run not yet collected is waited for and collected instead."""
     missing = [p for p in ("sbatch", "squeue") if not shutil.which(p)]
     if missing:
-        print(f"batch: --slurm: {' and '.join(missing)} not found on PATH (run batch.py on a "
-              "machine that submits to the cluster, or grade here without --slurm)",
-              file=sys.stderr)
+        print(
+            f"batch: --slurm: {' and '.join(missing)} not found on PATH (run batch.py on a "
+            "machine that submits to the cluster, or grade here without --slurm)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     folder = os.path.join(out, "slurm")
     job_path = os.path.join(folder, "job.json")
     job = read_json(job_path)
     if job and not job.get("collected"):
-        print(f"batch: Slurm job {job['job']} of an earlier run is not collected yet: collecting "
-              "it instead of submitting (run again afterwards to grade what is left)")
+        print(
+            f"batch: Slurm job {job['job']} of an earlier run is not collected yet: collecting "
+            "it instead of submitting (run again afterwards to grade what is left)"
+        )
         if args.no_wait:
             try:
                 still = slurm.active(job["job"])
@@ -433,10 +539,19 @@ def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
     os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
     run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{os.urandom(4).hex()}"
     manifest = os.path.join(folder, "manifest.json")
-    write_json(manifest, {"run": run, "out": out, "work": work, "grade_cmd": grade_cmd,
-                          "timeout": rubric["batch"]["timeout_minutes"] * 60,
-                          "retries": rubric["batch"]["retries"], "gpu_lock": args.gpu_lock,
-                          "students": todo})
+    write_json(
+        manifest,
+        {
+            "run": run,
+            "out": out,
+            "work": work,
+            "grade_cmd": grade_cmd,
+            "timeout": rubric["batch"]["timeout_minutes"] * 60,
+            "retries": rubric["batch"]["retries"],
+            "gpu_lock": args.gpu_lock,
+            "students": todo,
+        },
+    )
     script = os.path.join(folder, "task.sh")
     with open(script, "w") as f:
         f.write(slurm.task_script(sys.executable, manifest))
@@ -445,13 +560,21 @@ def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
     try:
         job_id = slurm.submit(cmd)
     except slurm.SlurmError as e:
-        hint = " (a cluster without GPU gres: --gres '' or [batch] slurm_gres = \"\")" \
-            if s["gres"] and "gres" in str(e).lower() else ""
+        hint = (
+            " (a cluster without GPU gres: --gres '' or [batch] slurm_gres = \"\")"
+            if s["gres"] and "gres" in str(e).lower()
+            else ""
+        )
         print(f"batch: {e}{hint}", file=sys.stderr)
         sys.exit(2)
-    job = {"job": job_id, "run": run, "students": [t["name"] for t in todo],
-           "submitted": datetime.datetime.now().isoformat(timespec="seconds"), "sbatch": cmd,
-           "collected": False}
+    job = {
+        "job": job_id,
+        "run": run,
+        "students": [t["name"] for t in todo],
+        "submitted": datetime.datetime.now().isoformat(timespec="seconds"),
+        "sbatch": cmd,
+        "collected": False,
+    }
     write_json(job_path, job)
     print(f"batch: submitted Slurm job {job_id}: {len(todo)} tasks ({' '.join(cmd)})", flush=True)
     if args.no_wait:
@@ -465,37 +588,79 @@ def main():
     parser.add_argument("submissions", nargs="?", help="a directory with one entry per student")
     parser.add_argument("--out", default=os.path.join(ROOT, "class-out"))
     parser.add_argument("--rubric", default=os.path.join(GRADER, "rubric.toml"))
-    parser.add_argument("--work", default=None, help="grade.py's work directory (default OUT/work; "
-                        "with --slurm, one WORK/<student> per task, a path on the node)")
-    parser.add_argument("--grade-cmd", default=None,
-                        help="the grader (default: this python and grader/pipeline/grade.py); --submission, "
-                             "--out and --work are appended")
-    parser.add_argument("--grade-arg", action="append", default=[], metavar="ARG",
-                        help="one more argument for every grade (repeatable)")
-    parser.add_argument("--gpu-lock", default="/tmp/glmasr-grade-gpu.lock",
-                        help="the lock file every grade holds while it runs")
+    parser.add_argument(
+        "--work",
+        default=None,
+        help="grade.py's work directory (default OUT/work; "
+        "with --slurm, one WORK/<student> per task, a path on the node)",
+    )
+    parser.add_argument(
+        "--grade-cmd",
+        default=None,
+        help="the grader (default: this python and grader/pipeline/grade.py); --submission, "
+        "--out and --work are appended",
+    )
+    parser.add_argument(
+        "--grade-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="one more argument for every grade (repeatable)",
+    )
+    parser.add_argument(
+        "--gpu-lock",
+        default="/tmp/glmasr-grade-gpu.lock",
+        help="the lock file every grade holds while it runs",
+    )
     parser.add_argument("--regrade", action="store_true", help="grade every submission again")
     parser.add_argument("--title", default="GLM-ASR Kernel Lab — class results")
     sl = parser.add_argument_group("Slurm (the defaults: rubric [batch] slurm_* keys)")
-    sl.add_argument("--slurm", action="store_true",
-                    help="grade on a Slurm cluster, one job-array task per submission")
+    sl.add_argument(
+        "--slurm",
+        action="store_true",
+        help="grade on a Slurm cluster, one job-array task per submission",
+    )
     sl.add_argument("--partition", default=None)
     sl.add_argument("--account", default=None)
     sl.add_argument("--gres", default=None, help='per task (default gpu:1); "" drops it')
-    sl.add_argument("--exclusive", action=argparse.BooleanOptionalAction, default=None,
-                    help="a whole node per task (default on)")
-    sl.add_argument("--requeue", action=argparse.BooleanOptionalAction, default=None,
-                    help="requeue a task whose node fails (default on)")
-    sl.add_argument("--time-minutes", type=float, default=None,
-                    help="a task's --time (default timeout_minutes × (1 + retries) + 10)")
+    sl.add_argument(
+        "--exclusive",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a whole node per task (default on)",
+    )
+    sl.add_argument(
+        "--requeue",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="requeue a task whose node fails (default on)",
+    )
+    sl.add_argument(
+        "--time-minutes",
+        type=float,
+        default=None,
+        help="a task's --time (default timeout_minutes × (1 + retries) + 10)",
+    )
     sl.add_argument("--max-running", type=int, default=None, help="tasks running at once (0: any)")
-    sl.add_argument("--sbatch-arg", action="append", default=None, metavar="ARG",
-                    help="one more sbatch argument (repeatable; replaces slurm_sbatch_args)")
-    sl.add_argument("--wait-hours", type=float, default=None,
-                    help="stop waiting for the array after this long (default 48)")
+    sl.add_argument(
+        "--sbatch-arg",
+        action="append",
+        default=None,
+        metavar="ARG",
+        help="one more sbatch argument (repeatable; replaces slurm_sbatch_args)",
+    )
+    sl.add_argument(
+        "--wait-hours",
+        type=float,
+        default=None,
+        help="stop waiting for the array after this long (default 48)",
+    )
     sl.add_argument("--poll-seconds", type=float, default=30, help="squeue every this often")
-    sl.add_argument("--no-wait", action="store_true",
-                    help="submit and return; the same command run later collects the array")
+    sl.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="submit and return; the same command run later collects the array",
+    )
     sl.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
     sl.add_argument("--manifest", default=None, help=argparse.SUPPRESS)
     # `--sbatch-arg --qos=x`: the value is an sbatch option, which argparse would take for one
@@ -503,7 +668,7 @@ def main():
     argv = sys.argv[1:]
     for i in range(len(argv) - 1):
         if argv[i] == "--sbatch-arg":
-            argv[i:i + 2] = ["--sbatch-arg=" + argv[i + 1], None]
+            argv[i : i + 2] = ["--sbatch-arg=" + argv[i + 1], None]
     args = parser.parse_args([a for a in argv if a is not None])
 
     if args.task is not None:
@@ -519,9 +684,11 @@ def main():
     except (OSError, ValueError) as e:
         print(f"batch: {e}", file=sys.stderr)
         sys.exit(2)
-    grade_cmd = (args.grade_cmd.split() if args.grade_cmd else
-                 [sys.executable, "-m", "grader"]) + \
-        ["--rubric", os.path.abspath(args.rubric)] + args.grade_arg
+    grade_cmd = (
+        (args.grade_cmd.split() if args.grade_cmd else [sys.executable, "-m", "grader"])
+        + ["--rubric", os.path.abspath(args.rubric)]
+        + args.grade_arg
+    )
     out = os.path.abspath(args.out)
     work = os.path.abspath(args.work or os.path.join(out, "work"))
     os.makedirs(os.path.join(out, "students"), exist_ok=True)
@@ -530,11 +697,20 @@ def main():
     entries = students(args.submissions)
     t0 = time.time()
     if args.slurm:
-        s = slurm.settings(rubric["batch"], {
-            "partition": args.partition, "account": args.account, "gres": args.gres,
-            "exclusive": args.exclusive, "requeue": args.requeue,
-            "time_minutes": args.time_minutes, "max_running": args.max_running,
-            "sbatch_args": args.sbatch_arg, "wait_hours": args.wait_hours})
+        s = slurm.settings(
+            rubric["batch"],
+            {
+                "partition": args.partition,
+                "account": args.account,
+                "gres": args.gres,
+                "exclusive": args.exclusive,
+                "requeue": args.requeue,
+                "time_minutes": args.time_minutes,
+                "max_running": args.max_running,
+                "sbatch_args": args.sbatch_arg,
+                "wait_hours": args.wait_hours,
+            },
+        )
         run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s)
     else:
         run_local(entries, out, work, grade_cmd, rubric, grader, args)

@@ -13,6 +13,7 @@ time limit, a task that never started) is recorded "not graded" with what Slurm 
 (sacct; without accounting, scontrol while the controller still remembers the job).
 Standard library only; the Slurm client commands (sbatch, squeue, sacct, scontrol) on PATH.
 """
+
 import math
 import os
 import re
@@ -23,17 +24,17 @@ import time
 # [batch] keys of grader/rubric.toml for this mode, with their defaults (score.py knows only
 # timeout_minutes and retries).
 DEFAULTS = {
-    "slurm_partition": "",        # "": the cluster's default partition
-    "slurm_account": "",          # "": the submitting user's default account
-    "slurm_gres": "gpu:1",        # per task; "" drops --gres (a cluster without GPU gres)
-    "slurm_exclusive": True,      # a whole node per task
-    "slurm_requeue": True,        # a task whose node fails is requeued and graded again
-    "slurm_time_minutes": 0,      # a task's --time; 0: timeout_minutes × (1 + retries) + 10
-    "slurm_max_running": 0,       # array throttle (--array=0-N%M); 0: none
-    "slurm_wait_hours": 48,       # how long batch.py waits for the array before it stops waiting
-    "slurm_sbatch_args": [],      # more sbatch arguments, as a list of strings
+    "slurm_partition": "",  # "": the cluster's default partition
+    "slurm_account": "",  # "": the submitting user's default account
+    "slurm_gres": "gpu:1",  # per task; "" drops --gres (a cluster without GPU gres)
+    "slurm_exclusive": True,  # a whole node per task
+    "slurm_requeue": True,  # a task whose node fails is requeued and graded again
+    "slurm_time_minutes": 0,  # a task's --time; 0: timeout_minutes × (1 + retries) + 10
+    "slurm_max_running": 0,  # array throttle (--array=0-N%M); 0: none
+    "slurm_wait_hours": 48,  # how long batch.py waits for the array before it stops waiting
+    "slurm_sbatch_args": [],  # more sbatch arguments, as a list of strings
 }
-CALL_TIMEOUT = 120                # seconds one Slurm client command may take
+CALL_TIMEOUT = 120  # seconds one Slurm client command may take
 
 
 class SlurmError(Exception):
@@ -62,10 +63,16 @@ def time_limit(minutes):
 def sbatch_command(count, script, logs, chdir, s, job_name="glmasr-grade"):
     """The sbatch command line of an array of count tasks running script."""
     array = f"0-{count - 1}" + (f"%{s['max_running']}" if s["max_running"] else "")
-    cmd = ["sbatch", "--parsable", f"--array={array}", f"--job-name={job_name}",
-           f"--output={os.path.join(logs, '%A_%a.out')}", f"--chdir={chdir}",
-           f"--time={time_limit(s['time_minutes'])}",
-           "--requeue" if s["requeue"] else "--no-requeue"]
+    cmd = [
+        "sbatch",
+        "--parsable",
+        f"--array={array}",
+        f"--job-name={job_name}",
+        f"--output={os.path.join(logs, '%A_%a.out')}",
+        f"--chdir={chdir}",
+        f"--time={time_limit(s['time_minutes'])}",
+        "--requeue" if s["requeue"] else "--no-requeue",
+    ]
     if s["partition"]:
         cmd.append(f"--partition={s['partition']}")
     if s["account"]:
@@ -79,11 +86,13 @@ def sbatch_command(count, script, logs, chdir, s, job_name="glmasr-grade"):
 
 def task_script(python, manifest):
     """The array task: batch.py --task, run as a module from the project root (sbatch --chdir)."""
-    return ("#!/bin/sh\n"
-            "# One task of grader/class_scale/batch.py's Slurm array: grades the manifest's student number\n"
-            "# $SLURM_ARRAY_TASK_ID and writes its state.json.\n"
-            f"exec {shlex.quote(python)} -m grader.class_scale.batch --task \"$SLURM_ARRAY_TASK_ID\" "
-            f"--manifest {shlex.quote(manifest)}\n")
+    return (
+        "#!/bin/sh\n"
+        "# One task of grader/class_scale/batch.py's Slurm array: grades the manifest's student number\n"
+        "# $SLURM_ARRAY_TASK_ID and writes its state.json.\n"
+        f'exec {shlex.quote(python)} -m grader.class_scale.batch --task "$SLURM_ARRAY_TASK_ID" '
+        f"--manifest {shlex.quote(manifest)}\n"
+    )
 
 
 def call(cmd):
@@ -148,8 +157,10 @@ def wait(job, hours, poll_seconds, say=print):
                 last = summary
             for task, _state, why in tasks:
                 if "held" in why.lower() and task not in held_said:
-                    say(f"batch: task {task} is held ({why}): `scontrol release {task}` or "
-                        f"`scancel {task}`")
+                    say(
+                        f"batch: task {task} is held ({why}): `scontrol release {task}` or "
+                        f"`scancel {task}`"
+                    )
                     held_said.add(task)
         except SlurmError:
             pass
@@ -182,8 +193,12 @@ def parse_sacct(text, job):
         m = re.fullmatch(re.escape(job) + r"_(\S+)", fields[0].strip())
         if not m:
             continue
-        record = {"state": fields[1].strip(), "exit": fields[2].strip(),
-                  "node": fields[3].strip(), "reason": fields[4].strip() if len(fields) > 4 else ""}
+        record = {
+            "state": fields[1].strip(),
+            "exit": fields[2].strip(),
+            "node": fields[3].strip(),
+            "reason": fields[4].strip() if len(fields) > 4 else "",
+        }
         for index in expand(m.group(1)):
             records[index] = record
     return records
@@ -196,8 +211,12 @@ def parse_scontrol(text, job):
         kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
         if kv.get("ArrayJobId") != job or "ArrayTaskId" not in kv:
             continue
-        record = {"state": kv.get("JobState", "?"), "exit": kv.get("ExitCode", "?"),
-                  "node": kv.get("NodeList", ""), "reason": kv.get("Reason", "")}
+        record = {
+            "state": kv.get("JobState", "?"),
+            "exit": kv.get("ExitCode", "?"),
+            "node": kv.get("NodeList", ""),
+            "reason": kv.get("Reason", ""),
+        }
         for index in expand(kv["ArrayTaskId"]):
             records[index] = record
     return records
@@ -207,8 +226,9 @@ def task_records(job):
     """({index: {state, exit, node, reason}}, source) for the array's tasks: sacct where the
     cluster keeps accounting, else scontrol (the controller forgets a job MinJobAge after it
     ends)."""
-    code, out, err = call(["sacct", "-X", "-n", "-P", "-j", job,
-                           "-o", "JobID,State,ExitCode,NodeList,Reason"])
+    code, out, err = call(
+        ["sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State,ExitCode,NodeList,Reason"]
+    )
     if code == 0 and out.strip():
         return parse_sacct(out, job), "sacct"
     code, out, err = call(["scontrol", "-o", "show", "job", job])

@@ -13,6 +13,7 @@ exist, and strip() refuses any other line that names GLMASR_BUG, so nothing half
   // GLMASR_BUG hooks: begin                  baseline/kernels.h's definitions, up to
   // GLMASR_BUG hooks: end                    this line
 """
+
 import re
 import sys
 
@@ -42,7 +43,9 @@ def strip(text, name="<text>"):
         elif ONE_LINE.match(line) or ALTERNATIVE.match(line):
             i += 1
         elif "GLMASR_BUG" in line:
-            raise ValueError(f"{name}:{i + 1}: not a hook form bug_hooks.py knows: {line.strip()!r}")
+            raise ValueError(
+                f"{name}:{i + 1}: not a hook form bug_hooks.py knows: {line.strip()!r}"
+            )
         else:
             out.append(lines[i])
             i += 1
@@ -51,26 +54,30 @@ def strip(text, name="<text>"):
 
 def selftest():
     """Each form is stripped, the rest kept byte for byte; a stray mention is refused."""
-    source = ("#include <x>\n"
-              "// GLMASR_BUG hooks: begin\n#define GLMASR_BUG(name) false\n// GLMASR_BUG hooks: end\n"
-              "void f(int* out, int n) {\n"
-              "    GLMASR_BUG_ALTERNATIVE(f_other, out, n);\n"
-              "    int k = n;\n"
-              "    if (GLMASR_BUG(f_short)) k -= 1;  // why\n"
-              "    if (GLMASR_BUG(f_block)) {\n"
-              "        out[0] = 1;\n"
-              "        if (n) {\n"
-              "            return;\n"
-              "        }\n"
-              "    }\n"
-              "    out[0] = k;\n"
-              "}\n")
+    source = (
+        "#include <x>\n"
+        "// GLMASR_BUG hooks: begin\n#define GLMASR_BUG(name) false\n// GLMASR_BUG hooks: end\n"
+        "void f(int* out, int n) {\n"
+        "    GLMASR_BUG_ALTERNATIVE(f_other, out, n);\n"
+        "    int k = n;\n"
+        "    if (GLMASR_BUG(f_short)) k -= 1;  // why\n"
+        "    if (GLMASR_BUG(f_block)) {\n"
+        "        out[0] = 1;\n"
+        "        if (n) {\n"
+        "            return;\n"
+        "        }\n"
+        "    }\n"
+        "    out[0] = k;\n"
+        "}\n"
+    )
     expected = "#include <x>\nvoid f(int* out, int n) {\n    int k = n;\n    out[0] = k;\n}\n"
     stripped = strip(source)
     assert stripped == expected, stripped
-    for bad in ("    int k = GLMASR_BUG(f_short) ? 1 : 2;\n",
-                "    if (GLMASR_BUG(f_block)) {\n    out[0] = 1;\n",
-                "    if (GLMASR_BUG(f_block)) { out[0] = 1; }\n"):
+    for bad in (
+        "    int k = GLMASR_BUG(f_short) ? 1 : 2;\n",
+        "    if (GLMASR_BUG(f_block)) {\n    out[0] = 1;\n",
+        "    if (GLMASR_BUG(f_block)) { out[0] = 1; }\n",
+    ):
         try:
             strip(bad)
         except ValueError:

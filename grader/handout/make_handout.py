@@ -21,6 +21,7 @@ The tarball is reproducible: sorted entries, fixed owner, every file time the co
 SOURCE_DATE_EPOCH). check_handout.py checks it.
 Standard-library Python >= 3.11. Bad input: one line on stderr, exit 2.
 """
+
 import argparse
 import fnmatch
 import gzip
@@ -34,10 +35,11 @@ import tarfile
 import time
 import tomllib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 from grader import ROOT
 from grader.handout import bug_hooks  # the buggy track's hooks out of baseline/
 from grader.pipeline import intake  # how the rubric's [submission] table is read
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 NAME = "glmasr-lab-handout"
 PREBUILT = "reference/prebuilt/libglmasr_reference.a"
@@ -73,8 +75,9 @@ def read_rules(path=os.path.join(HERE, "exclude.txt")):
 
 def excluded(path, rules):
     """Whether a repository path falls under a rule ("dir/" or a shell pattern)."""
-    return any(path.startswith(r) if r.endswith("/") else fnmatch.fnmatchcase(path, r)
-               for r in rules)
+    return any(
+        path.startswith(r) if r.endswith("/") else fnmatch.fnmatchcase(path, r) for r in rules
+    )
 
 
 def shipped_files(rules):
@@ -82,8 +85,11 @@ def shipped_files(rules):
     the working tree is not shipped; generated files replace their tracked originals."""
     out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True, check=True)
     paths = [p for p in out.stdout.decode().split("\0") if p]
-    return sorted(p for p in paths if not excluded(p, rules) and p not in GENERATED
-                  and os.path.isfile(os.path.join(ROOT, p)))
+    return sorted(
+        p
+        for p in paths
+        if not excluded(p, rules) and p not in GENERATED and os.path.isfile(os.path.join(ROOT, p))
+    )
 
 
 def copy_shipped(path, dest_root):
@@ -125,24 +131,43 @@ def build_reference(build_dir, archs, jobs):
     """Compile glmasr_reference for `archs`; returns (library path, nvcc version, seconds)."""
     start = time.monotonic()
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    configure = ["cmake", "-S", ROOT, "-B", build_dir, *generator, "-DCMAKE_BUILD_TYPE=Release",
-                 "-DGLMASR_ENABLE_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={archs}"]
+    configure = [
+        "cmake",
+        "-S",
+        ROOT,
+        "-B",
+        build_dir,
+        *generator,
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DGLMASR_ENABLE_CUDA=ON",
+        f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
+    ]
     if subprocess.run(configure, stdout=subprocess.DEVNULL).returncode != 0:
         fail(f"configuring {build_dir} failed (cmake's message is above)", 1)
     nvcc = cache_value(build_dir, "CMAKE_CUDA_COMPILER")
     if not nvcc or nvcc.endswith("NOTFOUND"):
-        fail("nvcc was not found: the reference is compiled into the handout, which needs the "
-             "CUDA toolkit on the PATH")
-    if subprocess.run(["cmake", "--build", build_dir, "-j", str(jobs),
-                       "--target", "glmasr_reference"]).returncode != 0:
+        fail(
+            "nvcc was not found: the reference is compiled into the handout, which needs the "
+            "CUDA toolkit on the PATH"
+        )
+    if (
+        subprocess.run(
+            ["cmake", "--build", build_dir, "-j", str(jobs), "--target", "glmasr_reference"]
+        ).returncode
+        != 0
+    ):
         fail("building glmasr_reference failed (the compiler's message is above)", 1)
-    version = re.search(r"release [0-9.]+, V([0-9.]+)",
-                        subprocess.run([nvcc, "--version"], capture_output=True,
-                                       text=True).stdout)
+    version = re.search(
+        r"release [0-9.]+, V([0-9.]+)",
+        subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout,
+    )
     if not version:
         fail(f"cannot read the CUDA version from `{nvcc} --version`")
-    return (os.path.join(build_dir, "reference", "libglmasr_reference.a"), version.group(1),
-            time.monotonic() - start)
+    return (
+        os.path.join(build_dir, "reference", "libglmasr_reference.a"),
+        version.group(1),
+        time.monotonic() - start,
+    )
 
 
 def handout_rubric(text):
@@ -172,8 +197,10 @@ def handout_rubric(text):
         if key in expected.get(table, {}):
             expected[table][key] = value
     if tomllib.loads(result) != expected:
-        fail("grader/rubric.toml: blanking the instructor-only values changed other values "
-             "(a multi-line value or an unusual layout?); edit INSTRUCTOR_ONLY's handling")
+        fail(
+            "grader/rubric.toml: blanking the instructor-only values changed other values "
+            "(a multi-line value or an unusual layout?); edit INSTRUCTOR_ONLY's handling"
+        )
     return result
 
 
@@ -193,14 +220,16 @@ def commit_time():
     real date: zip, which students may use, refuses dates before 1980)."""
     if os.environ.get("SOURCE_DATE_EPOCH"):
         return int(os.environ["SOURCE_DATE_EPOCH"])
-    out = subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%ct"], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        ["git", "-C", ROOT, "log", "-1", "--format=%ct"], capture_output=True, text=True, check=True
+    )
     return int(out.stdout)
 
 
 def write_tarball(src_dir, tar_path, mtime):
     """A reproducible .tar.gz of src_dir under its own name: sorted, owner root, every time
     `mtime`, modes 644/755."""
+
     def normalise(info):
         info.uid = info.gid = 0
         info.uname = info.gname = "root"
@@ -216,8 +245,9 @@ def write_tarball(src_dir, tar_path, mtime):
             rel = os.path.relpath(directory, os.path.dirname(src_dir))
             tar.add(directory, arcname=rel, recursive=False, filter=normalise)
             for name in sorted(files):
-                tar.add(os.path.join(directory, name), arcname=os.path.join(rel, name),
-                        filter=normalise)
+                tar.add(
+                    os.path.join(directory, name), arcname=os.path.join(rel, name), filter=normalise
+                )
     with open(tar_path, "wb") as raw:
         with gzip.GzipFile(base + ".tar", "wb", 9, raw, mtime=mtime) as gz:
             gz.write(buffer.getvalue())
@@ -225,20 +255,28 @@ def write_tarball(src_dir, tar_path, mtime):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default="handout-out",
-                        help="output directory (default %(default)s)")
-    parser.add_argument("--cuda-archs", default="80-real;90-real",
-                        help="the prebuilt reference's architectures, all -real "
-                             "(default %(default)s)")
-    parser.add_argument("--build-dir", default="build-handout",
-                        help="where the reference is compiled (default %(default)s)")
+    parser.add_argument(
+        "--out", default="handout-out", help="output directory (default %(default)s)"
+    )
+    parser.add_argument(
+        "--cuda-archs",
+        default="80-real;90-real",
+        help="the prebuilt reference's architectures, all -real (default %(default)s)",
+    )
+    parser.add_argument(
+        "--build-dir",
+        default="build-handout",
+        help="where the reference is compiled (default %(default)s)",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     args = parser.parse_args()
     archs = [a for a in args.cuda_archs.split(";") if a]
     bad = [a for a in archs if not re.fullmatch(r"[0-9]+[0-9]-real", a)]
     if not archs or bad:
-        fail(f"--cuda-archs {args.cuda_archs!r}: give architectures as NN-real "
-             "(e.g. \"80-real;90-real\"): machine code only, so that no PTX of the solution ships")
+        fail(
+            f"--cuda-archs {args.cuda_archs!r}: give architectures as NN-real "
+            '(e.g. "80-real;90-real"): machine code only, so that no PTX of the solution ships'
+        )
 
     with open(os.path.join(ROOT, "grader/rubric.toml"), "rb") as f:
         rubric_text = f.read().decode()
@@ -255,10 +293,13 @@ def main():
         copy_shipped(path, handout)
 
     numbers = [a.split("-")[0] for a in archs]
-    values = {"ARCHS": ";".join(numbers), "CUDA_VERSION": cuda_version,
-              "CUDA_MAJOR": cuda_version.split(".")[0],
-              "ARCH_NAMES": " and ".join(f"sm_{n}" for n in numbers),
-              "OWNED": "  ".join(owned)}
+    values = {
+        "ARCHS": ";".join(numbers),
+        "CUDA_VERSION": cuda_version,
+        "CUDA_MAJOR": cuda_version.split(".")[0],
+        "ARCH_NAMES": " and ".join(f"sm_{n}" for n in numbers),
+        "OWNED": "  ".join(owned),
+    }
     for path, template in GENERATED.items():
         os.makedirs(os.path.dirname(os.path.join(handout, path)) or handout, exist_ok=True)
         if template:
@@ -275,10 +316,12 @@ def main():
     tarball = os.path.join(out_dir, NAME + ".tar.gz")
     write_tarball(handout, tarball, commit_time())
     mib = 1 << 20
-    print(f"make_handout: {len(files)} files copied, {len(GENERATED)} generated; reference "
-          f"compiled for {', '.join(archs)} with CUDA {cuda_version} in {build_seconds:.0f} s "
-          f"({os.path.getsize(library) / mib:.1f} MiB, {os.path.getsize(prebuilt) / mib:.1f} MiB "
-          f"stripped)")
+    print(
+        f"make_handout: {len(files)} files copied, {len(GENERATED)} generated; reference "
+        f"compiled for {', '.join(archs)} with CUDA {cuda_version} in {build_seconds:.0f} s "
+        f"({os.path.getsize(library) / mib:.1f} MiB, {os.path.getsize(prebuilt) / mib:.1f} MiB "
+        f"stripped)"
+    )
     print(f"make_handout: {handout}/ and {tarball} ({os.path.getsize(tarball) / mib:.1f} MiB)")
 
 

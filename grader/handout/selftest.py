@@ -12,6 +12,7 @@ dropped). With --library, a reference library compiled with PTX (the instructor 
 whose default CMAKE_CUDA_ARCHITECTURES "80 90" embed it), the prebuilt check must find the PTX.
 Exit 0 when every expectation holds, 1 otherwise.
 """
+
 import argparse
 import os
 import re
@@ -52,8 +53,11 @@ def copy_tree(dest):
 
 
 def members(tree):
-    return [os.path.join(mh.NAME, os.path.relpath(os.path.join(d, n), tree))
-            for d, _, names in os.walk(tree) for n in names]
+    return [
+        os.path.join(mh.NAME, os.path.relpath(os.path.join(d, n), tree))
+        for d, _, names in os.walk(tree)
+        for n in names
+    ]
 
 
 def expect(results, condition, what):
@@ -77,8 +81,11 @@ def main():
         ch.check_sources(clean, tree, references, prints)
         ch.check_stubs(clean, tree)
         ch.check_hooks(clean, tree)
-        expect(results, all(ok for ok, _, _ in clean.lines),
-               "the shippable files alone pass the names, source, stub and hook checks")
+        expect(
+            results,
+            all(ok for ok, _, _ in clean.lines),
+            "the shippable files alone pass the names, source, stub and hook checks",
+        )
 
         try:
             bug_hooks.selftest()
@@ -108,16 +115,21 @@ def main():
             with open(os.path.join(mh.ROOT, source), encoding="utf-8") as f:
                 text = f.read()
             if len(caught) == len(references):
-                text = "\n".join("    " + re.sub(r"//.*$", "", line).strip()
-                                  for line in text.splitlines())
+                text = "\n".join(
+                    "    " + re.sub(r"//.*$", "", line).strip() for line in text.splitlines()
+                )
             with open(os.path.join(leaky, "docs", "leak.md"), "w", encoding="utf-8") as f:
                 f.write(text)
             report = Recorder()
             ch.check_sources(report, leaky, references, prints)
             caught.append(report.failed("(a) source"))
         missed = [p for p, c in zip(references, caught) if not c]
-        expect(results, not missed, f"each of the {len(references)} reference sources planted "
-               f"alone fails (a) source" + (f"; missed: {', '.join(missed)}" if missed else ""))
+        expect(
+            results,
+            not missed,
+            f"each of the {len(references)} reference sources planted "
+            f"alone fails (a) source" + (f"; missed: {', '.join(missed)}" if missed else ""),
+        )
         expect(results, caught[-1], f"{smallest} re-indented, comments stripped, fails (a) source")
 
         stub = os.path.join(tree, "student", "rmsnorm.cu")
@@ -136,26 +148,37 @@ def main():
         shutil.copyfile(os.path.join(tree, "baseline", "rmsnorm.cu"), buggy)
         report = Recorder()
         ch.check_names(report, tree, members(tree))
-        expect(results, report.failed("names") and "grader/selftests/buggy/rmsnorm.cu" in report.lines[0][2],
-               "a file of grader/selftests/buggy/ fails names")
+        expect(
+            results,
+            report.failed("names") and "grader/selftests/buggy/rmsnorm.cu" in report.lines[0][2],
+            "a file of grader/selftests/buggy/ fails names",
+        )
         os.remove(buggy)
 
         with open(os.path.join(tree, "grader/rubric.toml"), "a", encoding="utf-8") as f:
-            f.write('\n[instructor]\nseed = 1234\n')
+            f.write("\n[instructor]\nseed = 1234\n")
         report = Recorder()
         ch.check_names(report, tree, members(tree))
-        expect(results, report.failed("names") and "instructor" in report.lines[1][2],
-               "a rubric with an [instructor] table fails names")
+        expect(
+            results,
+            report.failed("names") and "instructor" in report.lines[1][2],
+            "a rubric with an [instructor] table fails names",
+        )
 
-        rubric = ('# header\n[accuracy]\nprivate_clips = "/srv/private"  # theirs\n'
-                  'full_wer = 0.03\n\n'
-                  '# the instructor\'s seeds\n[instructor]\nseed = 7\n[instructor.more]\nx = 1\n\n'
-                  '[speed]\npoints = 20\n')
+        rubric = (
+            '# header\n[accuracy]\nprivate_clips = "/srv/private"  # theirs\n'
+            "full_wer = 0.03\n\n"
+            "# the instructor's seeds\n[instructor]\nseed = 7\n[instructor.more]\nx = 1\n\n"
+            "[speed]\npoints = 20\n"
+        )
         rewritten = tomllib.loads(mh.handout_rubric(rubric))
-        expect(results, rewritten == {"accuracy": {"private_clips": "", "full_wer": 0.03},
-                                      "speed": {"points": 20}}
-               and "seeds" not in mh.handout_rubric(rubric),
-               "make_handout blanks private_clips and drops [instructor] with its comment")
+        expect(
+            results,
+            rewritten
+            == {"accuracy": {"private_clips": "", "full_wer": 0.03}, "speed": {"points": 20}}
+            and "seeds" not in mh.handout_rubric(rubric),
+            "make_handout blanks private_clips and drops [instructor] with its comment",
+        )
 
         if args.library:
             prebuilt = os.path.join(tree, mh.PREBUILT)
@@ -166,8 +189,11 @@ def main():
             report = Recorder()
             ch.check_prebuilt(report, tree, prints)
             ptx = report.lines[0]
-            expect(results, not ptx[0] and "kind [1]" in ptx[2],
-                   f"{args.library} (with PTX) fails (a) prebuilt: {ptx[2]}")
+            expect(
+                results,
+                not ptx[0] and "kind [1]" in ptx[2],
+                f"{args.library} (with PTX) fails (a) prebuilt: {ptx[2]}",
+            )
     finally:
         shutil.rmtree(work)
     print(f"selftest: {sum(results)}/{len(results)} expectations hold")

@@ -35,6 +35,7 @@ must be readable by any user (make_pristine_tree makes the tree so): `unreadable
 that are not. Without root, or when a tool is missing or the kernel refuses the namespaces,
 nothing of this applies, commands run as before, and `description` says why.
 """
+
 import argparse
 import glob
 import itertools
@@ -50,19 +51,25 @@ import tempfile
 
 # Defaults of the rubric's [sandbox] limits.
 DEFAULT_LIMITS = {
-    "cpu_seconds": 900,             # RLIMIT_CPU of each process (wall time is the caller's)
-    "processes": 512,               # RLIMIT_NPROC: tasks, threads too, of the uid system-wide
-    "file_bytes": 1 << 30,          # RLIMIT_FSIZE: largest file a process may write
-    "open_files": 4096,             # RLIMIT_NOFILE
-    "memory_bytes": 16 << 30,       # cgroup v2 memory.max (tmpfs pages count too)
-    "tmp_bytes": 1 << 30,           # size of each private tmpfs (/tmp, /var/tmp, /dev/shm)
+    "cpu_seconds": 900,  # RLIMIT_CPU of each process (wall time is the caller's)
+    "processes": 512,  # RLIMIT_NPROC: tasks, threads too, of the uid system-wide
+    "file_bytes": 1 << 30,  # RLIMIT_FSIZE: largest file a process may write
+    "open_files": 4096,  # RLIMIT_NOFILE
+    "memory_bytes": 16 << 30,  # cgroup v2 memory.max (tmpfs pages count too)
+    "tmp_bytes": 1 << 30,  # size of each private tmpfs (/tmp, /var/tmp, /dev/shm)
 }
 # Vendor libraries no student process may load (libcublas* covers libcublasLt too), and where
 # they are looked for; LD_LIBRARY_PATH's folders are added, since the sandbox passes it on.
 VENDOR_LIBRARIES = ("libcublas*", "libcudnn*", "libcutlass*")
-LIBRARY_DIRS = ("/usr/local/cuda*/lib64", "/usr/local/cuda*/targets/*/lib", "/usr/lib/*-linux-gnu",
-                "/usr/lib64", "/usr/local/lib", "/usr/lib/python3/dist-packages/nvidia/*/lib",
-                "/usr/local/lib/python3*/dist-packages/nvidia/*/lib")
+LIBRARY_DIRS = (
+    "/usr/local/cuda*/lib64",
+    "/usr/local/cuda*/targets/*/lib",
+    "/usr/lib/*-linux-gnu",
+    "/usr/lib64",
+    "/usr/local/lib",
+    "/usr/lib/python3/dist-packages/nvidia/*/lib",
+    "/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
+)
 # Private in the sandbox; /tmp last, because the staging folder of these mounts lives there.
 PRIVATE_DIRS = ("/var/tmp", "/dev/shm", "/tmp")
 # Passed on from the grader's environment when set.
@@ -118,8 +125,19 @@ class Sandbox:
     enabled   "auto" (sandbox when possible), "off", or "required" (SandboxError if impossible)
     """
 
-    def __init__(self, tree, hidden=(), writable=(), env=None, limits=None, enabled="auto",
-                 uid=65534, gid=65534, lib_dirs=None, vendor_libraries=VENDOR_LIBRARIES):
+    def __init__(
+        self,
+        tree,
+        hidden=(),
+        writable=(),
+        env=None,
+        limits=None,
+        enabled="auto",
+        uid=65534,
+        gid=65534,
+        lib_dirs=None,
+        vendor_libraries=VENDOR_LIBRARIES,
+    ):
         if enabled not in ("auto", "off", "required"):
             raise SandboxError(f"sandbox enabled must be auto, off or required, not {enabled!r}")
         unknown = sorted(set(limits or {}) - set(DEFAULT_LIMITS))
@@ -135,16 +153,20 @@ class Sandbox:
             if not os.path.isdir(path):
                 raise SandboxError(f"{path}: not a directory")
             if path == "/" or any(_inside(d, path) for d in PRIVATE_DIRS):
-                raise SandboxError(f"{path}: the tree or a writable path may not contain "
-                                   f"{', '.join(PRIVATE_DIRS)}")
+                raise SandboxError(
+                    f"{path}: the tree or a writable path may not contain {', '.join(PRIVATE_DIRS)}"
+                )
         if any("=" in k or not k for k in self.env):
             raise SandboxError("sandbox variable names may not be empty or contain '='")
         self.active = False
         self.memory = "memory not limited"
-        self.warnings = []          # problems that do not stop the sandbox, one line each
+        self.warnings = []  # problems that do not stop the sandbox, one line each
         self._prefix, self._stage, self._cgroup, self._libraries = [], None, None, []
-        lib_dirs = LIBRARY_DIRS + tuple(filter(None, os.environ.get("LD_LIBRARY_PATH", "")
-                                               .split(":"))) if lib_dirs is None else lib_dirs
+        lib_dirs = (
+            LIBRARY_DIRS + tuple(filter(None, os.environ.get("LD_LIBRARY_PATH", "").split(":")))
+            if lib_dirs is None
+            else lib_dirs
+        )
         try:
             reason = self._start(enabled, lib_dirs, vendor_libraries)
         except OSError as e:
@@ -170,9 +192,15 @@ class Sandbox:
         missing = [name for name, path in tools.items() if path is None]
         if missing:
             return f"{', '.join(missing)} not found (util-linux, coreutils)"
-        self._libraries = sorted({os.path.realpath(f) for d in lib_dirs for pattern in
-                                  vendor_libraries for f in glob.glob(os.path.join(d, pattern))
-                                  if os.path.isfile(f)})
+        self._libraries = sorted(
+            {
+                os.path.realpath(f)
+                for d in lib_dirs
+                for pattern in vendor_libraries
+                for f in glob.glob(os.path.join(d, pattern))
+                if os.path.isfile(f)
+            }
+        )
         self._stage = tempfile.mkdtemp(prefix="glmasr-sandbox-", dir="/tmp")
         self._cgroup, self.memory = self._memory_cgroup()
         covers = self._covers()
@@ -182,14 +210,37 @@ class Sandbox:
             os.chown(path, self.uid, self.gid)
         self._check_devices()
         script = self._script(tools, covers)
-        base_env = {**{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
-                    "HOME": "/tmp", "TMPDIR": "/tmp", **self.env}
-        self._prefix = [tools["unshare"], "--net", "--mount", "--pid", "--ipc", "--fork",
-                        "--kill-child", "--mount-proc", "--", tools["sh"], "-c", script, "sh",
-                        *[f"{k}={v}" for k, v in base_env.items()]]
+        base_env = {
+            **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            **self.env,
+        }
+        self._prefix = [
+            tools["unshare"],
+            "--net",
+            "--mount",
+            "--pid",
+            "--ipc",
+            "--fork",
+            "--kill-child",
+            "--mount-proc",
+            "--",
+            tools["sh"],
+            "-c",
+            script,
+            "sh",
+            *[f"{k}={v}" for k, v in base_env.items()],
+        ]
         try:
-            probe = subprocess.run(self._prefix + ["true"], env=self._outer_env(),
-                                   capture_output=True, text=True, errors="replace", timeout=60)
+            probe = subprocess.run(
+                self._prefix + ["true"],
+                env=self._outer_env(),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=60,
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"sandbox probe failed: {e}"
         if probe.returncode != 0:
@@ -201,8 +252,9 @@ class Sandbox:
         """A new cgroup v2 with memory.max, or None; and the words for the description."""
         limit = self.limits["memory_bytes"]
         with open("/proc/self/mountinfo") as f:
-            mount = next((line.split()[4] for line in f
-                          if line.split(" - ")[1].startswith("cgroup2 ")), None)
+            mount = next(
+                (line.split()[4] for line in f if line.split(" - ")[1].startswith("cgroup2 ")), None
+            )
         if mount is None:
             return None, "memory not limited (no cgroup v2)"
         path = None
@@ -217,8 +269,11 @@ class Sandbox:
                     f.write("+memory")
             path = os.path.join(mount, f"glmasr-sandbox-{os.getpid()}-{next(_cgroup_ids)}")
             os.mkdir(path)
-            for name, value in (("memory.max", limit), ("memory.swap.max", 0),
-                                ("memory.oom.group", 1)):
+            for name, value in (
+                ("memory.max", limit),
+                ("memory.swap.max", 0),
+                ("memory.oom.group", 1),
+            ):
                 if name == "memory.max" or os.path.exists(os.path.join(path, name)):
                     with open(os.path.join(path, name), "w") as f:
                         f.write(str(value))
@@ -234,8 +289,11 @@ class Sandbox:
         The private folders, and every folder the sandbox user cannot enter on the way to a
         kept path (outside the private folders); the kept paths (tree and writable ones, the
         outermost only) are carried onto the tmpfs at the same place."""
-        kept = [p for p in [self.tree] + self.writable
-                if not any(q != p and _inside(p, q) for q in [self.tree] + self.writable)]
+        kept = [
+            p
+            for p in [self.tree] + self.writable
+            if not any(q != p and _inside(p, q) for q in [self.tree] + self.writable)
+        ]
         blocked = []
         for path in kept:
             if any(_inside(path, d) for d in PRIVATE_DIRS):
@@ -248,16 +306,21 @@ class Sandbox:
                         blocked.append(folder)
                     break
         covers = [(b, 0o755, 1 << 20, [k for k in kept if _inside(k, b)]) for b in blocked]
-        covers += [(d, 0o1777, self.limits["tmp_bytes"], [k for k in kept if _inside(k, d)])
-                   for d in PRIVATE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+        covers += [
+            (d, 0o1777, self.limits["tmp_bytes"], [k for k in kept if _inside(k, d)])
+            for d in PRIVATE_DIRS
+            if os.path.isdir(d) and not os.path.islink(d)
+        ]
         return covers
 
     def _check_devices(self):
         for device in sorted(glob.glob("/dev/nvidia*")):
             st = os.stat(device)
             if stat.S_ISCHR(st.st_mode) and not _may(st, self.uid, self.gid, 6):
-                self.warnings.append(f"{device} is not read-write for uid {self.uid} "
-                                     f"(mode {stat.S_IMODE(st.st_mode):04o}): CUDA will fail")
+                self.warnings.append(
+                    f"{device} is not read-write for uid {self.uid} "
+                    f"(mode {stat.S_IMODE(st.st_mode):04o}): CUDA will fail"
+                )
 
     def _script(self, tools, covers):
         """The root part inside the namespaces: mounts, cgroup, then exec the unprivileged
@@ -270,8 +333,9 @@ class Sandbox:
             lines.append(f"{mount} --rbind {q(path)} {q(path)}")
         for i, (folder, mode, size, kept) in enumerate(covers):
             stage = os.path.join(self._stage, str(i))
-            lines.append(f"{mount} -t tmpfs -o mode={mode:o},size={size},nosuid,nodev tmpfs "
-                         f"{q(stage)}")
+            lines.append(
+                f"{mount} -t tmpfs -o mode={mode:o},size={size},nosuid,nodev tmpfs {q(stage)}"
+            )
             for path in kept:
                 inner = os.path.join(stage, os.path.relpath(path, folder))
                 lines.append(f"{q(tools['mkdir'])} -p {q(inner)}")
@@ -280,9 +344,11 @@ class Sandbox:
         lines.append(f"{mount} -o remount,bind,ro /")
         lines.append(f"{mount} -o remount,bind,ro,nosuid,nodev {q(self.tree)}")
         for path in self.hidden:
-            lines.append(f"if [ -d {q(path)} ]; then {mount} -t tmpfs -o ro,mode=0,size=4k tmpfs "
-                         f"{q(path)}; elif [ -e {q(path)} ]; then {mount} --bind /dev/null "
-                         f"{q(path)}; fi")
+            lines.append(
+                f"if [ -d {q(path)} ]; then {mount} -t tmpfs -o ro,mode=0,size=4k tmpfs "
+                f"{q(path)}; elif [ -e {q(path)} ]; then {mount} --bind /dev/null "
+                f"{q(path)}; fi"
+            )
         for path in self._libraries:
             lines.append(f"if [ -e {q(path)} ]; then {mount} --bind /dev/null {q(path)}; fi")
         # The working directory still points at the old mounts: enter it again by name.
@@ -297,19 +363,22 @@ class Sandbox:
             f"--nproc={limits['processes']} --fsize={limits['file_bytes']} "
             f"--nofile={limits['open_files']} --core=0 -- {q(tools['setpriv'])} "
             f"--reuid={self.uid} --regid={self.gid} --clear-groups --inh-caps=-all "
-            f"--bounding-set=-all --no-new-privs -- {q(tools['env'])} -i \"$@\"")
+            f'--bounding-set=-all --no-new-privs -- {q(tools["env"])} -i "$@"'
+        )
         lines.append("exit $?")
         return "\n".join(lines)
 
     def _describe(self):
         l = self.limits
-        parts = [f"sandboxed: uid {self.uid}, no network, pid+mount+ipc namespaces, "
-                 f"read-only tree and /, private /tmp",
-                 f"{len(self.writable)} writable, {len(self.hidden)} hidden paths",
-                 f"{len(self._libraries)} vendor library files covered",
-                 f"limits: CPU {l['cpu_seconds']} s, {l['processes']} processes, files "
-                 f"{_human(l['file_bytes'])}, {l['open_files']} open files, no core dumps",
-                 self.memory]
+        parts = [
+            f"sandboxed: uid {self.uid}, no network, pid+mount+ipc namespaces, "
+            f"read-only tree and /, private /tmp",
+            f"{len(self.writable)} writable, {len(self.hidden)} hidden paths",
+            f"{len(self._libraries)} vendor library files covered",
+            f"limits: CPU {l['cpu_seconds']} s, {l['processes']} processes, files "
+            f"{_human(l['file_bytes'])}, {l['open_files']} open files, no core dumps",
+            self.memory,
+        ]
         return "; ".join(parts)
 
     # ------------------------------------------------------------------------- using it
@@ -342,8 +411,7 @@ class Sandbox:
             return list(argv), {**os.environ, **self.env, **env}
         if not argv or "=" in argv[0]:
             raise SandboxError(f"cannot sandbox the command {argv!r}")
-        return self.prefix() + [f"{k}={v}" for k, v in env.items()] + list(argv), \
-            self._outer_env()
+        return self.prefix() + [f"{k}={v}" for k, v in env.items()] + list(argv), self._outer_env()
 
     def run(self, argv, timeout, env=None, cwd=None, pass_fds=(), input=None):
         """Run argv sandboxed; never raises for crashes or time-outs. Returns (returncode,
@@ -351,22 +419,29 @@ class Sandbox:
         -N when signal N killed the process (sandboxed: exit status 128 + N, see _script).
         cwd defaults to the tree."""
         argv, full_env = self.wrap(argv, env)
-        with subprocess.Popen(argv, cwd=cwd or self.tree, env=full_env, pass_fds=pass_fds,
-                              stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              start_new_session=True) as p:
+        with subprocess.Popen(
+            argv,
+            cwd=cwd or self.tree,
+            env=full_env,
+            pass_fds=pass_fds,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        ) as p:
             try:
-                out, err = p.communicate(input.encode() if isinstance(input, str) else input,
-                                         timeout=timeout)
+                out, err = p.communicate(
+                    input.encode() if isinstance(input, str) else input, timeout=timeout
+                )
                 timed_out = False
             except subprocess.TimeoutExpired:
                 try:
-                    os.killpg(p.pid, signal.SIGKILL)   # the wrapper's death kills the namespace
+                    os.killpg(p.pid, signal.SIGKILL)  # the wrapper's death kills the namespace
                 except ProcessLookupError:
                     pass
                 try:
                     out, err = p.communicate(timeout=10)
-                except subprocess.TimeoutExpired:   # unsandboxed: a descendant holds the pipes
+                except subprocess.TimeoutExpired:  # unsandboxed: a descendant holds the pipes
                     out, err = b"", b""
                 timed_out = True
         output = (out + err).decode(errors="replace")
@@ -383,14 +458,20 @@ class Sandbox:
             return []
         problems = []
         for top in paths:
-            for path in [top] + [os.path.join(h, n) for h, ds, fs in os.walk(top)
-                                 for n in ds + fs]:
+            for path in [top] + [os.path.join(h, n) for h, ds, fs in os.walk(top) for n in ds + fs]:
                 st = os.lstat(path)
-                need = 5 if stat.S_ISDIR(st.st_mode) else \
-                    (5 if st.st_mode & 0o100 else 4) if stat.S_ISREG(st.st_mode) else 0
+                need = (
+                    5
+                    if stat.S_ISDIR(st.st_mode)
+                    else (5 if st.st_mode & 0o100 else 4)
+                    if stat.S_ISREG(st.st_mode)
+                    else 0
+                )
                 if need and not _may(st, self.uid, self.gid, need):
-                    problems.append(f"{path}: not {'readable' if need == 4 else 'usable'} by "
-                                    f"uid {self.uid} (mode {stat.S_IMODE(st.st_mode):04o})")
+                    problems.append(
+                        f"{path}: not {'readable' if need == 4 else 'usable'} by "
+                        f"uid {self.uid} (mode {stat.S_IMODE(st.st_mode):04o})"
+                    )
                     if len(problems) >= limit:
                         return problems
         return problems
@@ -404,7 +485,7 @@ class Sandbox:
             try:
                 os.rmdir(self._cgroup)
             except OSError:
-                pass                  # still has processes: the kernel keeps it until they end
+                pass  # still has processes: the kernel keeps it until they end
             self._cgroup = None
         self._prefix, self.active = [], False
 
@@ -417,8 +498,10 @@ class Sandbox:
 
 # ----------------------------------------------------------------------------- command line
 
+
 def main():
     from grader import ROOT as root
+
     parser = argparse.ArgumentParser(description="the grader's sandbox for student code")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="print what would apply on this machine")
@@ -433,8 +516,13 @@ def main():
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in getattr(args, "env", []) if "=" in item)
     try:
-        sandbox = Sandbox(args.tree, hidden=args.hidden, writable=args.writable, env=env,
-                          enabled="required" if args.required else "auto")
+        sandbox = Sandbox(
+            args.tree,
+            hidden=args.hidden,
+            writable=args.writable,
+            env=env,
+            enabled="required" if args.required else "auto",
+        )
     except SandboxError as e:
         print(f"sandbox: {e}", file=sys.stderr)
         sys.exit(2)

@@ -25,6 +25,7 @@ request costs request_timeout, and no default can be longer than what the rubric
 
 Standard library only.
 """
+
 import json
 import os
 import random
@@ -36,10 +37,10 @@ import time
 
 from grader.pipeline import score
 
-MAX_LINE = 1 << 20        # bytes: a longer reply line is garbage (a flood must not fill memory)
-STDERR_KEEP = 64 << 10    # bytes of a worker's stderr kept (the last ones) for error messages
-CLOSE_GRACE = 2.0         # seconds a worker gets to exit after its stdin is closed
-MAX_LISTED = 20           # differing steps listed per run
+MAX_LINE = 1 << 20  # bytes: a longer reply line is garbage (a flood must not fill memory)
+STDERR_KEEP = 64 << 10  # bytes of a worker's stderr kept (the last ones) for error messages
+CLOSE_GRACE = 2.0  # seconds a worker gets to exit after its stdin is closed
+MAX_LISTED = 20  # differing steps listed per run
 
 
 class Worker:
@@ -53,8 +54,16 @@ class Worker:
     returns it.
     """
 
-    def __init__(self, argv, launch=None, timeout=600.0, name="worker", wait=True, inspect=None,
-                 deadline=None):
+    def __init__(
+        self,
+        argv,
+        launch=None,
+        timeout=600.0,
+        name="worker",
+        wait=True,
+        inspect=None,
+        deadline=None,
+    ):
         """Starts the worker and, with wait, waits for its ready line (else call wait_ready:
         several workers can build their models at the same time)."""
         self.name = name
@@ -68,8 +77,13 @@ class Worker:
         command = list(launch(list(argv)) if launch else argv)
         try:
             # A session of its own: close() kills the worker and anything it started.
-            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, start_new_session=True)
+            self.proc = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as e:
             self.proc = None
             self.error = f"{name}: cannot start {command[0]}: {e.strerror}"
@@ -200,7 +214,7 @@ class Worker:
             newline = self._out.find(b"\n")
             if newline >= 0:
                 line = bytes(self._out[:newline])
-                del self._out[:newline + 1]
+                del self._out[: newline + 1]
                 return line
             if len(self._out) > MAX_LINE:
                 self._fail(f"printed a line longer than {MAX_LINE} bytes")
@@ -211,8 +225,11 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.hung = True
-                self._fail(f"was still running at the grade's time limit, waiting {waiting_for}"
-                           if cut else f"took more than {timeout:g} s {waiting_for} (hung?)")
+                self._fail(
+                    f"was still running at the grade's time limit, waiting {waiting_for}"
+                    if cut
+                    else f"took more than {timeout:g} s {waiting_for} (hung?)"
+                )
                 return None
             readable, _, _ = select.select(self._open, [], [], remaining)
             for fd in readable:
@@ -252,15 +269,25 @@ def compare_tokens(expected, got):
     differing steps), "different_steps" (how many), and at the first difference
     "first_difference", "expected", "got" (None past an end)}."""
     if not isinstance(got, list) or not all(type(t) is int for t in got):
-        return {"equal": False, "differences": [0], "different_steps": len(expected),
-                "first_difference": 0, "expected": expected[0] if expected else None,
-                "got": "no token list"}
+        return {
+            "equal": False,
+            "differences": [0],
+            "different_steps": len(expected),
+            "first_difference": 0,
+            "expected": expected[0] if expected else None,
+            "got": "no token list",
+        }
     steps = [i for i in range(max(len(expected), len(got))) if _at(expected, i) != _at(got, i)]
     if not steps:
         return {"equal": True, "differences": [], "different_steps": 0, "first_difference": None}
-    return {"equal": False, "differences": steps[:MAX_LISTED], "different_steps": len(steps),
-            "first_difference": steps[0], "expected": _at(expected, steps[0]),
-            "got": _at(got, steps[0])}
+    return {
+        "equal": False,
+        "differences": steps[:MAX_LISTED],
+        "different_steps": len(steps),
+        "first_difference": steps[0],
+        "expected": _at(expected, steps[0]),
+        "got": _at(got, steps[0]),
+    }
 
 
 def _at(tokens, step):
@@ -299,13 +326,20 @@ def _judge_ties(trusted, cases, near_tie_margin, timeout):
             return
         margins, runner_up = reply["margins"], reply["runner_up"]
         steps = [i for i in range(max(len(expected), len(got))) if _at(expected, i) != _at(got, i)]
-        real = [i for i in steps if not (i < len(margins) and margins[i] <= near_tie_margin
-                                         and _at(got, i) == runner_up[i])]
-        verdict["near_ties"] = [{"step": i, "margin": margins[i]}
-                                for i in steps if i not in real][:MAX_LISTED]
+        real = [
+            i
+            for i in steps
+            if not (
+                i < len(margins) and margins[i] <= near_tie_margin and _at(got, i) == runner_up[i]
+            )
+        ]
+        verdict["near_ties"] = [{"step": i, "margin": margins[i]} for i in steps if i not in real][
+            :MAX_LISTED
+        ]
         if real:
-            verdict.update(first_difference=real[0], expected=_at(expected, real[0]),
-                           got=_at(got, real[0]))
+            verdict.update(
+                first_difference=real[0], expected=_at(expected, real[0]), got=_at(got, real[0])
+            )
             return
         verdict["near_tie"] = True
 
@@ -327,8 +361,11 @@ def _medians(runs):
     timed = [r for r in runs if not r["warmup"] and r["wall_ms"] is not None]
     if not timed:
         return None, {}
-    keys = set.intersection(*(set(r["times"]) for r in timed)) if all(
-        isinstance(r["times"], dict) for r in timed) else set()
+    keys = (
+        set.intersection(*(set(r["times"]) for r in timed))
+        if all(isinstance(r["times"], dict) for r in timed)
+        else set()
+    )
     reported = {}
     for key in sorted(keys):
         values = [r["times"][key] for r in timed]
@@ -337,10 +374,24 @@ def _medians(runs):
     return statistics.median(r["wall_ms"] for r in timed), reported
 
 
-def run_speed(trusted_bin, graded_bin, graded_track, workload_args, *, ready_timeout,
-              request_timeout, warmup=2, repeats=5, seed=None, launch_graded=None,
-              inspect_graded=None, graded_deadline=None, baseline_track="baseline",
-              reference_track="reference", near_tie_margin=None):
+def run_speed(
+    trusted_bin,
+    graded_bin,
+    graded_track,
+    workload_args,
+    *,
+    ready_timeout,
+    request_timeout,
+    warmup=2,
+    repeats=5,
+    seed=None,
+    launch_graded=None,
+    inspect_graded=None,
+    graded_deadline=None,
+    baseline_track="baseline",
+    reference_track="reference",
+    near_tie_margin=None,
+):
     """Time baseline, graded and reference workers round-robin on fresh inputs.
 
     graded_bin None: the graded track is a trusted one and runs from trusted_bin; if it is
@@ -366,25 +417,41 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, *, ready_tim
     aliased = graded_bin is None and graded_track in (baseline_track, reference_track)
     plan = [("baseline", trusted_bin, baseline_track, None, None)]
     if not aliased:
-        plan.append(("graded", graded_bin or trusted_bin, graded_track,
-                     launch_graded if graded_bin else None, inspect_graded if graded_bin else None))
+        plan.append(
+            (
+                "graded",
+                graded_bin or trusted_bin,
+                graded_track,
+                launch_graded if graded_bin else None,
+                inspect_graded if graded_bin else None,
+            )
+        )
     plan.append(("reference", trusted_bin, reference_track, None, None))
 
     workers, tracks, verdicts, order, requests = {}, {}, {}, [], []
     try:
         for role, binary, track, launch, inspect in plan:
             argv = [binary, "worker", "--track", track, *workload_args]
-            workers[role] = Worker(argv, launch, name=f"{role} ({track})", wait=False,
-                                   inspect=inspect,
-                                   deadline=graded_deadline if role == "graded" else None)
+            workers[role] = Worker(
+                argv,
+                launch,
+                name=f"{role} ({track})",
+                wait=False,
+                inspect=inspect,
+                deadline=graded_deadline if role == "graded" else None,
+            )
         for role, binary, track, *_ in plan:
             w = workers[role]
             w.wait_ready(ready_timeout)
-            tracks[role] = {"track": w.ready["track"] if w.ready else track,
-                            "settings": w.ready.get("settings") if w.ready else None,
-                            "binary": binary,
-                            "runs": [], "median_wall_ms": None, "median_reported": {},
-                            "error": w.error}
+            tracks[role] = {
+                "track": w.ready["track"] if w.ready else track,
+                "settings": w.ready.get("settings") if w.ready else None,
+                "binary": binary,
+                "runs": [],
+                "median_wall_ms": None,
+                "median_reported": {},
+                "error": w.error,
+            }
         # The inputs' shape comes from a trusted worker's ready line, never the graded one's.
         trusted_ready = workers["baseline"].ready or workers["reference"].ready
         for round_ in range(warmup + repeats if trusted_ready else 0):
@@ -398,9 +465,14 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, *, ready_tim
                     continue
                 order.append(role)
                 reply, wall_ms = w.request(request, request_timeout)
-                run = {"round": round_, "warmup": round_ < warmup,
-                       "audio_seed": request["audio_seed"], "wall_ms": wall_ms,
-                       "times": reply.get("times"), "tokens": reply.get("tokens")}
+                run = {
+                    "round": round_,
+                    "warmup": round_ < warmup,
+                    "audio_seed": request["audio_seed"],
+                    "wall_ms": wall_ms,
+                    "times": reply.get("times"),
+                    "tokens": reply.get("tokens"),
+                }
                 if "error" in reply:
                     run["wall_ms"] = None
                     tracks[role]["error"] = reply["error"]
@@ -422,8 +494,12 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, *, ready_tim
                 if base is None:
                     continue
                 got = run["tokens"] if run["wall_ms"] is not None else None
-                v = {"round": run["round"], "warmup": run["warmup"],
-                     "audio_seed": run["audio_seed"], **compare_tokens(base["tokens"], got)}
+                v = {
+                    "round": run["round"],
+                    "warmup": run["warmup"],
+                    "audio_seed": run["audio_seed"],
+                    **compare_tokens(base["tokens"], got),
+                }
                 verdicts[role].append(v)
                 if not v["equal"]:
                     cases.append((v, requests[run["round"]], base["tokens"], got))
@@ -436,22 +512,60 @@ def run_speed(trusted_bin, graded_bin, graded_track, workload_args, *, ready_tim
     if aliased:  # the graded runs are the baseline's (equal by definition) or the reference's
         alias = "baseline" if graded_track == baseline_track else "reference"
         tracks["graded"] = dict(tracks[alias], alias_of=alias)
-        verdicts["graded"] = verdicts["reference"] if alias == "reference" else [
-            {"round": r, "warmup": run["warmup"], "audio_seed": run["audio_seed"],
-             **compare_tokens(run["tokens"], run["tokens"])} for r, run in base_runs.items()]
-    summary = {role: token_summary(verdicts[role], warmup + repeats,
-                                   tracks[role]["error"] or tracks["baseline"]["error"])
-               for role in ("graded", "reference")}
+        verdicts["graded"] = (
+            verdicts["reference"]
+            if alias == "reference"
+            else [
+                {
+                    "round": r,
+                    "warmup": run["warmup"],
+                    "audio_seed": run["audio_seed"],
+                    **compare_tokens(run["tokens"], run["tokens"]),
+                }
+                for r, run in base_runs.items()
+            ]
+        )
+    summary = {
+        role: token_summary(
+            verdicts[role], warmup + repeats, tracks[role]["error"] or tracks["baseline"]["error"]
+        )
+        for role in ("graded", "reference")
+    }
     workload = workers["baseline"].ready["workload"] if workers["baseline"].ready else None
-    return {"seed": seed, "graded_track": graded_track, "warmup": warmup, "repeats": repeats,
-            "workload": workload, "order": order, "tracks": tracks, "tokens": verdicts,
-            "token_summary": summary, "graded_tokens_ok": summary["graded"] == "equal"}
+    return {
+        "seed": seed,
+        "graded_track": graded_track,
+        "warmup": warmup,
+        "repeats": repeats,
+        "workload": workload,
+        "order": order,
+        "tracks": tracks,
+        "tokens": verdicts,
+        "token_summary": summary,
+        "graded_tokens_ok": summary["graded"] == "equal",
+    }
 
 
-def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_new_tokens, *,
-                 ready_timeout, request_timeout, fresh_checks=3, seconds=30.0, decode_steps=32,
-                 seed=None, launch_graded=None, inspect_graded=None, graded_deadline=None,
-                 baseline_track="baseline", near_tie_margin=None):
+def run_accuracy(
+    trusted_bin,
+    graded_bin,
+    graded_track,
+    model_dir,
+    clips,
+    max_new_tokens,
+    *,
+    ready_timeout,
+    request_timeout,
+    fresh_checks=3,
+    seconds=30.0,
+    decode_steps=32,
+    seed=None,
+    launch_graded=None,
+    inspect_graded=None,
+    graded_deadline=None,
+    baseline_track="baseline",
+    near_tie_margin=None,
+):
     """Transcribe clips through ONE graded worker with the real model, then the fresh-input
     check: `fresh_checks` inputs drawn now (draw_input: a synthetic clip's seed and
     teacher-forcing ids) through that worker and a trusted baseline worker, whose predictions
@@ -473,13 +587,25 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
     rng = random.Random(seed)
     binary = trusted_bin if graded_bin is None else graded_bin
     launch, inspect = (None, None) if graded_bin is None else (launch_graded, inspect_graded)
-    model_args = ["--model", model_dir, "--seconds", str(seconds), "--decode-steps",
-                  str(decode_steps)]
+    model_args = [
+        "--model",
+        model_dir,
+        "--seconds",
+        str(seconds),
+        "--decode-steps",
+        str(decode_steps),
+    ]
     argv = [binary, "worker", "--track", graded_track, *model_args]
 
     def start():
-        return Worker(argv, launch, ready_timeout, name=f"graded ({graded_track})",
-                      inspect=inspect, deadline=graded_deadline)
+        return Worker(
+            argv,
+            launch,
+            ready_timeout,
+            name=f"graded ({graded_track})",
+            inspect=inspect,
+            deadline=graded_deadline,
+        )
 
     results = []
     worker = start()
@@ -488,14 +614,22 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
             if not worker.alive and worker.ready is not None and not worker.hung:
                 worker.close()
                 worker = start()  # it had crashed after starting: this clip gets a fresh process
-            reply, _ = worker.request({"transcribe": path, "max_new_tokens": max_new_tokens},
-                                      request_timeout)
+            reply, _ = worker.request(
+                {"transcribe": path, "max_new_tokens": max_new_tokens}, request_timeout
+            )
             text, error = reply.get("text"), reply.get("error")
             if error is None and (reply.get("transcribe") != path or not isinstance(text, str)):
                 text, error = None, f"{worker.name}: answered another request than the one sent"
                 worker.close()
-            results.append(score.clip_result(os.path.basename(path), reference,
-                                             text if error is None else None, error, private))
+            results.append(
+                score.clip_result(
+                    os.path.basename(path),
+                    reference,
+                    text if error is None else None,
+                    error,
+                    private,
+                )
+            )
 
         fresh = {"seed": seed, "checks": [], "error": None}
         if not worker.alive and worker.ready is not None and not worker.hung:
@@ -504,8 +638,12 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
         if worker.hung:  # it would hang on a fresh input too: no trusted run is spent on it
             fresh["error"] = worker.error
         else:
-            with Worker([trusted_bin, "worker", "--track", baseline_track, *model_args], None,
-                        ready_timeout, name=f"baseline ({baseline_track})") as trusted:
+            with Worker(
+                [trusted_bin, "worker", "--track", baseline_track, *model_args],
+                None,
+                ready_timeout,
+                name=f"baseline ({baseline_track})",
+            ) as trusted:
                 cases = []
                 for _ in range(fresh_checks if trusted.ready else 0):
                     request = draw_input(rng, trusted.ready["workload"])
@@ -516,10 +654,15 @@ def run_accuracy(trusted_bin, graded_bin, graded_track, model_dir, clips, max_ne
                         fresh["trusted_error"] = expected["error"]  # the grader's, not theirs
                     if fresh["error"]:
                         break
-                    tokens = got.get("tokens") if got.get("audio_seed") == request["audio_seed"] \
+                    tokens = (
+                        got.get("tokens")
+                        if got.get("audio_seed") == request["audio_seed"]
                         else None
-                    v = {"audio_seed": request["audio_seed"],
-                         **compare_tokens(expected["tokens"], tokens)}
+                    )
+                    v = {
+                        "audio_seed": request["audio_seed"],
+                        **compare_tokens(expected["tokens"], tokens),
+                    }
                     fresh["checks"].append(v)
                     if not v["equal"]:
                         cases.append((v, request, expected["tokens"], tokens))

@@ -28,6 +28,7 @@ When this process is root, every student process runs in grader/isolation/sandbo
 Standard library only (Python >= 3.11 for tomllib). Scoring and rendering live in score.py so
 they can be tested on recorded results without a GPU (grader/selftests/score_selftest.py).
 """
+
 import argparse
 import dataclasses
 import json
@@ -52,19 +53,26 @@ TRUSTED_TRACKS = ("baseline", "reference")
 # kernel-runner-<track>, and for the Python ones the tools/setup.sh option that provides their
 # compiler. The rubric's [submission.owned] says which files of a hand-in are its.
 STUDENT_TRACKS = {
-    "student": {"library": "student/libglmasr_student.a",
-                "targets": ["glmasr", "glmasr_student"]},
-    "triton": {"library": "libglmasr_triton.a", "targets": ["glmasr_triton"],
-               "setup": "tools/setup.sh --triton"},
-    "cutile": {"library": "libglmasr_cutile.a", "targets": ["glmasr_cutile"],
-               "setup": "tools/setup.sh --cutile"},
+    "student": {"library": "student/libglmasr_student.a", "targets": ["glmasr", "glmasr_student"]},
+    "triton": {
+        "library": "libglmasr_triton.a",
+        "targets": ["glmasr_triton"],
+        "setup": "tools/setup.sh --triton",
+    },
+    "cutile": {
+        "library": "libglmasr_cutile.a",
+        "targets": ["glmasr_cutile"],
+        "setup": "tools/setup.sh --cutile",
+    },
 }
 # The compilers of the Python tracks, as the instructor's build found them (its CMake cache):
 # handed to a submission's new build, whose tree has no .venv-triton/ or .venv-cutile/.
-COMPILER_SETTINGS = {"GLMASR_TRITON_PYTHON": "GLMASR_TRITON_PYTHON_FOUND",
-                     "GLMASR_CUTILE_PYTHON": "GLMASR_CUTILE_PYTHON_FOUND",
-                     "GLMASR_CUTILE_PYTHONPATH": "GLMASR_CUTILE_PYTHONPATH",
-                     "GLMASR_TILEIRAS_DIR": "GLMASR_TILEIRAS_DIR"}
+COMPILER_SETTINGS = {
+    "GLMASR_TRITON_PYTHON": "GLMASR_TRITON_PYTHON_FOUND",
+    "GLMASR_CUTILE_PYTHON": "GLMASR_CUTILE_PYTHON_FOUND",
+    "GLMASR_CUTILE_PYTHONPATH": "GLMASR_CUTILE_PYTHONPATH",
+    "GLMASR_TILEIRAS_DIR": "GLMASR_TILEIRAS_DIR",
+}
 SANITIZER_ERROR = score.SANITIZER_ERROR  # compute-sanitizer --error-exitcode
 
 
@@ -92,8 +100,10 @@ class Deadline:
 
     def __init__(self, minutes):
         self.end = time.monotonic() + minutes * 60 - REPORT_RESERVE_SECONDS
-        self.spent = (f"not run: the grade's time limit ({minutes:g} min, less "
-                      f"{REPORT_RESERVE_SECONDS} s for the report) was spent before this step")
+        self.spent = (
+            f"not run: the grade's time limit ({minutes:g} min, less "
+            f"{REPORT_RESERVE_SECONDS} s for the report) was spent before this step"
+        )
 
     def limit(self, seconds):
         """seconds, or what is left if less; None when less than a second is left."""
@@ -108,8 +118,15 @@ def run(cmd, timeout, env=None, cwd=ROOT):
     the rest of the grade (seen on the GPU machine: two runners of a hung softmax spinning for
     twelve minutes, the accuracy runs after them crawling)."""
     merged = dict(os.environ, **(env or {}))
-    with subprocess.Popen(cmd, cwd=cwd, env=merged, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, errors="replace") as p:
+    with subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=merged,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    ) as p:
         try:
             out, err = p.communicate(timeout=timeout)
             return p.returncode, out + err, False
@@ -205,8 +222,9 @@ def cuda_build(build_dir):
     """Whether the build was configured with nvcc (it then has the CUDA tracks and graded/)."""
     try:
         with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
-            return any(l.startswith("CMAKE_CUDA_COMPILER:") and l.strip().split("=", 1)[1]
-                       for l in f)
+            return any(
+                l.startswith("CMAKE_CUDA_COMPILER:") and l.strip().split("=", 1)[1] for l in f
+            )
     except OSError:
         return False
 
@@ -222,13 +240,18 @@ def compiler_settings(instructor_build):
                 cache[name.split(":")[0]] = value.strip()
     except OSError:
         pass
-    for setting, venv in (("GLMASR_TRITON_PYTHON", ".venv-triton"),
-                          ("GLMASR_CUTILE_PYTHON", ".venv-cutile")):
+    for setting, venv in (
+        ("GLMASR_TRITON_PYTHON", ".venv-triton"),
+        ("GLMASR_CUTILE_PYTHON", ".venv-cutile"),
+    ):
         python = os.path.join(ROOT, venv, "bin", "python3")
         if not cache.get(COMPILER_SETTINGS[setting]) and os.path.exists(python):
             cache[COMPILER_SETTINGS[setting]] = python
-    return [f"-D{setting}={cache[found]}" for setting, found in COMPILER_SETTINGS.items()
-            if cache.get(found)]
+    return [
+        f"-D{setting}={cache[found]}"
+        for setting, found in COMPILER_SETTINGS.items()
+        if cache.get(found)
+    ]
 
 
 def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None):
@@ -239,8 +262,11 @@ def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None
     (aot/trackgen.py, GLMASR_AOT_SANDBOX), with its writable box; None: they run as
     they are."""
     if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
-        configure = ["cmake", "-S", tree, "-B", build_dir] + \
-            (["-G", "Ninja"] if shutil.which("ninja") else []) + list(compilers)
+        configure = (
+            ["cmake", "-S", tree, "-B", build_dir]
+            + (["-G", "Ninja"] if shutil.which("ninja") else [])
+            + list(compilers)
+        )
         code, out, _ = run(configure, timeout=900, cwd=tree)
         if code != 0:
             sys.exit("grade: cmake configure failed:\n" + out[-3000:])
@@ -248,8 +274,9 @@ def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None
     trusted = [f"test_{k}" for k in kernels]
     if cuda_build(build_dir):
         trusted += ["glmasr-trusted", "glmasr-baseline"]
-    code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", *trusted],
-                       timeout=3600, cwd=tree)
+    code, out, _ = run(
+        ["cmake", "--build", build_dir, "-j", jobs, "--target", *trusted], timeout=3600, cwd=tree
+    )
     if code != 0:
         sys.exit("grade: building the grader's own programs failed:\n" + out[-5000:])
     if not cuda_build(build_dir):
@@ -258,27 +285,43 @@ def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None
         return None
     if not target_exists(build_dir, f"kernel-runner-{graded_track}"):
         setup = STUDENT_TRACKS[graded_track].get("setup")
-        print(f"grade: this build has no {graded_track} track" +
-              (f": CMake found no compiler for it ({setup})" if setup else ""), file=sys.stderr)
+        print(
+            f"grade: this build has no {graded_track} track"
+            + (f": CMake found no compiler for it ({setup})" if setup else ""),
+            file=sys.stderr,
+        )
         sys.exit(2)
     # Everything that links the graded track: its failure is the submission's, and the report
     # says so.
-    student = STUDENT_TRACKS[graded_track]["targets"] + \
-        [f"glmasr-{graded_track}", f"kernel-runner-{graded_track}"]
+    student = STUDENT_TRACKS[graded_track]["targets"] + [
+        f"glmasr-{graded_track}",
+        f"kernel-runner-{graded_track}",
+    ]
     env = {"GLMASR_AOT_SANDBOX": json.dumps(aot_sandbox)} if aot_sandbox else None
-    code, out, _ = run(["cmake", "--build", build_dir, "-j", jobs, "--target", *student],
-                       timeout=3600, env=env, cwd=tree)
+    code, out, _ = run(
+        ["cmake", "--build", build_dir, "-j", jobs, "--target", *student],
+        timeout=3600,
+        env=env,
+        cwd=tree,
+    )
     if code == 0:
         return None
     errors = [l for l in out.splitlines() if "error" in l.lower()]
-    return "the student code does not build: " + (errors[0].strip() if errors else out.strip()[-300:])
+    return "the student code does not build: " + (
+        errors[0].strip() if errors else out.strip()[-300:]
+    )
 
 
 def target_exists(build_dir, target):
     """Whether the build knows the target (a Triton track only exists where CMake found
     Triton)."""
-    p = subprocess.run(["cmake", "--build", build_dir, "--target", "help"], capture_output=True,
-                       text=True, errors="replace", timeout=120)
+    p = subprocess.run(
+        ["cmake", "--build", build_dir, "--target", "help"],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+    )
     return any(line.split(":")[0].strip(". ") == target for line in p.stdout.splitlines())
 
 
@@ -287,9 +330,9 @@ def check_integrity(build_dir, tree, track):
     library = os.path.join(build_dir, STUDENT_TRACKS[track]["library"])
     violations, error = integrity.check_symbols(library, tree)
     violations += integrity.check_linkage(
-        [os.path.join(build_dir, "graded", f"{p}-{track}") for p in ("glmasr", "kernel-runner")])
-    return {"checked": error is None, "library": library, "violations": violations,
-            "error": error}
+        [os.path.join(build_dir, "graded", f"{p}-{track}") for p in ("glmasr", "kernel-runner")]
+    )
+    return {"checked": error is None, "library": library, "violations": violations, "error": error}
 
 
 def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box, deadline):
@@ -310,9 +353,11 @@ def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box, deadline)
         if not os.path.exists(exe):
             results[kernel] = score.kernel_result_missing(f"{exe} was not built")
             continue
-        env = {"GLMASR_TRACK": track,
-               "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
-               "GLMASR_RUNNER_PREFIX": box.prefix_json() if box and box.active else ""}
+        env = {
+            "GLMASR_TRACK": track,
+            "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
+            "GLMASR_RUNNER_PREFIX": box.prefix_json() if box and box.active else "",
+        }
         if seed is not None:
             env["GLMASR_TEST_SEED"] = str(seed)
         started = time.time()
@@ -324,8 +369,9 @@ def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box, deadline)
                     report = json.load(f)
             except (OSError, ValueError):
                 report = None
-        results[kernel] = score.kernel_result(report, code, output, timed_out, timeout,
-                                              time.time() - started)
+        results[kernel] = score.kernel_result(
+            report, code, output, timed_out, timeout, time.time() - started
+        )
     return results
 
 
@@ -338,8 +384,9 @@ def find_sanitizer(program):
     return found
 
 
-def run_sanitizer_pass(build_dir, tree, track, rubric, seed, private_dir, box, kernel_results,
-                       deadline):
+def run_sanitizer_pass(
+    build_dir, tree, track, rubric, seed, private_dir, box, kernel_results, deadline
+):
     """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
     verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
     compute-sanitizer is the runner's parent, so the student's code can neither print its way
@@ -352,8 +399,11 @@ def run_sanitizer_pass(build_dir, tree, track, rubric, seed, private_dir, box, k
     if program is None:
         return {"ran": False, "why": f"{sc['program']} not found (CUDA toolkit)"}
     # Kernels worth points whose normal pass ran cases (a stub has nothing to sanitize).
-    kernels = [k for k, p in sorted(rubric["kernels"]["points"].items(), key=lambda kv: -kv[1])
-               if p and kernel_results.get(k, {}).get("passed", 0) > 0]
+    kernels = [
+        k
+        for k, p in sorted(rubric["kernels"]["points"].items(), key=lambda kv: -kv[1])
+        if p and kernel_results.get(k, {}).get("passed", 0) > 0
+    ]
     prefix = json.loads(box.prefix_json()) if box and box.active else []
     started = time.time()
     clips = os.path.join(tree, rubric["accuracy"]["clips"])
@@ -364,15 +414,32 @@ def run_sanitizer_pass(build_dir, tree, track, rubric, seed, private_dir, box, k
         # The control: the baseline (glmasr-baseline: trusted, and no vendor library the sandbox
         # would hide) transcribing one shipped clip under memcheck, in the same sandbox. If that
         # is not clean, the tool does not work here: no verdict on anyone.
-        control = prefix + [program, "--tool", "memcheck", "--error-exitcode", str(SANITIZER_ERROR),
-                            os.path.join(build_dir, "graded", "glmasr-baseline"), "transcribe",
-                            "--track", "baseline", "--max-new-tokens", "8",
-                            "--model", os.path.join(tree, rubric["accuracy"]["model"]), clip]
+        control = prefix + [
+            program,
+            "--tool",
+            "memcheck",
+            "--error-exitcode",
+            str(SANITIZER_ERROR),
+            os.path.join(build_dir, "graded", "glmasr-baseline"),
+            "transcribe",
+            "--track",
+            "baseline",
+            "--max-new-tokens",
+            "8",
+            "--model",
+            os.path.join(tree, rubric["accuracy"]["model"]),
+            clip,
+        ]
         code, output, timed_out = run(control, sc["timeout_seconds"])
         if code != 0:
-            return {"ran": False, "why": "compute-sanitizer does not work on this machine: the "
-                    "trusted baseline under memcheck " + ("timed out" if timed_out else
-                    f"exited {code}") + ": " + score.last_error_line(output)}
+            return {
+                "ran": False,
+                "why": "compute-sanitizer does not work on this machine: the "
+                "trusted baseline under memcheck "
+                + ("timed out" if timed_out else f"exited {code}")
+                + ": "
+                + score.last_error_line(output),
+            }
     out = {"ran": True, "tools": sc["tools"], "kernels": {}}
     for kernel in kernels:
         verdicts = {}
@@ -381,21 +448,33 @@ def run_sanitizer_pass(build_dir, tree, track, rubric, seed, private_dir, box, k
             budget_left = sc["budget_seconds"] - (time.time() - started)
             limit = deadline.limit(min(sc["timeout_seconds"], budget_left))
             if limit is None:
-                verdicts[tool] = {"verdict": "not run", "detail": f"the pass's budget "
-                                  f"({sc['budget_seconds']} s) was spent" if budget_left <= 0
-                                  else deadline.spent}
+                verdicts[tool] = {
+                    "verdict": "not run",
+                    "detail": f"the pass's budget ({sc['budget_seconds']} s) was spent"
+                    if budget_left <= 0
+                    else deadline.spent,
+                }
                 continue
             progress(f"compute-sanitizer: {kernel} under {tool}")
             exits = os.path.join(private_dir, f"exits_{kernel}_{tool}")
             if os.path.exists(exits):
                 os.remove(exits)
-            wrapped = prefix + [program, "--tool", tool, "--error-exitcode", str(SANITIZER_ERROR),
-                                "--print-limit", "10"]
-            env = {"GLMASR_TRACK": track,
-                   "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
-                   "GLMASR_RUNNER_PREFIX": json.dumps(wrapped),
-                   "GLMASR_RUNNER_EXIT_REPORT": exits,
-                   "GLMASR_RUNNER_TIMEOUT": str(sc["call_timeout_seconds"])}
+            wrapped = prefix + [
+                program,
+                "--tool",
+                tool,
+                "--error-exitcode",
+                str(SANITIZER_ERROR),
+                "--print-limit",
+                "10",
+            ]
+            env = {
+                "GLMASR_TRACK": track,
+                "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
+                "GLMASR_RUNNER_PREFIX": json.dumps(wrapped),
+                "GLMASR_RUNNER_EXIT_REPORT": exits,
+                "GLMASR_RUNNER_TIMEOUT": str(sc["call_timeout_seconds"]),
+            }
             if seed is not None:
                 env["GLMASR_TEST_SEED"] = str(seed)
             exe = os.path.join(build_dir, "tests", f"test_{kernel}")
@@ -426,8 +505,11 @@ def gather_clips(tree, rubric, private_dir, scratch):
     """The clip set: the rubric's clips of the tree, plus the instructor's private ones copied
     (audio only) into the scratch directory the student's process may read."""
     acc = rubric["accuracy"]
-    clips = [(p, t, False) for p, t in read_transcripts(os.path.join(tree, acc["clips"]))] \
-        if os.path.exists(os.path.join(tree, acc["clips"], "transcripts.tsv")) else []
+    clips = (
+        [(p, t, False) for p, t in read_transcripts(os.path.join(tree, acc["clips"]))]
+        if os.path.exists(os.path.join(tree, acc["clips"], "transcripts.tsv"))
+        else []
+    )
     private = private_dir or acc.get("private_clips", "")
     if private:
         private = private if os.path.isabs(private) else os.path.join(ROOT, private)
@@ -446,17 +528,28 @@ def watched(box, findings):
     """The launch hook of every student process: the sandbox prefix when there is one, and a
     record of the process so its memory maps can be checked while it runs (e2e.Worker calls
     `inspect` after each request)."""
+
     def launch(argv):
         return box.wrap(argv)[0] if box and box.active else argv
 
     def inspect(pid):
         for hit in integrity.vendor_mappings(pid):
             findings.append({"check": "mappings", "detail": hit})
+
     return launch, inspect
 
 
-GPU_FIELDS = ("name", "uuid", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm",
-              "temperature.gpu", "power.draw", "clocks_throttle_reasons.active")
+GPU_FIELDS = (
+    "name",
+    "uuid",
+    "driver_version",
+    "clocks.sm",
+    "clocks.mem",
+    "clocks.max.sm",
+    "temperature.gpu",
+    "power.draw",
+    "clocks_throttle_reasons.active",
+)
 
 
 def timing_environment():
@@ -465,24 +558,36 @@ def timing_environment():
     The GPU is the one the workers use: CUDA_VISIBLE_DEVICES's first (an index or a UUID)."""
     gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
     try:
-        p = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(GPU_FIELDS)}",
-                            "--format=csv,noheader", f"--id={gpu}"],
-                           capture_output=True, text=True, timeout=30)
+        p = subprocess.run(
+            [
+                "nvidia-smi",
+                f"--query-gpu={','.join(GPU_FIELDS)}",
+                "--format=csv,noheader",
+                f"--id={gpu}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     values = [v.strip() for v in p.stdout.strip().split(",")] if p.returncode == 0 else []
     return dict(zip(GPU_FIELDS, values)) if len(values) == len(GPU_FIELDS) else None
 
 
-def timed_rounds(run_round, repeats, cooldown_seconds, environment=timing_environment, sleep=time.sleep):
+def timed_rounds(
+    run_round, repeats, cooldown_seconds, environment=timing_environment, sleep=time.sleep
+):
     """run_round() (the speed item's timed runs) with the GPU's state before and after; while a
     slowing throttle reason is active after a round, the round is discarded, the GPU cools down
     for cooldown_seconds and the runs are timed again, at most `repeats` more times. Returns
     (the last round's result, {"before", "after", "throttled_rounds": [{"reasons", "after"}]})."""
     env = {"before": environment(), "throttled_rounds": []}
     for round_ in range(1 + repeats):
-        progress("speed: timing baseline, graded track and reference, alternating"
-                 + (f" (round {round_ + 1}, after a cool-down)" if round_ else ""))
+        progress(
+            "speed: timing baseline, graded track and reference, alternating"
+            + (f" (round {round_ + 1}, after a cool-down)" if round_ else "")
+        )
         result = run_round()
         env["after"] = environment()
         reasons = score.throttled(env["after"])
@@ -497,14 +602,15 @@ class Grade:
     """One grade as its items see it: what they run (the tree, its build, the graded track),
     how (the seed, the sandbox, the launch hooks, the private directories) and under which
     guards (the student build's error, the deadline). results is the grade's results so far."""
+
     rubric: dict
     tree: str
     build_dir: str
     track: str
     seed: int | None
     private_clips: str  # --private-clips: the instructor's extra clip directory, or ""
-    private: str        # reports only this process writes
-    scratch: str        # private clips' audio, readable by the student's processes
+    private: str  # reports only this process writes
+    scratch: str  # private clips' audio, readable by the student's processes
     box: sandbox.Sandbox | None
     launch: Callable
     inspect: Callable
@@ -522,15 +628,21 @@ class Grade:
 
     @property
     def graded_bin(self):
-        return None if self.track in TRUSTED_TRACKS else \
-            os.path.join(self.build_dir, "graded", f"glmasr-{self.track}")
+        return (
+            None
+            if self.track in TRUSTED_TRACKS
+            else os.path.join(self.build_dir, "graded", f"glmasr-{self.track}")
+        )
 
     @property
     def workload(self):
         """The speed item's workload, the kernel speed's too: the worker's arguments."""
         sp = self.rubric["speed"]
-        model = ["--model", os.path.join(self.tree, sp["model"])] if sp.get("model") else \
-            ["--config", os.path.join(self.tree, sp["config"])]
+        model = (
+            ["--model", os.path.join(self.tree, sp["model"])]
+            if sp.get("model")
+            else ["--config", os.path.join(self.tree, sp["config"])]
+        )
         return model + ["--seconds", str(sp["seconds"]), "--decode-steps", str(sp["decode_steps"])]
 
     def why_not_run(self, item):
@@ -542,7 +654,10 @@ class Grade:
             return "this build has no CUDA programs (nvcc was not found)"
         if item.prerequisite and (failed := item.prerequisite(self)):
             return failed
-        if item.time_limit and self.deadline.limit(self.rubric[item.table][item.time_limit]) is None:
+        if (
+            item.time_limit
+            and self.deadline.limit(self.rubric[item.table][item.time_limit]) is None
+        ):
             return self.deadline.spent
         return None
 
@@ -553,21 +668,35 @@ def run_kernels(g):
     kernels = run_kernel_tests(g.build_dir, g.track, g.rubric, g.seed, g.private, g.box, g.deadline)
     if g.track not in STUDENT_TRACKS or not g.has_gpu_programs:
         return {"kernels": kernels}
-    return {"kernels": kernels,
-            "sanitizer": run_sanitizer_pass(g.build_dir, g.tree, g.track, g.rubric, g.seed,
-                                            g.private, g.box, kernels, g.deadline)}
+    return {
+        "kernels": kernels,
+        "sanitizer": run_sanitizer_pass(
+            g.build_dir, g.tree, g.track, g.rubric, g.seed, g.private, g.box, kernels, g.deadline
+        ),
+    }
 
 
 def run_accuracy(g):
     acc = g.rubric["accuracy"]
     progress("accuracy: transcribing the clips and the fresh inputs")
-    return {"accuracy": e2e.run_accuracy(
-        g.trusted_bin, g.graded_bin, g.track, os.path.join(g.tree, acc["model"]),
-        gather_clips(g.tree, g.rubric, g.private_clips, g.scratch),
-        acc["max_new_tokens"], fresh_checks=acc["fresh_checks"], seed=g.seed,
-        launch_graded=g.launch, inspect_graded=g.inspect, graded_deadline=g.deadline.end,
-        ready_timeout=acc["timeout_seconds"], request_timeout=acc["timeout_seconds"],
-        near_tie_margin=acc["near_tie_margin"])}
+    return {
+        "accuracy": e2e.run_accuracy(
+            g.trusted_bin,
+            g.graded_bin,
+            g.track,
+            os.path.join(g.tree, acc["model"]),
+            gather_clips(g.tree, g.rubric, g.private_clips, g.scratch),
+            acc["max_new_tokens"],
+            fresh_checks=acc["fresh_checks"],
+            seed=g.seed,
+            launch_graded=g.launch,
+            inspect_graded=g.inspect,
+            graded_deadline=g.deadline.end,
+            ready_timeout=acc["timeout_seconds"],
+            request_timeout=acc["timeout_seconds"],
+            near_tie_margin=acc["near_tie_margin"],
+        )
+    }
 
 
 def run_speed(g):
@@ -576,12 +705,23 @@ def run_speed(g):
     sp = g.rubric["speed"]
     speed, environment = timed_rounds(
         lambda: e2e.run_speed(
-            g.trusted_bin, g.graded_bin, g.track, g.workload, warmup=sp["warmup"],
-            repeats=sp["repeats"], seed=g.seed, launch_graded=g.launch,
-            inspect_graded=g.inspect, graded_deadline=g.deadline.end,
-            ready_timeout=sp["timeout_seconds"], request_timeout=sp["timeout_seconds"],
-            near_tie_margin=sp["near_tie_margin"]),
-        sp["throttle_repeats"], sp["cooldown_seconds"])
+            g.trusted_bin,
+            g.graded_bin,
+            g.track,
+            g.workload,
+            warmup=sp["warmup"],
+            repeats=sp["repeats"],
+            seed=g.seed,
+            launch_graded=g.launch,
+            inspect_graded=g.inspect,
+            graded_deadline=g.deadline.end,
+            ready_timeout=sp["timeout_seconds"],
+            request_timeout=sp["timeout_seconds"],
+            near_tie_margin=sp["near_tie_margin"],
+        ),
+        sp["throttle_repeats"],
+        sp["cooldown_seconds"],
+    )
     return {"speed": speed, "environment": environment}
 
 
@@ -589,29 +729,42 @@ def speed_item_failure(g):
     """The kernel speed's workers run the speed item's workload first: a graded track that failed
     it there (a fault, a hang) would fail it again, at the cost of another time limit."""
     failure = ((g.results.get("speed") or {}).get("tracks") or {}).get("graded", {}).get("error")
-    return failure and "the graded track failed the speed item's run of the same workload: " + failure
+    return (
+        failure and "the graded track failed the speed item's run of the same workload: " + failure
+    )
 
 
 def run_kernel_speed(g):
     ks = g.rubric["kernel_speed"]
     progress("kernel speed: every kernel at the model's shapes, by the grader's clock")
-    return {"kernel_speed": kernel_speed.run(
-        g.trusted_bin, g.graded_bin, g.track, g.workload, rounds=ks["rounds"],
-        target_ms=ks["target_ms"], launch_graded=g.launch, inspect_graded=g.inspect,
-        graded_deadline=g.deadline.end, ready_timeout=ks["timeout_seconds"],
-        request_timeout=ks["timeout_seconds"])}
+    return {
+        "kernel_speed": kernel_speed.run(
+            g.trusted_bin,
+            g.graded_bin,
+            g.track,
+            g.workload,
+            rounds=ks["rounds"],
+            target_ms=ks["target_ms"],
+            launch_graded=g.launch,
+            inspect_graded=g.inspect,
+            graded_deadline=g.deadline.end,
+            ready_timeout=ks["timeout_seconds"],
+            request_timeout=ks["timeout_seconds"],
+        )
+    }
 
 
 class Item(NamedTuple):
     """One item the grade runs on the graded track's programs (steps 3 to 5 above)."""
-    name: str                  # its key in the results, and its --skip choice
-    table: str                 # the rubric table it reads; one with `enabled` runs only when on
-    needs_gpu_programs: bool   # glmasr-trusted and the graded track's programs (a CUDA build)
-    time_limit: str | None     # the table's key of the limit the deadline must still allow
-                               # before it starts (None: its run checks the deadline per step)
-    run: Callable              # run(Grade) -> the results entries it writes: its own, then any
-                               # that come with it
-    not_run: Callable          # not_run(its table, why) -> its result when it cannot run
+
+    name: str  # its key in the results, and its --skip choice
+    table: str  # the rubric table it reads; one with `enabled` runs only when on
+    needs_gpu_programs: bool  # glmasr-trusted and the graded track's programs (a CUDA build)
+    time_limit: str | None  # the table's key of the limit the deadline must still allow
+    # before it starts (None: its run checks the deadline per step)
+    run: Callable  # run(Grade) -> the results entries it writes: its own, then any
+    # that come with it
+    not_run: Callable  # not_run(its table, why) -> its result when it cannot run
     prerequisite: Callable | None = None  # prerequisite(Grade) -> a reason not to run, or None
 
 
@@ -631,35 +784,62 @@ def kernel_speed_not_run(table, why):
 # results entries each writes are the ones score.grade reads.
 ITEMS = (
     #    name            table           GPU    time limit         run               not run
-    Item("kernels",      "kernels",      False, None,              run_kernels,      kernels_not_run),
-    Item("accuracy",     "accuracy",     True,  "timeout_seconds", run_accuracy,     error_result),
-    Item("speed",        "speed",        True,  "timeout_seconds", run_speed,        error_result),
-    Item("kernel_speed", "kernel_speed", True,  "timeout_seconds", run_kernel_speed,
-         kernel_speed_not_run, prerequisite=speed_item_failure),
+    Item("kernels", "kernels", False, None, run_kernels, kernels_not_run),
+    Item("accuracy", "accuracy", True, "timeout_seconds", run_accuracy, error_result),
+    Item("speed", "speed", True, "timeout_seconds", run_speed, error_result),
+    Item(
+        "kernel_speed",
+        "kernel_speed",
+        True,
+        "timeout_seconds",
+        run_kernel_speed,
+        kernel_speed_not_run,
+        prerequisite=speed_item_failure,
+    ),
 )
 
 
 def main():
     parser = argparse.ArgumentParser(description="GLM-ASR Kernel Lab autograder")
-    parser.add_argument("--track", default="student",
-                        help="the track graded: a student's (student, triton, cutile) or a trusted one "
-                             "(baseline, reference: the yardsticks, for comparison)")
-    parser.add_argument("--submission", default=None,
-                        help="a student's hand-in (directory, .zip, .tar[.gz]): grade only its "
-                             "student-owned files, in a pristine copy of this tree")
-    parser.add_argument("--work", default=None,
-                        help="work directory (default OUT/work): the pristine tree of --submission "
-                             "and its build live there, kept for inspection")
+    parser.add_argument(
+        "--track",
+        default="student",
+        help="the track graded: a student's (student, triton, cutile) or a trusted one "
+        "(baseline, reference: the yardsticks, for comparison)",
+    )
+    parser.add_argument(
+        "--submission",
+        default=None,
+        help="a student's hand-in (directory, .zip, .tar[.gz]): grade only its "
+        "student-owned files, in a pristine copy of this tree",
+    )
+    parser.add_argument(
+        "--work",
+        default=None,
+        help="work directory (default OUT/work): the pristine tree of --submission "
+        "and its build live there, kept for inspection",
+    )
     parser.add_argument("--rubric", default=os.path.join(ROOT, "grader/rubric.toml"))
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=os.path.join(ROOT, "grade-out"))
-    parser.add_argument("--seed", type=int, default=None,
-                        help="hidden seed of the kernel tests and of every end-to-end input")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="hidden seed of the kernel tests and of every end-to-end input",
+    )
     parser.add_argument("--private-clips", default="", help="extra clip directory (instructors)")
-    parser.add_argument("--results-json", default=None,
-                        help="also write results.json here (e.g. /autograder/results/results.json)")
-    parser.add_argument("--sandbox", choices=["auto", "off", "required"], default=None,
-                        help="override the rubric's [sandbox] enabled")
+    parser.add_argument(
+        "--results-json",
+        default=None,
+        help="also write results.json here (e.g. /autograder/results/results.json)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=["auto", "off", "required"],
+        default=None,
+        help="override the rubric's [sandbox] enabled",
+    )
     parser.add_argument("--skip-build", action="store_true")
     parser.add_argument("--skip", action="append", default=[], choices=[i.name for i in ITEMS])
     args = parser.parse_args()
@@ -673,8 +853,11 @@ def main():
     kernels = list(rubric["kernels"]["points"])
     graded = args.track
     if graded not in STUDENT_TRACKS and graded not in TRUSTED_TRACKS:
-        print(f"grade: --track {graded}: the tracks graded are "
-              f"{', '.join(list(STUDENT_TRACKS) + list(TRUSTED_TRACKS))}", file=sys.stderr)
+        print(
+            f"grade: --track {graded}: the tracks graded are "
+            f"{', '.join(list(STUDENT_TRACKS) + list(TRUSTED_TRACKS))}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     student_track = graded in STUDENT_TRACKS
     results = {"track": graded, "seed_hidden": args.seed is not None}
@@ -688,8 +871,11 @@ def main():
     try:
         if args.submission:
             if not student_track:
-                print(f"grade: --submission grades a student's track "
-                      f"({', '.join(STUDENT_TRACKS)}), not {graded}", file=sys.stderr)
+                print(
+                    f"grade: --submission grades a student's track "
+                    f"({', '.join(STUDENT_TRACKS)}), not {graded}",
+                    file=sys.stderr,
+                )
                 sys.exit(2)
             tree = os.path.join(work, "tree")
             build_dir = os.path.join(tree, "build")
@@ -697,7 +883,8 @@ def main():
             try:
                 intake.make_pristine_tree(ROOT, fresh)
                 results["intake"] = intake.intake(
-                    args.submission, fresh, intake.policy_from(rubric.get("submission", {}), graded))
+                    args.submission, fresh, intake.policy_from(rubric.get("submission", {}), graded)
+                )
             except intake.IntakeError as e:
                 print(f"grade: {e}", file=sys.stderr)
                 sys.exit(2)
@@ -711,10 +898,16 @@ def main():
             settings = sandbox.settings_from(rubric.get("sandbox", {}))
             if args.sandbox:
                 settings["enabled"] = args.sandbox
-            hidden = [os.path.join(tree, p) for p in ("reference", "grader", "tests/fixtures/parity")]
+            hidden = [
+                os.path.join(tree, p) for p in ("reference", "grader", "tests/fixtures/parity")
+            ]
             if args.private_clips or rubric["accuracy"].get("private_clips"):
-                hidden.append(os.path.abspath(args.private_clips or os.path.join(
-                    ROOT, rubric["accuracy"]["private_clips"])))
+                hidden.append(
+                    os.path.abspath(
+                        args.private_clips
+                        or os.path.join(ROOT, rubric["accuracy"]["private_clips"])
+                    )
+                )
             hidden = [h for h in hidden if os.path.exists(h)]
             try:
                 box = sandbox.Sandbox(tree, hidden=hidden, writable=[], **settings)
@@ -732,10 +925,17 @@ def main():
                 shutil.rmtree(aot_box, ignore_errors=True)
                 os.makedirs(aot_box, mode=0o755)
                 try:
-                    with sandbox.Sandbox(tree, hidden=hidden, writable=[aot_box],
-                                         **settings) as compile_box:
-                        student_build_error = build(tree, build_dir, kernels, graded, compilers,
-                                                    dict(compile_box.handoff(), box=aot_box))
+                    with sandbox.Sandbox(
+                        tree, hidden=hidden, writable=[aot_box], **settings
+                    ) as compile_box:
+                        student_build_error = build(
+                            tree,
+                            build_dir,
+                            kernels,
+                            graded,
+                            compilers,
+                            dict(compile_box.handoff(), box=aot_box),
+                        )
                 except sandbox.SandboxError as e:
                     sys.exit(f"grade: {e}")
             else:
@@ -755,10 +955,22 @@ def main():
         findings = results["integrity"]["violations"]
         launch, inspect = watched(box, findings)
 
-        grade = Grade(rubric=rubric, tree=tree, build_dir=build_dir, track=graded, seed=args.seed,
-                      private_clips=args.private_clips, private=private, scratch=scratch, box=box,
-                      launch=launch, inspect=inspect, deadline=deadline,
-                      build_error=student_build_error, results=results)
+        grade = Grade(
+            rubric=rubric,
+            tree=tree,
+            build_dir=build_dir,
+            track=graded,
+            seed=args.seed,
+            private_clips=args.private_clips,
+            private=private,
+            scratch=scratch,
+            box=box,
+            launch=launch,
+            inspect=inspect,
+            deadline=deadline,
+            build_error=student_build_error,
+            results=results,
+        )
         for item in ITEMS:
             if item.name in args.skip or not rubric[item.table].get("enabled", True):
                 continue
@@ -786,8 +998,10 @@ def main():
         with open(path, "w") as f:
             json.dump(gradescope, f, indent=1)
     print(score.render_terminal(graded_items))
-    print(f"\nreport: {os.path.join(args.out, 'report.md')}  results: "
-          f"{os.path.join(args.out, 'results.json')}")
+    print(
+        f"\nreport: {os.path.join(args.out, 'report.md')}  results: "
+        f"{os.path.join(args.out, 'results.json')}"
+    )
     if score.incomplete_items(graded_items):
         sys.exit(3)  # the grader's own run failed: a batch regrades this submission
 

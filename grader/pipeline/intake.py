@@ -24,6 +24,7 @@ that are not student-owned are never decompressed (zip) or only streamed through
 policy's size and count limits stop archive bombs. Links, devices, paths that escape, oversized
 and binary files are refused, each with a one-line reason.
 """
+
 import argparse
 import bz2
 import contextlib
@@ -50,14 +51,28 @@ from grader import ROOT
 # Every key of the rubric's [submission] table, with its type; all are required (the rubric is
 # the one place their values live). `owned` maps each student track (grade.py --track) to its
 # globs; a policy (what intake() takes) holds the graded track's list.
-POLICY_KEYS = {"owned": dict, "max_file_bytes": int, "max_total_bytes": int, "max_files": int,
-               "max_entries": int, "max_archive_bytes": int}
+POLICY_KEYS = {
+    "owned": dict,
+    "max_file_bytes": int,
+    "max_total_bytes": int,
+    "max_files": int,
+    "max_entries": int,
+    "max_archive_bytes": int,
+}
 
 
 # What a damaged archive or compressed stream raises while it is read (gzip's and bz2's errors are
 # OSErrors).
-READ_ERRORS = (zipfile.BadZipFile, tarfile.TarError, zlib.error, lzma.LZMAError, EOFError,
-               OSError, NotImplementedError, ValueError)
+READ_ERRORS = (
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    OSError,
+    NotImplementedError,
+    ValueError,
+)
 
 
 class IntakeError(Exception):
@@ -83,16 +98,22 @@ def policy_from(table, track="student"):
 def checked(policy):
     """A policy whose `owned` globs are usable: a list of 'folder/pattern' globs of one folder."""
     owned = policy["owned"]
-    if not isinstance(owned, list) or not owned or \
-            not all(isinstance(g, str) and "/" in g for g in owned):
+    if (
+        not isinstance(owned, list)
+        or not owned
+        or not all(isinstance(g, str) and "/" in g for g in owned)
+    ):
         raise IntakeError("rubric [submission.owned] must list globs like 'student/*.cu'")
     if len({os.path.dirname(g) for g in owned}) != 1:
-        raise IntakeError("rubric [submission.owned] globs of a track must share one folder "
-                          "(student/, student/triton/)")
+        raise IntakeError(
+            "rubric [submission.owned] globs of a track must share one folder "
+            "(student/, student/triton/)"
+        )
     return policy
 
 
 # ----------------------------------------------------------------------------- pristine tree
+
 
 def _git_mode(mode):
     """Files as a git checkout makes them (0644, or 0755 when executable), so any user can read
@@ -106,12 +127,16 @@ def _tracked_files(root):
     if not os.path.exists(os.path.join(root, ".git")):
         return None
     try:
-        out = subprocess.run(["git", "-c", f"safe.directory={root}", "-C", root, "ls-files",
-                              "-z"], capture_output=True, check=True).stdout
+        out = subprocess.run(
+            ["git", "-c", f"safe.directory={root}", "-C", root, "ls-files", "-z"],
+            capture_output=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         detail = (getattr(e, "stderr", b"") or str(e).encode()).decode(errors="replace")
-        raise IntakeError(f"git ls-files failed in {root}: "
-                          f"{detail.strip().splitlines()[0]}") from None
+        raise IntakeError(
+            f"git ls-files failed in {root}: {detail.strip().splitlines()[0]}"
+        ) from None
     return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
@@ -138,8 +163,9 @@ def _walked_files(root):
     for here, dirs, entries in os.walk(root):
         rel = os.path.relpath(here, root)
         dirs[:] = sorted(d for d in dirs if not ignored(d, anywhere + (top if rel == "." else [])))
-        files += [os.path.normpath(os.path.join(rel, n)) for n in sorted(entries)
-                  if not ignored(n, names)]
+        files += [
+            os.path.normpath(os.path.join(rel, n)) for n in sorted(entries) if not ignored(n, names)
+        ]
     return files
 
 
@@ -160,14 +186,14 @@ def make_pristine_tree(instructor_root, dest):
     copied = 0
     for rel in files:
         src, dst = os.path.join(root, rel), os.path.join(dest, rel)
-        if not os.path.lexists(src):          # tracked, but deleted in this checkout
+        if not os.path.lexists(src):  # tracked, but deleted in this checkout
             continue
         parent = os.path.dirname(dst)
         if not os.path.isdir(parent):
             os.makedirs(parent)
             for d in _new_dirs(dest, parent):
                 os.chmod(d, 0o755)
-        if os.path.isdir(src) and not os.path.islink(src):   # a submodule: its files as they are
+        if os.path.isdir(src) and not os.path.islink(src):  # a submodule: its files as they are
             shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         else:
             shutil.copy2(src, dst, follow_symlinks=False)
@@ -185,22 +211,26 @@ def _new_dirs(top, leaf):
 
 # ----------------------------------------------------------------------------- submissions
 
+
 @dataclass
 class Member:
     """One entry of a submission, whatever its container."""
-    name: str                       # as in the submission, '/'-separated
-    kind: str                       # "file", "dir", "symlink", "hardlink" or "special"
-    size: int = 0                   # declared size (files)
-    read: Callable[[int], bytes] | None = None   # read(limit): at most limit bytes (files)
-    detail: str = ""                # link target, or what kind of special file
+
+    name: str  # as in the submission, '/'-separated
+    kind: str  # "file", "dir", "symlink", "hardlink" or "special"
+    size: int = 0  # declared size (files)
+    read: Callable[[int], bytes] | None = None  # read(limit): at most limit bytes (files)
+    detail: str = ""  # link target, or what kind of special file
 
 
 def _count(members, policy, what):
     """Pass members through, stopping at max_entries (every entry counts, ignored ones too)."""
     for n, member in enumerate(members, 1):
         if n > policy["max_entries"]:
-            raise IntakeError(f"{what}: more than max_entries ({policy['max_entries']}) entries "
-                              "(a whole checkout with its build folder? submit student/ only)")
+            raise IntakeError(
+                f"{what}: more than max_entries ({policy['max_entries']}) entries "
+                "(a whole checkout with its build folder? submit student/ only)"
+            )
         yield member
 
 
@@ -216,6 +246,7 @@ def _directory_members(top):
                     return f.read(limit)
             except OSError as e:
                 raise IntakeError(f"{path}: {e.strerror}") from None
+
         return read
 
     def walk(here, prefix):
@@ -235,12 +266,17 @@ def _directory_members(top):
                 yield Member(name, "hardlink", detail=f"{st.st_nlink} names for one file")
             else:
                 yield Member(name, "file", st.st_size, read_file(e.path, st))
+
     return walk(top, "")
 
 
 def _special_kind(mode):
-    for test, word in ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket")):
+    for test, word in (
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISFIFO, "fifo"),
+        (stat.S_ISSOCK, "socket"),
+    ):
         if test(mode):
             return word
     return "special file"
@@ -256,15 +292,16 @@ def _zip_members(archive, what):
                     return f.read(limit)
             except READ_ERRORS as e:
                 raise IntakeError(f"{what}: corrupt member '{info.filename}': {e}") from None
+
         return read
 
     for info in archive.infolist():
-        mode = info.external_attr >> 16 if info.create_system == 3 else 0   # 3: Unix
+        mode = info.external_attr >> 16 if info.create_system == 3 else 0  # 3: Unix
         if stat.S_ISLNK(mode):
             yield Member(info.filename, "symlink")
         elif info.is_dir():
             yield Member(info.filename, "dir")
-        elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):     # 0: no file type recorded
+        elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: no file type recorded
             yield Member(info.filename, "special", detail=_special_kind(mode))
         else:
             yield Member(info.filename, "file", info.file_size, read_member(info))
@@ -279,8 +316,10 @@ class _Capped(io.RawIOBase):
 
     def _check(self, position):
         if position > self._cap:
-            raise IntakeError(f"{self._what}: expands past max_archive_bytes ({self._cap} bytes; "
-                              "an archive bomb, or a whole checkout? submit student/ only)")
+            raise IntakeError(
+                f"{self._what}: expands past max_archive_bytes ({self._cap} bytes; "
+                "an archive bomb, or a whole checkout? submit student/ only)"
+            )
 
     def readable(self):
         return True
@@ -312,6 +351,7 @@ def _tar_members(archive, what):
                 return archive.extractfile(info).read(limit)
             except READ_ERRORS as e:
                 raise IntakeError(f"{what}: corrupt member '{info.name}': {e}") from None
+
         return read
 
     for info in archive:
@@ -332,8 +372,15 @@ def _open_tar(path, cap, stack):
     are closed with `stack`."""
     with open(path, "rb") as f:
         magic = f.read(6)
-    opener = (gzip.open if magic[:2] == b"\x1f\x8b" else bz2.open if magic[:3] == b"BZh"
-              else lzma.open if magic == b"\xfd7zXZ\x00" else open)
+    opener = (
+        gzip.open
+        if magic[:2] == b"\x1f\x8b"
+        else bz2.open
+        if magic[:3] == b"BZh"
+        else lzma.open
+        if magic == b"\xfd7zXZ\x00"
+        else open
+    )
     stream = stack.enter_context(opener(path, "rb"))
     return stack.enter_context(tarfile.open(fileobj=_Capped(stream, cap, path), mode="r:"))
 
@@ -359,12 +406,14 @@ def _opened(submission, policy):
                     members = _tar_members(archive, submission)
             members = list(_count(members, policy, submission))
         except READ_ERRORS as e:
-            raise IntakeError(f"{submission}: cannot be read as a directory, .zip or .tar[.gz] "
-                              f"({e})") from None
+            raise IntakeError(
+                f"{submission}: cannot be read as a directory, .zip or .tar[.gz] ({e})"
+            ) from None
         yield members
 
 
 # ----------------------------------------------------------------------------- paths
+
 
 def _unsafe(name):
     """Why a member's name may not be used (None when it is safe)."""
@@ -383,8 +432,11 @@ def _parts(name):
 
 def _owned(parts, globs):
     """A glob matches folder by folder: 'student/*.cu' takes student/x.cu, not student/a/x.cu."""
-    return any(len(g.split("/")) == len(parts) and
-               all(fnmatchcase(p, q) for p, q in zip(parts, g.split("/"))) for g in globs)
+    return any(
+        len(g.split("/")) == len(parts)
+        and all(fnmatchcase(p, q) for p, q in zip(parts, g.split("/")))
+        for g in globs
+    )
 
 
 def _layout(files, folder):
@@ -394,23 +446,36 @@ def _layout(files, folder):
     parts: student/, or student/triton/) put in front when flat. The shallowest `folder` is the
     tree's; without one, the files are flat, inside any folders that wrap all of them."""
     name = "/".join(folder)
-    bases = sorted({p[:i] for p in files for i in range(len(p) - len(folder))
-                    if p[i:i + len(folder)] == folder}, key=len)
+    bases = sorted(
+        {
+            p[:i]
+            for p in files
+            for i in range(len(p) - len(folder))
+            if p[i : i + len(folder)] == folder
+        },
+        key=len,
+    )
     if bases:
         shallowest = ["/".join(b + folder) for b in bases if len(b) == len(bases[0])]
         if len(shallowest) > 1:
-            raise IntakeError(f"the submission has several {name}/ folders: "
-                              f"{', '.join(shallowest[:3])} (submit one)")
+            raise IntakeError(
+                f"the submission has several {name}/ folders: "
+                f"{', '.join(shallowest[:3])} (submit one)"
+            )
         return bases[0], False, f"{name}/ folder at '{shallowest[0]}/'"
     depth = 0
     while files and all(len(p) > depth + 1 and p[depth] == files[0][depth] for p in files):
         depth += 1
     wrapper = "/".join(files[0][:depth]) + "/" if depth else ""
-    return files[0][:depth] if files else (), True, \
-        f"flat files{' in ' + repr(wrapper) if wrapper else ''}, taken as {name}/"
+    return (
+        files[0][:depth] if files else (),
+        True,
+        f"flat files{' in ' + repr(wrapper) if wrapper else ''}, taken as {name}/",
+    )
 
 
 # ----------------------------------------------------------------------------- intake
+
 
 def intake(submission, tree, policy):
     """Copy the student-owned files of `submission` into `tree` (None: a dry run, nothing is
@@ -425,8 +490,7 @@ def intake(submission, tree, policy):
 
 
 def _take(members, tree, policy, folder, submission):
-    record = {"submission": submission, "layout": "", "accepted": [], "ignored": [],
-              "refused": []}
+    record = {"submission": submission, "layout": "", "accepted": [], "ignored": [], "refused": []}
 
     def refuse(name, reason):
         record["refused"].append({"path": _printable(name), "reason": reason})
@@ -450,7 +514,7 @@ def _take(members, tree, policy, folder, submission):
     limit = policy["max_file_bytes"]
     for m in files:
         parts = _parts(m.name)
-        path = parts[len(strip):] if parts[:len(strip)] == strip else None
+        path = parts[len(strip) :] if parts[: len(strip)] == strip else None
         if path is not None and flat:
             path = folder + path
         if path is None or not _owned(path, policy["owned"]):
@@ -463,7 +527,7 @@ def _take(members, tree, policy, folder, submission):
         if len(record["accepted"]) >= policy["max_files"]:
             refuse(m.name, f"more than max_files ({policy['max_files']}) student files")
             continue
-        data = m.read(limit + 1) if m.size <= limit else None   # never more than limit + 1
+        data = m.read(limit + 1) if m.size <= limit else None  # never more than limit + 1
         if data is None or len(data) > limit:
             refuse(m.name, f"larger than max_file_bytes ({limit} bytes)")
             continue
@@ -478,8 +542,14 @@ def _take(members, tree, policy, folder, submission):
         total += len(data)
         if tree is not None:
             _write(tree, path, data)
-        record["accepted"].append({"path": rel, "source": m.name, "bytes": len(data),
-                                   "sha256": hashlib.sha256(data).hexdigest()})
+        record["accepted"].append(
+            {
+                "path": rel,
+                "source": m.name,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
     return record
 
 
@@ -510,8 +580,9 @@ def _write(tree, path, data):
     if os.path.islink(target):
         os.unlink(target)
     try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW |
-                     os.O_CLOEXEC, 0o644)
+        fd = os.open(
+            target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
+        )
     except OSError as e:
         raise IntakeError(f"cannot write {'/'.join(path)} into the tree: {e.strerror}") from None
     with os.fdopen(fd, "wb") as f:
@@ -521,19 +592,25 @@ def _write(tree, path, data):
 
 # ----------------------------------------------------------------------------- command line
 
+
 def summary(record):
     """One line for a terminal or a report."""
-    return (f"intake of {record['submission']} ({record['layout']}): "
-            f"{len(record['accepted'])} accepted, {len(record['ignored'])} ignored, "
-            f"{len(record['refused'])} refused")
+    return (
+        f"intake of {record['submission']} ({record['layout']}): "
+        f"{len(record['accepted'])} accepted, {len(record['ignored'])} ignored, "
+        f"{len(record['refused'])} refused"
+    )
 
 
 def main():
-    parser = argparse.ArgumentParser(description="what grading a submission would take from it "
-                                                 "(a dry run: nothing is written)")
+    parser = argparse.ArgumentParser(
+        description="what grading a submission would take from it (a dry run: nothing is written)"
+    )
     parser.add_argument("submission", help="a directory, .zip or .tar[.gz]")
     parser.add_argument("--rubric", default=os.path.join(ROOT, "grader", "rubric.toml"))
-    parser.add_argument("--track", default="student", help="the student track graded (student, triton)")
+    parser.add_argument(
+        "--track", default="student", help="the student track graded (student, triton)"
+    )
     parser.add_argument("--json", action="store_true", help="print the full record as JSON")
     args = parser.parse_args()
     try:

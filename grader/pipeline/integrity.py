@@ -11,14 +11,17 @@ student's artefacts from outside:
 A violation is a short dict {"check", "detail"}; score.py zeroes every item the student's code
 produced when there is one (docs/grading.md, "Integrity").
 """
+
 import os
 import re
 import subprocess
 
 VENDOR_LIBRARY = re.compile(r"(cublas|cudnn|cutlass)", re.IGNORECASE)
-STUB = re.compile(r'^\s*if \(kTodo\) throw NotImplemented\("([a-z_0-9]+)"', re.M)  # code, not a comment
+STUB = re.compile(
+    r'^\s*if \(kTodo\) throw NotImplemented\("([a-z_0-9]+)"', re.M
+)  # code, not a comment
 # A Triton or cuTile stub's LAUNCH keeps its `todo="docs/kernels/<guide>.md"` (aot/).
-LAUNCH_STUB = re.compile(r'^\s*todo\s*=', re.M)
+LAUNCH_STUB = re.compile(r"^\s*todo\s*=", re.M)
 
 
 def check_symbols(library, root, nm=None):
@@ -26,14 +29,21 @@ def check_symbols(library, root, nm=None):
     if not os.path.exists(library):
         return [], f"{library} was not built"
     env = dict(os.environ, NM=nm or os.environ.get("NM", "nm"))
-    p = subprocess.run(["sh", os.path.join(root, "grader/pipeline/check_student_symbols.sh"), library],
-                       capture_output=True, text=True, errors="replace", timeout=120, env=env)
+    p = subprocess.run(
+        ["sh", os.path.join(root, "grader/pipeline/check_student_symbols.sh"), library],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+        env=env,
+    )
     if p.returncode == 0:
         return [], None
     if p.returncode == 1:
         hits = [l.strip() for l in p.stdout.splitlines() if l.startswith("  ")]
-        return [{"check": "symbols", "detail": h} for h in hits[:20]] or \
-            [{"check": "symbols", "detail": "forbidden symbols (see the scan's output)"}], None
+        return [{"check": "symbols", "detail": h} for h in hits[:20]] or [
+            {"check": "symbols", "detail": "forbidden symbols (see the scan's output)"}
+        ], None
     return [], (p.stdout + p.stderr).strip()[-300:]
 
 
@@ -50,8 +60,9 @@ def check_linkage(binaries):
             continue
         for lib in needed_libraries(binary):
             if VENDOR_LIBRARY.search(lib):
-                violations.append({"check": "linkage",
-                                   "detail": f"{os.path.basename(binary)} links {lib}"})
+                violations.append(
+                    {"check": "linkage", "detail": f"{os.path.basename(binary)} links {lib}"}
+                )
     return violations
 
 
@@ -66,7 +77,7 @@ def descendants(pid):
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()
+        fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) > 1:
             children.setdefault(int(fields[1]), []).append(int(entry))
     found, todo = [], [pid]
@@ -83,11 +94,16 @@ def vendor_mappings(pid):
     for p in descendants(pid):
         try:
             with open(f"/proc/{p}/maps") as f:
-                paths = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+                paths = {
+                    line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6
+                }
         except OSError:
             continue
-        hits += [f"{p}: {path}" for path in sorted(paths)
-                 if path.startswith("/") and VENDOR_LIBRARY.search(os.path.basename(path))]
+        hits += [
+            f"{p}: {path}"
+            for path in sorted(paths)
+            if path.startswith("/") and VENDOR_LIBRARY.search(os.path.basename(path))
+        ]
     return hits
 
 
@@ -96,7 +112,9 @@ def stubs(tree, track="student"):
     track's launchers (student/*.cu), a Python track's kernel files whose LAUNCH keeps its
     `todo` (student/triton/<op>.py, student/cutile/<op>.py)."""
     python = track != "student"
-    folder, suffixes = (f"student/{track}", (".py",)) if python else ("student", (".cu", ".cuh", ".h"))
+    folder, suffixes = (
+        (f"student/{track}", (".py",)) if python else ("student", (".cu", ".cuh", ".h"))
+    )
     directory = os.path.join(tree, folder)
     found = {}
     for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
@@ -104,7 +122,10 @@ def stubs(tree, track="student"):
             continue
         with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
             text = f.read()
-        kernels = ([os.path.splitext(name)[0]] if LAUNCH_STUB.search(text) else []) if python \
+        kernels = (
+            ([os.path.splitext(name)[0]] if LAUNCH_STUB.search(text) else [])
+            if python
             else STUB.findall(text)
+        )
         found.update({kernel: f"{folder}/{name}" for kernel in kernels})
     return found

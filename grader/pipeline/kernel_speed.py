@@ -22,6 +22,7 @@ How it is measured without trusting the graded process:
 
 Standard library only.
 """
+
 import statistics
 
 from grader.pipeline import e2e, score
@@ -30,25 +31,50 @@ ROLES = score.KERNEL_SPEED_ROLES
 MAX_CALLS = 2000  # calls in one request, at most
 
 
-def run(trusted_bin, graded_bin, graded_track, workload_args, *, ready_timeout, request_timeout,
-        rounds=3, target_ms=20.0, launch_graded=None, inspect_graded=None, graded_deadline=None,
-        baseline_track="baseline", reference_track="reference"):
+def run(
+    trusted_bin,
+    graded_bin,
+    graded_track,
+    workload_args,
+    *,
+    ready_timeout,
+    request_timeout,
+    rounds=3,
+    target_ms=20.0,
+    launch_graded=None,
+    inspect_graded=None,
+    graded_deadline=None,
+    baseline_track="baseline",
+    reference_track="reference",
+):
     """Time every row of the workload on the three tracks. Returns
       {"rounds", "target_ms", "device", "rows": [{stage, op, key, calls_per_run,
         "us": {role: µs per call or None}, "errors": {role: line}}], "errors": {role: line}}.
     A worker that fails keeps its one-line error; the other tracks finish. Every wait for the
     graded worker ends at graded_deadline (time.monotonic()) at the latest."""
-    plan = [("baseline", trusted_bin, baseline_track, None, None),
-            ("graded", graded_bin or trusted_bin, graded_track,
-             launch_graded if graded_bin else None, inspect_graded if graded_bin else None),
-            ("reference", trusted_bin, reference_track, None, None)]
+    plan = [
+        ("baseline", trusted_bin, baseline_track, None, None),
+        (
+            "graded",
+            graded_bin or trusted_bin,
+            graded_track,
+            launch_graded if graded_bin else None,
+            inspect_graded if graded_bin else None,
+        ),
+        ("reference", trusted_bin, reference_track, None, None),
+    ]
     workers = {}
     try:
         for role, binary, track, launch, inspect in plan:
             argv = [binary, "kernel-bench", "--worker", "--tracks", track, *workload_args]
-            workers[role] = e2e.Worker(argv, launch, name=f"{role} ({track})", wait=False,
-                                       inspect=inspect,
-                                       deadline=graded_deadline if role == "graded" else None)
+            workers[role] = e2e.Worker(
+                argv,
+                launch,
+                name=f"{role} ({track})",
+                wait=False,
+                inspect=inspect,
+                deadline=graded_deadline if role == "graded" else None,
+            )
         for role in ROLES:
             workers[role].wait_ready(ready_timeout)
         return measure(workers, rounds, target_ms, request_timeout)
@@ -67,8 +93,13 @@ def signature(worker):
 
 def measure(workers, rounds, target_ms, request_timeout):
     errors = {role: w.error for role, w in workers.items() if w.error}
-    result = {"rounds": rounds, "target_ms": target_ms, "rows": [], "errors": errors,
-              "device": (workers["baseline"].ready or {}).get("device")}
+    result = {
+        "rounds": rounds,
+        "target_ms": target_ms,
+        "rows": [],
+        "errors": errors,
+        "device": (workers["baseline"].ready or {}).get("device"),
+    }
     if "baseline" in errors:
         return result
     # Every track captures the same workload through the same driver, so its rows are the
@@ -105,8 +136,14 @@ def measure(workers, rounds, target_ms, request_timeout):
     for i, r in enumerate(workers["baseline"].ready["rows"]):
         if r.get("status", "ok") != "ok":
             continue
-        row = {"stage": r["stage"], "op": r["op"], "key": r["key"],
-               "calls_per_run": r["calls_per_run"], "us": {}, "errors": {}}
+        row = {
+            "stage": r["stage"],
+            "op": r["op"],
+            "key": r["key"],
+            "calls_per_run": r["calls_per_run"],
+            "us": {},
+            "errors": {},
+        }
         # Calls per request: enough for `target_ms` of the baseline's kernel.
         probe, error = per_call_us("baseline", i, 3)
         calls = 3 if error or not probe else int(min(MAX_CALLS, max(3, target_ms * 1000 / probe)))
@@ -115,8 +152,11 @@ def measure(workers, rounds, target_ms, request_timeout):
             for role in ROLES:
                 if role in row["errors"]:
                     continue
-                status = workers[role].ready["rows"][i].get("status", "ok") \
-                    if role not in errors else None
+                status = (
+                    workers[role].ready["rows"][i].get("status", "ok")
+                    if role not in errors
+                    else None
+                )
                 if status != "ok":
                     row["errors"][role] = errors.get(role) or str(status)[:300]
                     continue
@@ -125,7 +165,9 @@ def measure(workers, rounds, target_ms, request_timeout):
                     row["errors"][role] = error
                 else:
                     samples[role].append(us)
-        row["us"] = {role: statistics.median(s) if s and role not in row["errors"] else None
-                     for role, s in samples.items()}
+        row["us"] = {
+            role: statistics.median(s) if s and role not in row["errors"] else None
+            for role, s in samples.items()
+        }
         result["rows"].append(row)
     return result

@@ -3,6 +3,7 @@
 Everything here is pure: it turns recorded results (what the child processes produced) into
 points and text, so it is tested without a GPU by grader/selftests/score_selftest.py.
 """
+
 import math
 import re
 import tomllib
@@ -11,18 +12,46 @@ import tomllib
 
 DEFAULTS = {
     "kernels": {"partial": True, "timeout_seconds": 300, "visibility": "visible", "points": {}},
-    "accuracy": {"points": 0, "visibility": "visible", "full_wer": 0.05, "zero_wer": 0.30,
-                 "fresh_checks": 3, "near_tie_margin": 0.05},
-    "speed": {"points": 0, "visibility": "visible", "target": 1.0, "implausible": 1.5,
-              "near_tie_margin": 0.05, "requires_accuracy": True, "throttle_repeats": 2,
-              "cooldown_seconds": 60, "gpu_model": ""},
-    "kernel_speed": {"enabled": False, "points": 0, "visibility": "visible", "rounds": 3,
-                     "target_ms": 20.0, "full_within": 1.25, "none_beyond": 1.0,
-                     "timeout_seconds": 300},
+    "accuracy": {
+        "points": 0,
+        "visibility": "visible",
+        "full_wer": 0.05,
+        "zero_wer": 0.30,
+        "fresh_checks": 3,
+        "near_tie_margin": 0.05,
+    },
+    "speed": {
+        "points": 0,
+        "visibility": "visible",
+        "target": 1.0,
+        "implausible": 1.5,
+        "near_tie_margin": 0.05,
+        "requires_accuracy": True,
+        "throttle_repeats": 2,
+        "cooldown_seconds": 60,
+        "gpu_model": "",
+    },
+    "kernel_speed": {
+        "enabled": False,
+        "points": 0,
+        "visibility": "visible",
+        "rounds": 3,
+        "target_ms": 20.0,
+        "full_within": 1.25,
+        "none_beyond": 1.0,
+        "timeout_seconds": 300,
+    },
     "batch": {"timeout_minutes": 30, "retries": 2},
-    "sanitizer": {"enabled": False, "program": "compute-sanitizer", "tools": [], "keep": 0.5,
-                  "filter": "*", "timeout_seconds": 600, "call_timeout_seconds": 300,
-                  "budget_seconds": 900},
+    "sanitizer": {
+        "enabled": False,
+        "program": "compute-sanitizer",
+        "tools": [],
+        "keep": 0.5,
+        "filter": "*",
+        "timeout_seconds": 600,
+        "call_timeout_seconds": 300,
+        "budget_seconds": 900,
+    },
 }
 
 SANITIZER_ERROR = 86  # the --error-exitcode grade.py gives compute-sanitizer
@@ -36,23 +65,32 @@ def sanitizer_verdict(ended, output, timed_out):
     hello (grade.py's control has shown the sanitizer runs here, and the same runner started
     without it); inconclusive: no runner at all, or the suite timed out (no cost). The
     sanitizer's own lines from the output are shown as the detail."""
-    said = [l.strip()[10:].strip() for l in output.splitlines()
-            if l.startswith("========= ") and "COMPUTE-SANITIZER" not in l
-            and l.strip()[10:].strip()][:3]
+    said = [
+        l.strip()[10:].strip()
+        for l in output.splitlines()
+        if l.startswith("========= ") and "COMPUTE-SANITIZER" not in l and l.strip()[10:].strip()
+    ][:3]
     if timed_out:
         return {"verdict": "inconclusive", "detail": "the sanitized suite timed out"}
     if not ended:
         return {"verdict": "inconclusive", "detail": "no sanitized runner ran"}
     started = [l for l in ended if not l.startswith("nostart ")]
     if not started:
-        return {"verdict": "errors", "detail": "the runner never started under the sanitizer: it "
-                + ended[0].split(" ", 1)[1] + (": " + " | ".join(said) if said else "")}
+        return {
+            "verdict": "errors",
+            "detail": "the runner never started under the sanitizer: it "
+            + ended[0].split(" ", 1)[1]
+            + (": " + " | ".join(said) if said else ""),
+        }
     ended = started
     if all(l.startswith("exit 0 ") for l in ended):
         return {"verdict": "clean", "detail": ""}
     bad = next(l for l in ended if not l.startswith("exit 0 "))
-    why = "it reported errors" if bad.startswith(f"exit {SANITIZER_ERROR} ") else \
-        "the sanitized runner " + bad.split(" ", 2)[-1]
+    why = (
+        "it reported errors"
+        if bad.startswith(f"exit {SANITIZER_ERROR} ")
+        else "the sanitized runner " + bad.split(" ", 2)[-1]
+    )
     return {"verdict": "errors", "detail": why + (": " + " | ".join(said) if said else "")}
 
 
@@ -70,6 +108,7 @@ def load_rubric(path):
 
 
 # ----------------------------------------------------------------------------- WER
+
 
 def normalise(text):
     """Lowercase, drop punctuation (apostrophes inside words stay), collapse whitespace."""
@@ -93,11 +132,27 @@ def word_errors(reference, hypothesis):
 def clip_result(name, reference, hypothesis, error, private):
     if hypothesis is None:
         n = len(normalise(reference))
-        return {"clip": name, "reference": reference, "hypothesis": None, "errors": n,
-                "words": n, "wer": 1.0, "error": error, "private": private}
+        return {
+            "clip": name,
+            "reference": reference,
+            "hypothesis": None,
+            "errors": n,
+            "words": n,
+            "wer": 1.0,
+            "error": error,
+            "private": private,
+        }
     errors, words = word_errors(reference, hypothesis)
-    return {"clip": name, "reference": reference, "hypothesis": hypothesis, "errors": errors,
-            "words": words, "wer": errors / max(words, 1), "error": None, "private": private}
+    return {
+        "clip": name,
+        "reference": reference,
+        "hypothesis": hypothesis,
+        "errors": errors,
+        "words": words,
+        "wer": errors / max(words, 1),
+        "error": None,
+        "private": private,
+    }
 
 
 # ----------------------------------------------------------------------------- kernel tests
@@ -125,8 +180,10 @@ def kernel_result(report, returncode, output, timed_out, timeout, seconds):
         result.update(status="timeout", message=f"timed out after {timeout} s (a kernel hangs?)")
         return result
     if report is None:
-        result.update(status="crashed", message=f"the test process died (exit {returncode}): "
-                      + last_error_line(output))
+        result.update(
+            status="crashed",
+            message=f"the test process died (exit {returncode}): " + last_error_line(output),
+        )
         return result
     for suite in report.get("testsuites", []):
         for case in suite.get("testsuite", []):
@@ -148,17 +205,27 @@ def kernel_result(report, returncode, output, timed_out, timeout, seconds):
         result.update(status="skipped", message="no test ran (no GPU?)")
     elif result["passed"] == result["total"] and returncode != 0:
         # A clean report from a failing process: someone wrote the report, not GoogleTest.
-        result.update(status="inconsistent", passed=0,
-                      message=f"report says all passed but the process exited {returncode}")
+        result.update(
+            status="inconsistent",
+            passed=0,
+            message=f"report says all passed but the process exited {returncode}",
+        )
     elif result["passed"] == result["total"]:
         result.update(status="passed", message=f"{result['passed']} passed")
     else:
-        result.update(status="failed", message=(not_implemented.group(0) if not_implemented else
-                      f"{result['total'] - result['passed']} of {result['total']} failed"))
+        result.update(
+            status="failed",
+            message=(
+                not_implemented.group(0)
+                if not_implemented
+                else f"{result['total'] - result['passed']} of {result['total']} failed"
+            ),
+        )
     return result
 
 
 # ----------------------------------------------------------------------------- grading
+
 
 def clamp01(x):
     return max(0.0, min(1.0, x))
@@ -169,8 +236,10 @@ def violations_of(results):
     memory maps of its end-to-end processes, and those its kernel-test runners showed."""
     found = list((results.get("integrity") or {}).get("violations", []))
     for kernel, r in (results.get("kernels") or {}).items():
-        found += [{"check": "mappings", "detail": f"kernel test {kernel}: {d}"}
-                  for d in r.get("violations", [])]
+        found += [
+            {"check": "mappings", "detail": f"kernel test {kernel}: {d}"}
+            for d in r.get("violations", [])
+        ]
     return found
 
 
@@ -181,8 +250,15 @@ def grade(results, rubric):
     every item that code produced — each kernel, the accuracy and the speed — and says why."""
     items = []
     violations = violations_of(results)
-    broken = ("integrity violation: " + violations[0]["detail"]
-              + (f" (and {len(violations) - 1} more)" if len(violations) > 1 else "")) if violations else None
+    broken = (
+        (
+            "integrity violation: "
+            + violations[0]["detail"]
+            + (f" (and {len(violations) - 1} more)" if len(violations) > 1 else "")
+        )
+        if violations
+        else None
+    )
     kc = rubric["kernels"]
     sanitizer = (results.get("sanitizer") or {}).get("kernels", {})
     for kernel, points in kc["points"].items():
@@ -194,27 +270,49 @@ def grade(results, rubric):
         if not kc["partial"] and share < 1:
             share = 0.0
         note = r["message"]
-        found = {tool: v for tool, v in sanitizer.get(kernel, {}).items() if v["verdict"] == "errors"}
+        found = {
+            tool: v for tool, v in sanitizer.get(kernel, {}).items() if v["verdict"] == "errors"
+        }
         if found:
             share = min(share, rubric["sanitizer"]["keep"])
-            note += "; compute-sanitizer " + "; ".join(f"{t}: {v['detail']}" for t, v in found.items()) + \
-                f" (at most {rubric['sanitizer']['keep']:.0%} of the points)"
+            note += (
+                "; compute-sanitizer "
+                + "; ".join(f"{t}: {v['detail']}" for t, v in found.items())
+                + f" (at most {rubric['sanitizer']['keep']:.0%} of the points)"
+            )
         if broken:
             share, note = 0.0, broken
         detail = "\n".join([note] + r.get("failures", [])[:5])
-        items.append(item(f"kernel: {kernel}", points * share, points, detail, kc["visibility"],
-                          extra={"status": r["status"], "passed": r["passed"], "total": r["total"]}))
+        items.append(
+            item(
+                f"kernel: {kernel}",
+                points * share,
+                points,
+                detail,
+                kc["visibility"],
+                extra={"status": r["status"], "passed": r["passed"], "total": r["total"]},
+            )
+        )
 
     ac = rubric["accuracy"]
     accuracy = results.get("accuracy")
     clips, wer, accuracy_ok = [], None, False
     if accuracy is not None and ac["points"]:
         share, note, clips, wer, accuracy_ok = accuracy_share(
-            accuracy, ac, trusted=results.get("track") in ("baseline", "reference"))
+            accuracy, ac, trusted=results.get("track") in ("baseline", "reference")
+        )
         if broken:
             share, note, accuracy_ok = 0.0, broken, False
-        items.append(item("accuracy (WER)", ac["points"] * share, ac["points"], note,
-                          ac["visibility"], extra={"wer": wer}))
+        items.append(
+            item(
+                "accuracy (WER)",
+                ac["points"] * share,
+                ac["points"],
+                note,
+                ac["visibility"],
+                extra={"wer": wer},
+            )
+        )
 
     sc = rubric["speed"]
     speed = results.get("speed")
@@ -224,10 +322,23 @@ def grade(results, rubric):
         if broken:
             share, note = 0.0, broken
         elif share > 0 and sc["requires_accuracy"] and accuracy is not None and not accuracy_ok:
-            share, note = 0.0, ("speed earns points only for a correct track, and the accuracy "
-                                "item's check on fresh inputs failed; " + note)
-        items.append(item("speed vs baseline", sc["points"] * share, sc["points"], note,
-                          sc["visibility"], extra=speed_info))
+            share, note = (
+                0.0,
+                (
+                    "speed earns points only for a correct track, and the accuracy "
+                    "item's check on fresh inputs failed; " + note
+                ),
+            )
+        items.append(
+            item(
+                "speed vs baseline",
+                sc["points"] * share,
+                sc["points"],
+                note,
+                sc["visibility"],
+                extra=speed_info,
+            )
+        )
 
     ks = rubric.get("kernel_speed")
     kernel_table = None
@@ -235,22 +346,39 @@ def grade(results, rubric):
         share, note, kernel_table = kernel_speed_share(results["kernel_speed"], ks, items)
         if broken:
             share, note = 0.0, broken
-        items.append(item("kernel speed" if ks["points"] else "kernel speed (information)",
-                          ks["points"] * share, ks["points"], note, ks["visibility"],
-                          extra={"kernels": kernel_table}))
+        items.append(
+            item(
+                "kernel speed" if ks["points"] else "kernel speed (information)",
+                ks["points"] * share,
+                ks["points"],
+                note,
+                ks["visibility"],
+                extra={"kernels": kernel_table},
+            )
+        )
 
     total = sum(i["score"] for i in items)
     maximum = sum(i["max_score"] for i in items)
-    return {"track": results.get("track"), "items": items, "score": total, "max_score": maximum,
-            "clips": clips, "wer": wer, "speed": speed_info, "kernel_speed": kernel_table,
-            "violations": violations,
-            "intake": results.get("intake"), "sandbox": results.get("sandbox"),
-            "stubs": results.get("stubs") or {}, "environment": results.get("environment"),
-            "course_gpu": rubric["speed"]["gpu_model"],
-            "timed_settings": timed_settings(speed),
-            "sanitizer": results.get("sanitizer"),
-            "build_error": results.get("build_error"),
-            "execution_time": results.get("execution_time", 0)}
+    return {
+        "track": results.get("track"),
+        "items": items,
+        "score": total,
+        "max_score": maximum,
+        "clips": clips,
+        "wer": wer,
+        "speed": speed_info,
+        "kernel_speed": kernel_table,
+        "violations": violations,
+        "intake": results.get("intake"),
+        "sandbox": results.get("sandbox"),
+        "stubs": results.get("stubs") or {},
+        "environment": results.get("environment"),
+        "course_gpu": rubric["speed"]["gpu_model"],
+        "timed_settings": timed_settings(speed),
+        "sanitizer": results.get("sanitizer"),
+        "build_error": results.get("build_error"),
+        "execution_time": results.get("execution_time", 0),
+    }
 
 
 # The run-time choices the trusted workers report (glmasr's --gemm, --attention, --sync-check, or
@@ -264,19 +392,27 @@ def timed_settings(speed):
     """{role: settings} for the trusted workers of the timed runs (the "settings" of their ready
     lines, e2e.run_speed), or None. The graded worker's own account is not repeated."""
     tracks = (speed or {}).get("tracks") or {}
-    found = {role: tracks[role].get("settings") for role in TRUSTED_ROLES
-             if isinstance(tracks.get(role), dict)}
+    found = {
+        role: tracks[role].get("settings")
+        for role in TRUSTED_ROLES
+        if isinstance(tracks.get(role), dict)
+    }
     return {role: s for role, s in found.items() if isinstance(s, dict)} or None
 
 
 def setting_text(value):
     """One setting's value as glmasr prints it: null n/a, booleans on/off."""
-    return "n/a" if value is None else ("on" if value else "off") if isinstance(value, bool) \
+    return (
+        "n/a"
+        if value is None
+        else ("on" if value else "off")
+        if isinstance(value, bool)
         else str(value)
+    )
 
 
 def settings_text(settings):
-    """"gemm=cublas attention=flash_bf16 sync_check=off", as glmasr prints it."""
+    """ "gemm=cublas attention=flash_bf16 sync_check=off", as glmasr prints it."""
     keys = ["gemm", "attention", "sync_check"]
     keys += sorted(set(settings) - set(keys))
     return " ".join(f"{k}={setting_text(settings.get(k))}" for k in keys)
@@ -286,26 +422,39 @@ def settings_warning(timed):
     """A line if a yardstick did not run as measured: the reference off its defaults, or either
     trusted track synchronising after every launch. Else None."""
     reference = timed.get("reference") or {}
-    off = [f"reference {k}={setting_text(reference.get(k))}" for k, v in REFERENCE_DEFAULTS.items()
-           if reference and reference.get(k) != v]
+    off = [
+        f"reference {k}={setting_text(reference.get(k))}"
+        for k, v in REFERENCE_DEFAULTS.items()
+        if reference and reference.get(k) != v
+    ]
     if (timed.get("baseline") or {}).get("sync_check"):
         off.append("baseline sync_check=on")
     if not off:
         return None
-    return (f"the yardsticks did not run with their defaults ({', '.join(off)}): the speed "
-            "target is not the usual one; regrade without GLMASR_GEMM, GLMASR_ATTENTION and "
-            "GLMASR_CUDA_SYNC set")
+    return (
+        f"the yardsticks did not run with their defaults ({', '.join(off)}): the speed "
+        "target is not the usual one; regrade without GLMASR_GEMM, GLMASR_ATTENTION and "
+        "GLMASR_CUDA_SYNC set"
+    )
 
 
 def item(name, score, max_score, output, visibility, extra=None):
-    return {"name": name, "score": round(score, 2), "max_score": max_score, "output": output,
-            "visibility": visibility, "extra": extra or {}}
+    return {
+        "name": name,
+        "score": round(score, 2),
+        "max_score": max_score,
+        "output": output,
+        "visibility": visibility,
+        "extra": extra or {},
+    }
 
 
 def tokens_note(verdict, what):
-    return (f"{what}: the prediction at step {verdict['first_difference']} is "
-            f"{verdict.get('got')}, the trusted baseline's {verdict.get('expected')} "
-            f"(audio seed {verdict.get('audio_seed')})")
+    return (
+        f"{what}: the prediction at step {verdict['first_difference']} is "
+        f"{verdict.get('got')}, the trusted baseline's {verdict.get('expected')} "
+        f"(audio seed {verdict.get('audio_seed')})"
+    )
 
 
 def accepted(verdict):
@@ -333,20 +482,40 @@ def accuracy_share(accuracy, ac, trusted=False):
         note += f"; {len(failed)} clip(s) failed: {failed[0]['error']}"
     fresh = accuracy.get("fresh_input") or {}
     checks = fresh.get("checks", [])
-    ok = bool(checks) and fresh.get("error") is None and all(accepted(v) for v in checks) and \
-        len(checks) >= ac["fresh_checks"]
+    ok = (
+        bool(checks)
+        and fresh.get("error") is None
+        and all(accepted(v) for v in checks)
+        and len(checks) >= ac["fresh_checks"]
+    )
     if trusted:
         return share, note + " (a trusted track: no fresh-input check)", clips, wer, True
     if fresh.get("trusted_error"):
-        return 0.0, note + "; not scored: " + yardstick_failure("baseline", fresh["trusted_error"]), \
-            clips, wer, False
+        return (
+            0.0,
+            note + "; not scored: " + yardstick_failure("baseline", fresh["trusted_error"]),
+            clips,
+            wer,
+            False,
+        )
     if not ok:
         bad = next((v for v in checks if not accepted(v)), None)
         why = fresh.get("error") or (tokens_note(bad, "a fresh input") if bad else "no check ran")
-        return 0.0, note + "; no points: the token ids on inputs drawn at grading time are not " \
-            "the trusted baseline's — " + why, clips, wer, False
-    return share, note + f"; {len(checks)} fresh inputs token-identical to the trusted baseline", \
-        clips, wer, True
+        return (
+            0.0,
+            note + "; no points: the token ids on inputs drawn at grading time are not "
+            "the trusted baseline's — " + why,
+            clips,
+            wer,
+            False,
+        )
+    return (
+        share,
+        note + f"; {len(checks)} fresh inputs token-identical to the trusted baseline",
+        clips,
+        wer,
+        True,
+    )
 
 
 INCOMPLETE_MARK = "GRADING INCOMPLETE"
@@ -382,27 +551,49 @@ def speed_share(speed, sc, track):
     t = tracks["graded"]["median_wall_ms"]
     t_ref = tracks["reference"]["median_wall_ms"]
     s, s_ref = t_base / t, t_base / t_ref
-    info = {"baseline_ms": t_base, "track_ms": t, "reference_ms": t_ref, "speedup": s,
-            "reference_speedup": s_ref, "runs": len(tracks["graded"].get("runs", [])),
-            "breakdown": {role: tracks[role].get("median_reported") for role in tracks}}
+    info = {
+        "baseline_ms": t_base,
+        "track_ms": t,
+        "reference_ms": t_ref,
+        "speedup": s,
+        "reference_speedup": s_ref,
+        "runs": len(tracks["graded"].get("runs", [])),
+        "breakdown": {role: tracks[role].get("median_reported") for role in tracks},
+    }
     verdicts = speed.get("tokens", {}).get("graded", [])
     expected_runs = speed.get("warmup", 0) + speed.get("repeats", 0)
     bad = next((v for v in verdicts if not accepted(v)), None)
     trusted = track in ("baseline", "reference")  # the yardsticks themselves: no student code
     if not trusted and (bad or len(verdicts) < expected_runs):
-        return 0.0, (tokens_note(bad, f"timed run {bad['round']}") if bad else
-                     f"only {len(verdicts)} of {expected_runs} runs could be checked") + \
-            " — a wrong result earns no speed points", info
+        return (
+            0.0,
+            (
+                tokens_note(bad, f"timed run {bad['round']}")
+                if bad
+                else f"only {len(verdicts)} of {expected_runs} runs could be checked"
+            )
+            + " — a wrong result earns no speed points",
+            info,
+        )
     if s > sc["implausible"] * s_ref:
         info["flagged"] = True
-        return 0.0, (f"speedup {s:.1f}x is implausible (reference {s_ref:.1f}x): flagged for "
-                     "review"), info
+        return (
+            0.0,
+            (f"speedup {s:.1f}x is implausible (reference {s_ref:.1f}x): flagged for review"),
+            info,
+        )
     goal = s_ref * sc["target"]
     if goal <= 1.0:
         return 0.0, f"the reference is not faster than the baseline here ({s_ref:.2f}x)", info
     share = clamp01(math.log(max(s, 1e-9)) / math.log(goal))
-    return share, (f"{t:.1f} ms vs baseline {t_base:.1f} ms = {s:.2f}x (reference "
-                   f"{s_ref:.2f}x); {len(verdicts)} runs token-checked"), info
+    return (
+        share,
+        (
+            f"{t:.1f} ms vs baseline {t_base:.1f} ms = {s:.2f}x (reference "
+            f"{s_ref:.2f}x); {len(verdicts)} runs token-checked"
+        ),
+        info,
+    )
 
 
 # ----------------------------------------------------------------------------- kernel speed
@@ -424,7 +615,9 @@ def per_op(kernel_speed):
     of each op summed over its calls (every stage)."""
     ops = {}
     for row in kernel_speed.get("rows", []):
-        o = ops.setdefault(row["op"], {"us": {role: 0.0 for role in KERNEL_SPEED_ROLES}, "error": None})
+        o = ops.setdefault(
+            row["op"], {"us": {role: 0.0 for role in KERNEL_SPEED_ROLES}, "error": None}
+        )
         for role in KERNEL_SPEED_ROLES:
             us = row["us"].get(role)
             if us is None or o["us"][role] is None:
@@ -454,7 +647,7 @@ def kernel_speed_share(measured, ks, items):
     """The per-kernel table (kernel_speed.py) and its credit: the mean of every kernel's
     op_share, a kernel counting only if its suite passed in full. Returns (share, note, table)."""
     by_name = {i["name"]: i for i in items}
-    suites = [name[len("kernel: "):] for name in by_name if name.startswith("kernel: ")]
+    suites = [name[len("kernel: ") :] for name in by_name if name.startswith("kernel: ")]
     table = []
     for op, o in sorted(per_op(measured).items()):
         us = o["us"]
@@ -462,25 +655,43 @@ def kernel_speed_share(measured, ks, items):
         suite_item = by_name.get(f"kernel: {suite}")
         share = op_share(us, ks)
         why = o["error"]
-        passed = suite_item and suite_item["extra"].get("total") and \
-            suite_item["extra"].get("passed") == suite_item["extra"]["total"]
+        passed = (
+            suite_item
+            and suite_item["extra"].get("total")
+            and suite_item["extra"].get("passed") == suite_item["extra"]["total"]
+        )
         if share is not None and not passed:
             share, why = 0.0, f"its suite ({suite}) did not pass in full"
-        table.append({"op": op, "graded_us": us["graded"], "baseline_us": us["baseline"],
-                      "reference_us": us["reference"],
-                      "speedup": us["baseline"] / us["graded"] if us["graded"] and us["baseline"] else None,
-                      "share": share, "note": why})
+        table.append(
+            {
+                "op": op,
+                "graded_us": us["graded"],
+                "baseline_us": us["baseline"],
+                "reference_us": us["reference"],
+                "speedup": us["baseline"] / us["graded"]
+                if us["graded"] and us["baseline"]
+                else None,
+                "share": share,
+                "note": why,
+            }
+        )
     errors = measured.get("errors") or {}
     if "baseline" in errors:
         return 0.0, "not measured: " + yardstick_failure("baseline", errors["baseline"]), table
     if not table:
-        return 0.0, "not measured: " + ("; ".join(f"{role}: {e}" for role, e in errors.items())
-                                        or "no kernel call to time"), table
+        return (
+            0.0,
+            "not measured: "
+            + ("; ".join(f"{role}: {e}" for role, e in errors.items()) or "no kernel call to time"),
+            table,
+        )
     shares = [r["share"] or 0.0 for r in table]
     share = sum(shares) / len(shares)
-    note = (f"{sum(1 for s in shares if s >= 1)} of {len(table)} kernels within "
-            f"{ks['full_within']:g}x of the reference, times per workload run by the grader's clock "
-            f"({measured.get('rounds')} rounds, L2 flushed)")
+    note = (
+        f"{sum(1 for s in shares if s >= 1)} of {len(table)} kernels within "
+        f"{ks['full_within']:g}x of the reference, times per workload run by the grader's clock "
+        f"({measured.get('rounds')} rounds, L2 flushed)"
+    )
     if not ks["points"]:
         note += "; information only: the rubric gives kernel speed no points"
     return share, note + "\n" + kernel_table_text(table), table
@@ -495,37 +706,61 @@ def kernel_table_text(table):
     lines = [f"{'kernel':<18} {'graded':>10} {'baseline':>10} {'reference':>10} {'speedup':>8}"]
     for r in table:
         speedup = f"{r['speedup']:.2f}x" if r["speedup"] else "n/a"
-        lines.append(f"{r['op']:<18} {us_text(r['graded_us']):>10} {us_text(r['baseline_us']):>10} "
-                     f"{us_text(r['reference_us']):>10} {speedup:>8}"
-                     + (f"  {r['note']}" if r["note"] else ""))
+        lines.append(
+            f"{r['op']:<18} {us_text(r['graded_us']):>10} {us_text(r['baseline_us']):>10} "
+            f"{us_text(r['reference_us']):>10} {speedup:>8}"
+            + (f"  {r['note']}" if r["note"] else "")
+        )
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- output
 
+
 def gradescope_results(graded):
     """Gradescope's results.json: every test defaults to its computed score, never to full."""
-    tests = [{"name": i["name"], "score": i["score"], "max_score": i["max_score"],
-              "status": "passed" if i["score"] >= i["max_score"] else "failed",
-              "output": i["output"], "visibility": i["visibility"]} for i in graded["items"]]
+    tests = [
+        {
+            "name": i["name"],
+            "score": i["score"],
+            "max_score": i["max_score"],
+            "status": "passed" if i["score"] >= i["max_score"] else "failed",
+            "output": i["output"],
+            "visibility": i["visibility"],
+        }
+        for i in graded["items"]
+    ]
     lines = [f"track {graded['track']}: {graded['score']:.1f} / {graded['max_score']}"]
     lines += context_lines(graded)
-    out = {"score": round(graded["score"], 2), "execution_time": round(graded["execution_time"], 1),
-           "output": "\n".join(lines), "visibility": "visible", "stdout_visibility": "hidden",
-           "tests": tests}
+    out = {
+        "score": round(graded["score"], 2),
+        "execution_time": round(graded["execution_time"], 1),
+        "output": "\n".join(lines),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
     env = graded.get("environment") or {}
     extra = {}
     if env:
-        extra = {"gpu_before_timed_runs": env.get("before"), "gpu_after_timed_runs": env.get("after"),
-                 "throttled_rounds_discarded": env.get("throttled_rounds") or []}
+        extra = {
+            "gpu_before_timed_runs": env.get("before"),
+            "gpu_after_timed_runs": env.get("after"),
+            "throttled_rounds_discarded": env.get("throttled_rounds") or [],
+        }
     if graded.get("timed_settings"):
         extra["settings_of_timed_runs"] = graded["timed_settings"]
     if extra:
         out["extra_data"] = extra
     if graded["speed"]:
         out["leaderboard"] = [
-            {"name": "end-to-end ms", "value": round(graded["speed"]["track_ms"], 2), "order": "asc"},
-            {"name": "speedup", "value": round(graded["speed"]["speedup"], 2), "order": "desc"}]
+            {
+                "name": "end-to-end ms",
+                "value": round(graded["speed"]["track_ms"], 2),
+                "order": "asc",
+            },
+            {"name": "speedup", "value": round(graded["speed"]["speedup"], 2), "order": "desc"},
+        ]
     return out
 
 
@@ -534,15 +769,19 @@ def context_lines(graded):
     lines = []
     unscored = incomplete_items(graded)
     if unscored:
-        lines.append(f"{INCOMPLETE_MARK}: {', '.join(unscored)} could not be scored (the grader's "
-                     "own trusted run failed, see the item); regrade this submission")
+        lines.append(
+            f"{INCOMPLETE_MARK}: {', '.join(unscored)} could not be scored (the grader's "
+            "own trusted run failed, see the item); regrade this submission"
+        )
     record = graded.get("intake")
     if record is None:
         lines.append("graded: this checkout as it is (local feedback, not a pristine intake)")
     else:
-        lines.append(f"graded: {len(record['accepted'])} student file(s) of the submission in a "
-                     f"pristine instructor tree; {len(record['ignored'])} ignored, "
-                     f"{len(record['refused'])} refused")
+        lines.append(
+            f"graded: {len(record['accepted'])} student file(s) of the submission in a "
+            f"pristine instructor tree; {len(record['ignored'])} ignored, "
+            f"{len(record['refused'])} refused"
+        )
         lines += [f"  refused {r['path']}: {r['reason']}" for r in record["refused"][:10]]
         lines += [f"  ignored {r['path']}: {r['reason']}" for r in record["ignored"][:10]]
         if len(record["ignored"]) > 10:
@@ -564,29 +803,43 @@ def context_lines(graded):
             for tools in san["kernels"].values():
                 for v in tools.values():
                     counts[v["verdict"]] = counts.get(v["verdict"], 0) + 1
-            lines.append(f"compute-sanitizer pass ({', '.join(san['tools'])}; {san['seconds']:.0f} s): "
-                         + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no kernel to check"))
-            lines += [f"  {k} ({t}): {v['verdict']} — {v['detail']}" for k, tools in san["kernels"].items()
-                      for t, v in tools.items() if v["verdict"] in ("inconclusive", "not run")][:10]
+            lines.append(
+                f"compute-sanitizer pass ({', '.join(san['tools'])}; {san['seconds']:.0f} s): "
+                + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no kernel to check")
+            )
+            lines += [
+                f"  {k} ({t}): {v['verdict']} — {v['detail']}"
+                for k, tools in san["kernels"].items()
+                for t, v in tools.items()
+                if v["verdict"] in ("inconclusive", "not run")
+            ][:10]
     env = graded.get("environment") or {}
     if env.get("before"):
         lines.append(f"GPU before the timed runs: {gpu_line(env['before'])}")
         model = env["before"].get("name") if isinstance(env["before"], dict) else None
         if graded.get("course_gpu") and model and model != graded["course_gpu"]:
-            lines.append(f"NOT THE COURSE'S GPU: timed on {model}, the rubric's [speed] gpu_model is "
-                         f"{graded['course_gpu']}: speedups are not comparable with the class's")
+            lines.append(
+                f"NOT THE COURSE'S GPU: timed on {model}, the rubric's [speed] gpu_model is "
+                f"{graded['course_gpu']}: speedups are not comparable with the class's"
+            )
         lines.append(f"GPU after: {gpu_line(env.get('after'))}")
         for n, round_ in enumerate(env.get("throttled_rounds") or [], 1):
-            lines.append(f"timed round {n} discarded: the GPU was throttled after it "
-                         f"({round_['reasons']}); cooled down and timed again")
+            lines.append(
+                f"timed round {n} discarded: the GPU was throttled after it "
+                f"({round_['reasons']}); cooled down and timed again"
+            )
         reasons = throttled(env.get("after"))
         if reasons:
-            lines.append(f"the GPU was throttled after the timed runs ({reasons}): its times may "
-                         "be slow; compare with a regrade")
+            lines.append(
+                f"the GPU was throttled after the timed runs ({reasons}): its times may "
+                "be slow; compare with a regrade"
+            )
     timed = graded.get("timed_settings")
     if timed:
-        lines.append("settings of the timed runs: " + "; ".join(
-            f"{role} {settings_text(s)}" for role, s in timed.items()))
+        lines.append(
+            "settings of the timed runs: "
+            + "; ".join(f"{role} {settings_text(s)}" for role, s in timed.items())
+        )
         warning = settings_warning(timed)
         if warning:
             lines.append(warning)
@@ -595,19 +848,27 @@ def context_lines(graded):
 
 # clocks_throttle_reasons.active bits that slow a timed run (nvidia-smi; NVML's
 # nvmlClocksThrottleReasons): not 0x1 (idle) nor 0x2 (application clocks setting).
-THROTTLE_BITS = {0x4: "software power cap", 0x8: "hardware slowdown",
-                 0x20: "software thermal slowdown", 0x40: "hardware thermal slowdown",
-                 0x80: "hardware power brake"}
+THROTTLE_BITS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
+}
 
 
 def gpu_line(gpu):
     """The report's one line for a timing_environment() record (a dict, or an older string)."""
     if not isinstance(gpu, dict):
         return str(gpu)
-    return ", ".join(gpu.get(k, "?") for k in ("name", "driver_version", "clocks.sm", "clocks.mem",
-                                               "clocks.max.sm")) + \
-        f", {gpu.get('temperature.gpu', '?')} C, {gpu.get('power.draw', '?')}, throttle " \
+    return (
+        ", ".join(
+            gpu.get(k, "?")
+            for k in ("name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm")
+        )
+        + f", {gpu.get('temperature.gpu', '?')} C, {gpu.get('power.draw', '?')}, throttle "
         f"{gpu.get('clocks_throttle_reasons.active', '?')}, {gpu.get('uuid', '?')}"
+    )
 
 
 def throttled(gpu):
@@ -641,16 +902,25 @@ def render_terminal(graded):
 
 
 def render_markdown(graded):
-    md = [f"# Grade report — track `{graded['track']}`", "",
-          f"**Total: {graded['score']:.1f} / {graded['max_score']}**", ""]
+    md = [
+        f"# Grade report — track `{graded['track']}`",
+        "",
+        f"**Total: {graded['score']:.1f} / {graded['max_score']}**",
+        "",
+    ]
     md += [f"- {line.strip()}" for line in context_lines(graded)]
     md += ["", "| item | score | max | details |", "|---|---:|---:|---|"]
     for i in graded["items"]:
         details = i["output"].replace("\n", "<br>").replace("|", "\\|")
         md.append(f"| {i['name']} | {i['score']:.1f} | {i['max_score']} | {details} |")
     if graded["clips"]:
-        md += ["", "## Transcriptions", "", "| clip | WER | reference | transcript |",
-               "|---|---:|---|---|"]
+        md += [
+            "",
+            "## Transcriptions",
+            "",
+            "| clip | WER | reference | transcript |",
+            "|---|---:|---|---|",
+        ]
         for c in graded["clips"]:
             if c["private"]:
                 md.append(f"| (private) | {c['wer']:.1%} | | |")
@@ -659,11 +929,16 @@ def render_markdown(graded):
             md.append(f"| {c['clip']} | {c['wer']:.1%} | {c['reference']} | {hyp} |")
     if graded["speed"]:
         s = graded["speed"]
-        md += ["", "## Speed (median wall time per run, measured by the grader; Nano shapes)", "",
-               "| track | ms | speedup vs baseline |", "|---|---:|---:|",
-               f"| baseline | {s['baseline_ms']:.1f} | 1.00x |",
-               f"| {graded['track']} | {s['track_ms']:.1f} | {s['speedup']:.2f}x |",
-               f"| reference | {s['reference_ms']:.1f} | {s['reference_speedup']:.2f}x |"]
+        md += [
+            "",
+            "## Speed (median wall time per run, measured by the grader; Nano shapes)",
+            "",
+            "| track | ms | speedup vs baseline |",
+            "|---|---:|---:|",
+            f"| baseline | {s['baseline_ms']:.1f} | 1.00x |",
+            f"| {graded['track']} | {s['track_ms']:.1f} | {s['speedup']:.2f}x |",
+            f"| reference | {s['reference_ms']:.1f} | {s['reference_speedup']:.2f}x |",
+        ]
         breakdown = s.get("breakdown") or {}
         if any(breakdown.values()):
             md += ["", "Stage medians each process reported (CUDA events; information only):", ""]
@@ -671,16 +946,24 @@ def render_markdown(graded):
                 if stages:
                     md.append(f"- {role}: " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
     if graded.get("kernel_speed"):
-        md += ["", "## Per-kernel speed (time per workload run at the model's shapes, measured by the "
-               "grader; L2 flushed before every call)", "",
-               f"| kernel | {graded['track']} | baseline | reference | speedup vs baseline | credit | note |",
-               "|---|---:|---:|---:|---:|---:|---|"]
+        md += [
+            "",
+            "## Per-kernel speed (time per workload run at the model's shapes, measured by the "
+            "grader; L2 flushed before every call)",
+            "",
+            f"| kernel | {graded['track']} | baseline | reference | speedup vs baseline | credit | note |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
         for r in graded["kernel_speed"]:
             credit = "n/a" if r["share"] is None else f"{r['share']:.0%}"
             speedup = f"{r['speedup']:.2f}x" if r["speedup"] else "n/a"
-            md.append(f"| {r['op']} | {us_text(r['graded_us'])} | {us_text(r['baseline_us'])} | "
-                      f"{us_text(r['reference_us'])} | {speedup} | {credit} | "
-                      f"{(r['note'] or '').replace('|', '/')} |")
+            md.append(
+                f"| {r['op']} | {us_text(r['graded_us'])} | {us_text(r['baseline_us'])} | "
+                f"{us_text(r['reference_us'])} | {speedup} | {credit} | "
+                f"{(r['note'] or '').replace('|', '/')} |"
+            )
     md += ["", "## Integrity", ""]
-    md += [f"- {v['check']}: {v['detail']}" for v in graded["violations"]] or ["No violation found."]
+    md += [f"- {v['check']}: {v['detail']}" for v in graded["violations"]] or [
+        "No violation found."
+    ]
     return "\n".join(md) + "\n"

@@ -88,32 +88,48 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     bf16* w = weights(59264ull * 2048);  // lm_head-sized pool, sliced for smaller matrices
     float* bias = activations(65536);
 
-    struct Shape { int M, N, K; const char* name; };
-    for (Shape g : {Shape{1, 2048, 2048, "q/o"}, Shape{1, 512, 2048, "k/v"}, Shape{1, 2048, 6144, "down"},
-                    Shape{1, 59264, 2048, "lm_head"}, Shape{4, 2048, 2048, "q, M=4"}, Shape{8, 2048, 2048, "q, M=8"}}) {
+    struct Shape {
+        int M, N, K;
+        const char* name;
+    };
+    for (Shape g : {Shape{1, 2048, 2048, "q/o"}, Shape{1, 512, 2048, "k/v"},
+                    Shape{1, 2048, 6144, "down"}, Shape{1, 59264, 2048, "lm_head"},
+                    Shape{4, 2048, 2048, "q, M=4"}, Shape{8, 2048, 2048, "q, M=8"}}) {
         const size_t mat = static_cast<size_t>(g.N) * g.K;
         const int copies = static_cast<int>(std::min<size_t>(10, 59264ull * 2048 / mat));
-        const double ms = time_ms(s, [&] {
-            for (int i = 0; i < copies; ++i)
-                gemv_bf16(out, x, w + i * mat, nullptr, nullptr, GemvNorm{}, g.M, g.N, g.K, GemvEpilogue::kBias, s);
-        }) / copies;
+        const double ms =
+            time_ms(s,
+                    [&] {
+                        for (int i = 0; i < copies; ++i)
+                            gemv_bf16(out, x, w + i * mat, nullptr, nullptr, GemvNorm{}, g.M, g.N,
+                                      g.K, GemvEpilogue::kBias, s);
+                    }) /
+            copies;
         printf("gemv %-8s %5d x %5d x %5d: %8.2f us  %6.0f GB/s\n", g.name, g.M, g.N, g.K, ms * 1e3,
                2.0 * g.N * g.K / ms / 1e6);
     }
     {
         const size_t mat = 6144ull * 2048;
         const int pairs = static_cast<int>(59264ull * 2048 / (2 * mat));
-        const double ms = time_ms(s, [&] {
-            for (int i = 0; i < pairs; ++i)
-                gemv_bf16(out, x, w + 2 * i * mat, w + (2 * i + 1) * mat, nullptr, GemvNorm{}, 1, 6144, 2048,
-                          GemvEpilogue::kSiluMul, s);
-        }) / pairs;
-        printf("gemv gate+up+silu 1 x 6144 x 2048: %8.2f us  %6.0f GB/s\n", ms * 1e3, 4.0 * 6144 * 2048 / ms / 1e6);
-        const double ms_norm = time_ms(s, [&] {
-            for (int i = 0; i < pairs; ++i)
-                gemv_bf16(out, x, w + 2 * i * mat, w + (2 * i + 1) * mat, nullptr, GemvNorm{bias, 1e-5f}, 1, 6144,
-                          2048, GemvEpilogue::kSiluMul, s);
-        }) / pairs;
+        const double ms =
+            time_ms(s,
+                    [&] {
+                        for (int i = 0; i < pairs; ++i)
+                            gemv_bf16(out, x, w + 2 * i * mat, w + (2 * i + 1) * mat, nullptr,
+                                      GemvNorm{}, 1, 6144, 2048, GemvEpilogue::kSiluMul, s);
+                    }) /
+            pairs;
+        printf("gemv gate+up+silu 1 x 6144 x 2048: %8.2f us  %6.0f GB/s\n", ms * 1e3,
+               4.0 * 6144 * 2048 / ms / 1e6);
+        const double ms_norm =
+            time_ms(s,
+                    [&] {
+                        for (int i = 0; i < pairs; ++i)
+                            gemv_bf16(out, x, w + 2 * i * mat, w + (2 * i + 1) * mat, nullptr,
+                                      GemvNorm{bias, 1e-5f}, 1, 6144, 2048, GemvEpilogue::kSiluMul,
+                                      s);
+                    }) /
+            pairs;
         printf("gemv rmsnorm+gate+up+silu 1 x 6144 x 2048: %8.2f us  %6.0f GB/s\n", ms_norm * 1e3,
                4.0 * 6144 * 2048 / ms_norm / 1e6);
     }
@@ -121,20 +137,25 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
                     Shape{1500, 1280, 5120, "enc fc2"}, Shape{375, 4096, 5120, "projector 1"},
                     Shape{400, 2048, 2048, "prefill q"}, Shape{400, 6144, 2048, "prefill gate"},
                     Shape{400, 2048, 6144, "prefill down"}}) {
-        const double ms = time_ms(s, [&] { linear(ctx, out, x, w, bias, g.M, g.N, g.K, Epilogue::kNone, s); });
-        printf("linear %-12s %5d x %5d x %5d: %8.2f us  %6.1f TFLOP/s\n", g.name, g.M, g.N, g.K, ms * 1e3,
-               2.0 * g.M * g.N * g.K / ms / 1e9);
+        const double ms =
+            time_ms(s, [&] { linear(ctx, out, x, w, bias, g.M, g.N, g.K, Epilogue::kNone, s); });
+        printf("linear %-12s %5d x %5d x %5d: %8.2f us  %6.1f TFLOP/s\n", g.name, g.M, g.N, g.K,
+               ms * 1e3, 2.0 * g.M * g.N * g.K / ms / 1e9);
     }
-    double ms = time_ms(s, [&] { linear(ctx, out, x, w, bias, 1500, 5120, 1280, Epilogue::kGelu, s); });
+    double ms =
+        time_ms(s, [&] { linear(ctx, out, x, w, bias, 1500, 5120, 1280, Epilogue::kGelu, s); });
     printf("linear_gelu enc fc1: %8.2f us\n", ms * 1e3);
     ms = time_ms(s, [&] { conv1d(ctx, out, x, w, bias, 3000, 128, 1280, 3, 1, 1, 3000, s); });
     printf("conv1 3000 x 128 -> 1280: %8.2f us\n", ms * 1e3);
     ms = time_ms(s, [&] { conv1d(ctx, out, x, w, bias, 3000, 1280, 1280, 3, 2, 1, 1500, s); });
-    printf("conv2 3000 x 1280 -> 1280, stride 2: %8.2f us  %6.1f TFLOP/s\n", ms * 1e3, 2.0 * 1500 * 1280 * 3840 / ms / 1e9);
+    printf("conv2 3000 x 1280 -> 1280, stride 2: %8.2f us  %6.1f TFLOP/s\n", ms * 1e3,
+           2.0 * 1500 * 1280 * 3840 / ms / 1e9);
     ms = time_ms(s, [&] { convert_to_bf16(ctx.staging, x, 1500 * 5120, s); });
-    printf("convert_to_bf16 1500 x 5120: %8.2f us  %6.0f GB/s\n", ms * 1e3, 6.0 * 1500 * 5120 / ms / 1e6);
+    printf("convert_to_bf16 1500 x 5120: %8.2f us  %6.0f GB/s\n", ms * 1e3,
+           6.0 * 1500 * 5120 / ms / 1e6);
     ms = time_ms(s, [&] { add_layernorm(out, out2, x, bias, bias, 1500, 1280, 1e-5f, s); });
-    printf("add_layernorm 1500 x 1280: %8.2f us  %6.0f GB/s\n", ms * 1e3, 16.0 * 1500 * 1280 / ms / 1e6);
+    printf("add_layernorm 1500 x 1280: %8.2f us  %6.0f GB/s\n", ms * 1e3,
+           16.0 * 1500 * 1280 / ms / 1e6);
     ms = time_ms(s, [&] { rmsnorm(out2, x, bias, 1, 2048, 1e-5f, s); });
     printf("rmsnorm 1 x 2048: %8.2f us\n", ms * 1e3);
     ms = time_ms(s, [&] { gelu(out, x, 1500 * 5120, s); });
@@ -145,12 +166,15 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     float *q = activations(2048), *k = activations(8192ull * 512), *v = activations(8192ull * 512);
     int* pos = iota_positions(8192);
     for (int p : {500, 4000, 8000}) {
-        ms = time_ms(s, [&] {
-            for (int i = 0; i < 10; ++i)
-                decode_attention(out, ctx.decode_partials, q, k, v, pos + p - 1, 8192, 16, 4, 128, 0.088f, L2Prefetch{}, s);
-        }) / 10;
-        printf("decode attention, 16/4 heads x 128, position %d of 8192: %8.2f us  %6.0f GB/s\n", p, ms * 1e3,
-               2.0 * p * 512 * 4 / ms / 1e6);
+        ms = time_ms(s,
+                     [&] {
+                         for (int i = 0; i < 10; ++i)
+                             decode_attention(out, ctx.decode_partials, q, k, v, pos + p - 1, 8192,
+                                              16, 4, 128, 0.088f, L2Prefetch{}, s);
+                     }) /
+             10;
+        printf("decode attention, 16/4 heads x 128, position %d of 8192: %8.2f us  %6.0f GB/s\n", p,
+               ms * 1e3, 2.0 * p * 512 * 4 / ms / 1e6);
     }
 }
 
@@ -159,25 +183,31 @@ void bench_ladders(Context& ctx, cudaStream_t s) {
     float* out = activations(static_cast<size_t>(M) * N);
     bf16* w = weights(static_cast<size_t>(N) * K);
     float* bias = activations(N);
-    for (GemmRung r : {GemmRung::naive, GemmRung::smem, GemmRung::regtile, GemmRung::wmma, GemmRung::cublas}) {
-        const double ms = time_ms(s, [&] { gemm_for(r)(ctx, out, ctx.staging, w, bias, M, N, K, false, s); },
-                                  r == GemmRung::naive ? 3 : 10);
+    for (GemmRung r :
+         {GemmRung::naive, GemmRung::smem, GemmRung::regtile, GemmRung::wmma, GemmRung::cublas}) {
+        const double ms = time_ms(
+            s, [&] { gemm_for(r)(ctx, out, ctx.staging, w, bias, M, N, K, false, s); },
+            r == GemmRung::naive ? 3 : 10);
         printf("gemm %-8s %d x %d x %d: %9.3f ms  %6.1f TFLOP/s\n", rung_name(r), M, N, K, ms,
                2.0 * M * N * K / ms / 1e9);
     }
 
     // Encoder self-attention (1500 × 1500, 20 heads × 64) and causal decoder prefill (16/4 × 128).
     const int T = 1500;
-    float *q = activations(8192ull * 2048), *k = activations(8192ull * 512), *v = activations(8192ull * 512);
+    float *q = activations(8192ull * 2048), *k = activations(8192ull * 512),
+          *v = activations(8192ull * 512);
     float* o = activations(8192ull * 2048);
     float* scores = activations(20ull * T * T);
     int* pos = iota_positions(8192);
     const double flops = 4.0 * T * T * 64 * 20;
-    double ms = time_ms(s, [&] {
-        attention_scores(scores, q, k, nullptr, T, T, 20, 20, 64, 0.125f, s);
-        softmax(scores, scores, 20 * T, T, s);
-        attention_output(o, scores, k, T, T, 20, 20, 64, s);
-    }, 5);
+    double ms = time_ms(
+        s,
+        [&] {
+            attention_scores(scores, q, k, nullptr, T, T, 20, 20, 64, 0.125f, s);
+            softmax(scores, scores, 20 * T, T, s);
+            attention_output(o, scores, k, T, T, 20, 20, 64, s);
+        },
+        5);
     printf("attention three_kernel, encoder: %8.3f ms\n", ms);
     ms = time_ms(s, [&] { flash_attention(o, q, k, k, nullptr, T, T, 20, 20, 64, 0.125f, s); });
     printf("attention flash_simt,   encoder: %8.3f ms  %6.1f TFLOP/s\n", ms, flops / ms / 1e9);
@@ -185,25 +215,36 @@ void bench_ladders(Context& ctx, cudaStream_t s) {
     // model's encoder); flash_bf16 is flash_mma on wgmma where the GPU has it.
     const AttentionPath chosen = ctx.attention;
     bf16 *k16 = weights(size_t{T} * 1280), *o16 = weights(size_t{T} * 1280);
-    for (AttentionPath path : {AttentionPath::flash_split, AttentionPath::flash_mma, AttentionPath::flash_bf16}) {
+    for (AttentionPath path :
+         {AttentionPath::flash_split, AttentionPath::flash_mma, AttentionPath::flash_bf16}) {
         ctx.attention = path;
         const bool split = path == AttentionPath::flash_split;
-        ms = time_ms(s, [&] { flash_attention_tc(ctx, o, q, k, k, nullptr, T, T, 20, 20, 64, 0.125f, split, s); });
-        printf("attention %-11s encoder: %8.3f ms  %6.1f TFLOP/s\n", attention_name(path), ms, flops / ms / 1e9);
+        ms = time_ms(s, [&] {
+            flash_attention_tc(ctx, o, q, k, k, nullptr, T, T, 20, 20, 64, 0.125f, split, s);
+        });
+        printf("attention %-11s encoder: %8.3f ms  %6.1f TFLOP/s\n", attention_name(path), ms,
+               flops / ms / 1e9);
         if (split) continue;
-        ms = time_ms(s, [&] { flash_attention_tc(ctx, o16, q, k16, k16, nullptr, T, T, 20, 20, 64, 0.125f, false, s); });
-        printf("attention %-11s encoder, bf16 k/v/out in place: %8.3f ms  %6.1f TFLOP/s%s\n", attention_name(path), ms,
-               flops / ms / 1e9, path == AttentionPath::flash_bf16 && ctx.wgmma_attention ? " (wgmma)" : "");
+        ms = time_ms(s, [&] {
+            flash_attention_tc(ctx, o16, q, k16, k16, nullptr, T, T, 20, 20, 64, 0.125f, false, s);
+        });
+        printf("attention %-11s encoder, bf16 k/v/out in place: %8.3f ms  %6.1f TFLOP/s%s\n",
+               attention_name(path), ms, flops / ms / 1e9,
+               path == AttentionPath::flash_bf16 && ctx.wgmma_attention ? " (wgmma)" : "");
     }
     ctx.attention = chosen;
     for (int S : {400, 2000}) {
         const double causal_flops = 2.0 * S * S * 128 * 16;
-        ms = time_ms(s, [&] { flash_attention(o, q, k, v, pos, S, S + 100, 16, 4, 128, 0.088f, s); });
-        printf("attention flash_simt,   prefill %4d: %8.3f ms  %6.1f TFLOP/s\n", S, ms, causal_flops / ms / 1e9);
+        ms = time_ms(s,
+                     [&] { flash_attention(o, q, k, v, pos, S, S + 100, 16, 4, 128, 0.088f, s); });
+        printf("attention flash_simt,   prefill %4d: %8.3f ms  %6.1f TFLOP/s\n", S, ms,
+               causal_flops / ms / 1e9);
         for (bool split : {false, true}) {
-            ms = time_ms(s, [&] { flash_attention_tc(ctx, o, q, k, v, pos, S, S + 100, 16, 4, 128, 0.088f, split, s); });
-            printf("attention %-12s prefill %4d: %8.3f ms  %6.1f TFLOP/s\n", split ? "flash_split," : "flash_bf16,", S, ms,
-                   causal_flops / ms / 1e9);
+            ms = time_ms(s, [&] {
+                flash_attention_tc(ctx, o, q, k, v, pos, S, S + 100, 16, 4, 128, 0.088f, split, s);
+            });
+            printf("attention %-12s prefill %4d: %8.3f ms  %6.1f TFLOP/s\n",
+                   split ? "flash_split," : "flash_bf16,", S, ms, causal_flops / ms / 1e9);
         }
     }
 }
@@ -221,7 +262,8 @@ void bench_model(Context& ctx, cudaStream_t s) {
     };
     std::vector<Layer> layers(kLayers);
     for (Layer& l : layers) {
-        l.q = weights(size_t{kD + 2 * kKv} * kD);  // q, k, v back to back, as the driver places them
+        l.q =
+            weights(size_t{kD + 2 * kKv} * kD);  // q, k, v back to back, as the driver places them
         l.k = l.q + size_t{kD} * kD;
         l.v = l.k + size_t{kKv} * kD;
         l.o = weights(size_t{kD} * kD);
@@ -248,28 +290,52 @@ void bench_model(Context& ctx, cudaStream_t s) {
 
     auto decoder_layers = [&](int rows, const int* pos) {
         for (const Layer& l : layers) {
-            const QkvRopeCacheArgs qkv{q, l.k_cache, l.v_cache, x, l.q, l.k, l.v, cos, sin, pos,
-                                       rows, kD, kHq, kHkv, kHd, kHd / 2, kCap, kCap, GemvNorm{l.norm1, 1e-5f}};
+            const QkvRopeCacheArgs qkv{q,
+                                       l.k_cache,
+                                       l.v_cache,
+                                       x,
+                                       l.q,
+                                       l.k,
+                                       l.v,
+                                       cos,
+                                       sin,
+                                       pos,
+                                       rows,
+                                       kD,
+                                       kHq,
+                                       kHkv,
+                                       kHd,
+                                       kHd / 2,
+                                       kCap,
+                                       kCap,
+                                       GemvNorm{l.norm1, 1e-5f}};
             qkv_rope_cache(ctx, qkv, normed, s);
-            attention(ctx, attn, q, l.k_cache, l.v_cache, pos, rows, kCap, kHq, kHkv, kHd, scale, s);
+            attention(ctx, attn, q, l.k_cache, l.v_cache, pos, rows, kCap, kHq, kHkv, kHd, scale,
+                      s);
             linear_residual(ctx, x, attn, l.o, rows, kD, kD, s);
-            gate_up_silu(ctx, gate, nullptr, normed, x, GemvNorm{l.norm2, 1e-5f}, l.gate, l.up, rows, kFfn, kD, s);
+            gate_up_silu(ctx, gate, nullptr, normed, x, GemvNorm{l.norm2, 1e-5f}, l.gate, l.up,
+                         rows, kFfn, kD, s);
             linear_residual(ctx, x, gate, l.down, rows, kD, kFfn, s);
         }
         rmsnorm(normed, x, final_norm, rows, kD, 1e-5f, s);
     };
     auto logits_and_argmax = [&](int last_row) {
-        linear(ctx, logits, normed + size_t{kD} * last_row, embed, nullptr, 1, kVocab, kD, Epilogue::kNone, s);
+        linear(ctx, logits, normed + size_t{kD} * last_row, embed, nullptr, 1, kVocab, kD,
+               Epilogue::kNone, s);
         argmax(ctx, next_id, logits, 1, kVocab, s);
     };
 
     constexpr int kPrompt = 400;
-    double ms = time_ms(s, [&] {
-        embedding_bf16(x, embed, ids, kPrompt, kD, kVocab, s);
-        decoder_layers(kPrompt, positions);
-        logits_and_argmax(kPrompt - 1);
-    }, 5);
-    printf("decoder prefill, %d tokens (attention %s): %8.3f ms\n", kPrompt, attention_name(ctx.attention), ms);
+    double ms = time_ms(
+        s,
+        [&] {
+            embedding_bf16(x, embed, ids, kPrompt, kD, kVocab, s);
+            decoder_layers(kPrompt, positions);
+            logits_and_argmax(kPrompt - 1);
+        },
+        5);
+    printf("decoder prefill, %d tokens (attention %s): %8.3f ms\n", kPrompt,
+           attention_name(ctx.attention), ms);
 
     // One decode step at position 500 of the cache, recorded once and replayed, as the driver does.
     const int* step_pos = positions + 500;
@@ -287,10 +353,22 @@ void bench_model(Context& ctx, cudaStream_t s) {
     size_t nodes = 0;
     CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
     constexpr double kDecoderWeightBytes = 2.94e9;
-    ms = time_ms(s, [&] { for (int i = 0; i < 10; ++i) CUDA_CHECK(cudaGraphLaunch(exec, s)); }, 5) / 10;
-    printf("decode step, one CUDA graph of %zu kernels: %8.3f ms/token  (%.0f GB/s of weights)\n", nodes, ms,
-           kDecoderWeightBytes / ms / 1e6);
-    ms = time_ms(s, [&] { for (int i = 0; i < 3; ++i) step(); }, 3) / 3;
+    ms = time_ms(
+             s,
+             [&] {
+                 for (int i = 0; i < 10; ++i) CUDA_CHECK(cudaGraphLaunch(exec, s));
+             },
+             5) /
+         10;
+    printf("decode step, one CUDA graph of %zu kernels: %8.3f ms/token  (%.0f GB/s of weights)\n",
+           nodes, ms, kDecoderWeightBytes / ms / 1e6);
+    ms = time_ms(
+             s,
+             [&] {
+                 for (int i = 0; i < 3; ++i) step();
+             },
+             3) /
+         3;
     printf("decode step, launched one by one:       %8.3f ms/token\n", ms);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
@@ -314,12 +392,15 @@ void bench_model(Context& ctx, cudaStream_t s) {
     }
     bf16 *conv1_w = weights(size_t{kE} * kMel * 3), *conv2_w = weights(size_t{kE} * kE * 3);
     bf16 *proj1_w = weights(size_t{kProj} * kEffn), *proj2_w = weights(size_t{kD} * kProj);
-    float *mel = activations(size_t{kFrames} * kMel), *conv1_out = activations(size_t{kFrames} * kE);
+    float *mel = activations(size_t{kFrames} * kMel),
+          *conv1_out = activations(size_t{kFrames} * kE);
     float *ex = activations(size_t{kT} * kE), *en = activations(size_t{kT} * kE);
-    float *eq = activations(size_t{kT} * kE), *ek = activations(size_t{kT} * kE), *ev = activations(size_t{kT} * kE);
+    float *eq = activations(size_t{kT} * kE), *ek = activations(size_t{kT} * kE),
+          *ev = activations(size_t{kT} * kE);
     float *ea = activations(size_t{kT} * kE), *ep = activations(size_t{kT} * kE);
-    float *effn = activations(size_t{kT} * kEffn), *proj_hidden = activations(size_t{kTokens} * kProj);
-    float *proj_out = activations(size_t{kTokens} * kD);
+    float *effn = activations(size_t{kT} * kEffn),
+          *proj_hidden = activations(size_t{kTokens} * kProj);
+    float* proj_out = activations(size_t{kTokens} * kD);
     float *ecos = activations(size_t{kT} * 16), *esin = activations(size_t{kT} * 16);
     int* enc_pos = iota_positions(kT);
     rope_freqs(ecos, esin, kT, 16, 10000.0f, s);  // partial RoPE: 32 of 64 dims
@@ -334,38 +415,49 @@ void bench_model(Context& ctx, cudaStream_t s) {
         gelu(ex, ex, static_cast<long long>(kT) * kE, s);
         layernorm(normed, ex, enc[0].vec, enc[0].vec, kT, kE, 1e-5f, s);
         for (const EncLayer& l : enc) {
-            qkv_rope(ctx, QkvRopeArgs{eq, k, v, normed, l.q, l.vec, l.k, nullptr, l.v, l.vec, ecos, esin, enc_pos,
-                                      kT, kE, kHeads, kHeads, kEhd, 16, kT}, s);
+            qkv_rope(ctx, QkvRopeArgs{eq,      k,      v,      normed, l.q,  l.vec,   l.k,
+                                      nullptr, l.v,    l.vec,  ecos,   esin, enc_pos, kT,
+                                      kE,      kHeads, kHeads, kEhd,   16,   kT},
+                     s);
             attention(ctx, attn, eq, k, v, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
             linear(ctx, ep, attn, l.o, l.vec, kT, kE, kE, Epilogue::kNone, s);
             add_layernorm(ex, normed, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
-            linear_gelu_linear(ctx, ep, effn, normed, l.fc1, l.vec, l.fc2, l.vec, kT, kEffn, kE, kE, s);
+            linear_gelu_linear(ctx, ep, effn, normed, l.fc1, l.vec, l.fc2, l.vec, kT, kEffn, kE, kE,
+                               s);
             add_layernorm(ex, normed, ep, l.vec, l.vec, kT, kE, 1e-5f, s);
         }
-        linear_gelu_linear(ctx, proj_out, proj_hidden, normed, proj1_w, enc[0].vec, proj2_w, enc[0].vec, kTokens,
-                           kProj, kD, kEffn, s);
+        linear_gelu_linear(ctx, proj_out, proj_hidden, normed, proj1_w, enc[0].vec, proj2_w,
+                           enc[0].vec, kTokens, kProj, kD, kEffn, s);
     };
     auto encoder = [&] { encoder_with(en, ek, ev, ea); };
-    bf16 *en16 = weights(size_t{kT} * kE), *ek16 = weights(size_t{kT} * kE), *ev16 = weights(size_t{kT} * kE);
+    bf16 *en16 = weights(size_t{kT} * kE), *ek16 = weights(size_t{kT} * kE),
+         *ev16 = weights(size_t{kT} * kE);
     bf16* ea16 = weights(size_t{kT} * kE);
     auto encoder_bf16 = [&] { encoder_with(en16, ek16, ev16, ea16); };
     const AttentionPath chosen = ctx.attention;
     ctx.attention = AttentionPath::flash_bf16;
-    printf("encoder + projector, one 30 s window (attention flash_bf16, bf16 activations: the default): %8.3f ms\n",
-           time_ms(s, encoder_bf16, 3));
+    printf(
+        "encoder + projector, one 30 s window (attention flash_bf16, bf16 activations: the default): %8.3f ms\n",
+        time_ms(s, encoder_bf16, 3));
     ctx.attention = AttentionPath::flash_mma;
-    printf("encoder + projector, one 30 s window (attention flash_mma, bf16 activations): %8.3f ms\n",
-           time_ms(s, encoder_bf16, 3));
-    for (AttentionPath path : {AttentionPath::flash_bf16, AttentionPath::flash_mma, AttentionPath::flash_split,
-                               AttentionPath::flash_simt}) {
+    printf(
+        "encoder + projector, one 30 s window (attention flash_mma, bf16 activations): %8.3f ms\n",
+        time_ms(s, encoder_bf16, 3));
+    for (AttentionPath path : {AttentionPath::flash_bf16, AttentionPath::flash_mma,
+                               AttentionPath::flash_split, AttentionPath::flash_simt}) {
         ctx.attention = path;
-        const double attn_ms = time_ms(s, [&] {
-            for (int i = 0; i < kEncLayers; ++i)
-                attention(ctx, ea, eq, ek, ev, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f, s);
-        }, 3);
+        const double attn_ms = time_ms(
+            s,
+            [&] {
+                for (int i = 0; i < kEncLayers; ++i)
+                    attention(ctx, ea, eq, ek, ev, nullptr, kT, kT, kHeads, kHeads, kEhd, 0.125f,
+                              s);
+            },
+            3);
         ms = time_ms(s, encoder, 3);
-        printf("encoder + projector, one 30 s window (attention %s, f32 activations): %8.3f ms, attention %8.3f ms of it\n",
-               attention_name(path), ms, attn_ms);
+        printf(
+            "encoder + projector, one 30 s window (attention %s, f32 activations): %8.3f ms, attention %8.3f ms of it\n",
+            attention_name(path), ms, attn_ms);
     }
     ctx.attention = chosen;
 }

@@ -11,26 +11,33 @@ load at (id, j). Ids are trusted to be in 0..V−1 (the contract's caller checks
 cuTile idioms: a one-element load and .item() for a scalar from memory, a tile index that is
 data.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 512
 
 
 @ct.kernel
-def embedding_kernel(out,    # (T, D)
-                     table,  # (V, D)
-                     ids,    # (T) i32
-                     TILE: ct.Constant[int]):
+def embedding_kernel(
+    out,  # (T, D)
+    table,  # (V, D)
+    ids,  # (T) i32
+    TILE: ct.Constant[int],
+):
     t = ct.bid(0)
     j = ct.bid(1)
     row = ct.load(ids, index=(t,), shape=(1,)).item()
-    ct.store(out, index=(t, j),
-             tile=ct.load(table, index=(row, j), shape=(1, TILE), padding_mode=ct.PaddingMode.NAN))
+    ct.store(
+        out,
+        index=(t, j),
+        tile=ct.load(table, index=(row, j), shape=(1, TILE), padding_mode=ct.PaddingMode.NAN),
+    )
 
 
-LAUNCH = Launch(embedding_kernel,
-                grid=("T", f"cdiv(D, {TILE})"),
-                args=(Array("out", "T", "D"), Array("table", "V", "D"), Array("ids", "T")),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    embedding_kernel,
+    grid=("T", f"cdiv(D, {TILE})"),
+    args=(Array("out", "T", "D"), Array("table", "V", "D"), Array("ids", "T")),
+    constants={"TILE": TILE},
+)

@@ -10,28 +10,33 @@ not a cancellation, so it keeps its relative accuracy.
 
 cuTile idioms: arithmetic on whole tiles, ct.exp, ct.abs, ct.where for the two branches.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
 
 
 @ct.kernel
-def gelu_kernel(out,  # (n), may equal x
-                x,    # (n)
-                TILE: ct.Constant[int]):
+def gelu_kernel(
+    out,  # (n), may equal x
+    x,  # (n)
+    TILE: ct.Constant[int],
+):
     i = ct.bid(0)
     v = ct.load(x, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     z = ct.abs(v) * 0.7071067811865476
     t = 1.0 / (1.0 + 0.3275911 * z)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 +
-                                                       t * (-1.453152027 + t * 1.061405429))))
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
     half_erfc = 0.5 * poly * ct.exp(-z * z)
     ct.store(out, index=(i,), tile=ct.where(v >= 0.0, v * (1.0 - half_erfc), v * half_erfc))
 
 
-LAUNCH = Launch(gelu_kernel,
-                grid=(f"cdiv(n, {TILE})",),
-                args=(Array("out", "n"), Array("x", "n")),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    gelu_kernel,
+    grid=(f"cdiv(n, {TILE})",),
+    args=(Array("out", "n"), Array("x", "n")),
+    constants={"TILE": TILE},
+)

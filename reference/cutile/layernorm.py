@@ -11,8 +11,8 @@ those lanes are masked by their column index.
 
 cuTile idioms: runtime tile loops (ct.num_tiles), ct.arange columns for a mask, ct.rsqrt.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
@@ -20,12 +20,14 @@ ZERO = ct.PaddingMode.ZERO
 
 
 @ct.kernel
-def layernorm_kernel(out,  # (rows, dim)
-                     x,    # (rows, dim)
-                     w,    # (dim)
-                     b,    # (dim)
-                     eps,  # f32
-                     TILE: ct.Constant[int]):
+def layernorm_kernel(
+    out,  # (rows, dim)
+    x,  # (rows, dim)
+    w,  # (dim)
+    b,  # (dim)
+    eps,  # f32
+    TILE: ct.Constant[int],
+):
     row = ct.bid(0)
     dim = x.shape[1]
     n_tiles = ct.num_tiles(x, axis=1, shape=(1, TILE))
@@ -46,8 +48,15 @@ def layernorm_kernel(out,  # (rows, dim)
         ct.store(out, index=(row, j), tile=(v - mean) * inv_std * g + h)
 
 
-LAUNCH = Launch(layernorm_kernel,
-                grid=("rows",),
-                args=(Array("out", "rows", "dim"), Array("x", "rows", "dim"), Array("w", "dim"),
-                      Array("b", "dim"), "eps"),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    layernorm_kernel,
+    grid=("rows",),
+    args=(
+        Array("out", "rows", "dim"),
+        Array("x", "rows", "dim"),
+        Array("w", "dim"),
+        Array("b", "dim"),
+        "eps",
+    ),
+    constants={"TILE": TILE},
+)

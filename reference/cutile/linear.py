@@ -16,8 +16,8 @@ returns 0 — no branch, and no load from a null pointer.
 cuTile idioms: ct.mma with an accumulator, order=(1, 0) for a transposed load, .astype
 (ct.tfloat32), a bounds-checked ct.gather for the optional bias.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TM, TN, TK = 64, 128, 32
@@ -25,11 +25,15 @@ ZERO = ct.PaddingMode.ZERO
 
 
 @ct.kernel
-def linear_kernel(out,       # (M, N)
-                  x,         # (M, K)
-                  w,         # (N, K)
-                  bias,      # (N), or (0) when the launcher's bias is null
-                  TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+def linear_kernel(
+    out,  # (M, N)
+    x,  # (M, K)
+    w,  # (N, K)
+    bias,  # (N), or (0) when the launcher's bias is null
+    TM: ct.Constant[int],
+    TN: ct.Constant[int],
+    TK: ct.Constant[int],
+):
     i = ct.bid(0)
     j = ct.bid(1)
     acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
@@ -42,8 +46,14 @@ def linear_kernel(out,       # (M, N)
     ct.store(out, index=(i, j), tile=acc)
 
 
-LAUNCH = Launch(linear_kernel,
-                grid=(f"cdiv(M, {TM})", f"cdiv(N, {TN})"),
-                args=(Array("out", "M", "N"), Array("x", "M", "K"), Array("w", "N", "K"),
-                      Array("bias", "nonnull(bias) * N")),
-                constants={"TM": TM, "TN": TN, "TK": TK})
+LAUNCH = Launch(
+    linear_kernel,
+    grid=(f"cdiv(M, {TM})", f"cdiv(N, {TN})"),
+    args=(
+        Array("out", "M", "N"),
+        Array("x", "M", "K"),
+        Array("w", "N", "K"),
+        Array("bias", "nonnull(bias) * N"),
+    ),
+    constants={"TM": TM, "TN": TN, "TK": TK},
+)

@@ -10,8 +10,8 @@ they add nothing; stores past it are dropped.
 
 cuTile idioms: ct.num_tiles for a runtime loop bound, PaddingMode.ZERO, ct.sum, ct.rsqrt.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
@@ -19,11 +19,13 @@ ZERO = ct.PaddingMode.ZERO
 
 
 @ct.kernel
-def rmsnorm_kernel(out,  # (rows, dim)
-                   x,    # (rows, dim)
-                   w,    # (dim)
-                   eps,  # f32
-                   TILE: ct.Constant[int]):
+def rmsnorm_kernel(
+    out,  # (rows, dim)
+    x,  # (rows, dim)
+    w,  # (dim)
+    eps,  # f32
+    TILE: ct.Constant[int],
+):
     row = ct.bid(0)
     n_tiles = ct.num_tiles(x, axis=1, shape=(1, TILE))
     sum_sq = ct.full((1, TILE), 0.0, dtype=ct.float32)
@@ -37,8 +39,9 @@ def rmsnorm_kernel(out,  # (rows, dim)
         ct.store(out, index=(row, j), tile=v * inv_rms * g)
 
 
-LAUNCH = Launch(rmsnorm_kernel,
-                grid=("rows",),
-                args=(Array("out", "rows", "dim"), Array("x", "rows", "dim"), Array("w", "dim"),
-                      "eps"),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    rmsnorm_kernel,
+    grid=("rows",),
+    args=(Array("out", "rows", "dim"), Array("x", "rows", "dim"), Array("w", "dim"), "eps"),
+    constants={"TILE": TILE},
+)

@@ -17,21 +17,23 @@ from memory.
 cuTile idioms: .item() for a scalar from memory, ct.gather / ct.scatter with a mask for the
 ragged chunk, a runtime loop over the rotated dims.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 64
 
 
 @ct.kernel
-def rope_apply_kernel(x,          # (T, n_heads·head_dim), rotated in place
-                      cos,        # (P, half)
-                      sin,        # (P, half)
-                      positions,  # (T) i32
-                      head_dim,   # i32
-                      half,       # i32
-                      TILE: ct.Constant[int]):
+def rope_apply_kernel(
+    x,  # (T, n_heads·head_dim), rotated in place
+    cos,  # (P, half)
+    sin,  # (P, half)
+    positions,  # (T) i32
+    head_dim,  # i32
+    half,  # i32
+    TILE: ct.Constant[int],
+):
     t = ct.bid(0)
     base = ct.bid(1) * head_dim
     pos = ct.load(positions, index=(t,), shape=(1,)).item()
@@ -46,11 +48,18 @@ def rope_apply_kernel(x,          # (T, n_heads·head_dim), rotated in place
         ct.scatter(x, (t, base + half + j), x2 * c + x1 * s, mask=rotated)
 
 
-LAUNCH = Launch(rope_apply_kernel,
-                grid=("T", "n_heads"),
-                # cos/sin have P rows, a size the launcher is not given: the largest extent
-                # stands in for it (the positions are trusted, as in the CUDA track).
-                args=(Array("x", "T", "n_heads * head_dim"), Array("cos", "2147483647", "half"),
-                      Array("sin", "2147483647", "half"), Array("positions", "T"), "head_dim",
-                      "half"),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    rope_apply_kernel,
+    grid=("T", "n_heads"),
+    # cos/sin have P rows, a size the launcher is not given: the largest extent
+    # stands in for it (the positions are trusted, as in the CUDA track).
+    args=(
+        Array("x", "T", "n_heads * head_dim"),
+        Array("cos", "2147483647", "half"),
+        Array("sin", "2147483647", "half"),
+        Array("positions", "T"),
+        "head_dim",
+        "half",
+    ),
+    constants={"TILE": TILE},
+)

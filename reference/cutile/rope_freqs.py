@@ -11,18 +11,20 @@ p · inv_freq by more than the tests allow at p ≈ 1500); the angle and its cos
 cuTile idioms: ct.arange + .astype for index arithmetic in floating point, ct.cos / ct.sin,
 two outputs stored from one block.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 64
 
 
 @ct.kernel
-def rope_freqs_kernel(cos,    # (n_positions, half)
-                      sin,    # (n_positions, half)
-                      theta,  # f32
-                      TILE: ct.Constant[int]):
+def rope_freqs_kernel(
+    cos,  # (n_positions, half)
+    sin,  # (n_positions, half)
+    theta,  # f32
+    TILE: ct.Constant[int],
+):
     p = ct.bid(0)
     jt = ct.bid(1)
     half = cos.shape[1]
@@ -34,8 +36,9 @@ def rope_freqs_kernel(cos,    # (n_positions, half)
     ct.store(sin, index=(p, jt), tile=ct.sin(angle))
 
 
-LAUNCH = Launch(rope_freqs_kernel,
-                grid=("n_positions", f"cdiv(half, {TILE})"),
-                args=(Array("cos", "n_positions", "half"), Array("sin", "n_positions", "half"),
-                      "theta"),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    rope_freqs_kernel,
+    grid=("n_positions", f"cdiv(half, {TILE})"),
+    args=(Array("cos", "n_positions", "half"), Array("sin", "n_positions", "half"), "theta"),
+    constants={"TILE": TILE},
+)

@@ -9,25 +9,29 @@ to inf and the quotient is the correct −0, for g → +∞ it is g.
 
 cuTile idioms: element-wise arithmetic on tiles, ct.exp.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
 
 
 @ct.kernel
-def silu_mul_kernel(out,   # (n), may equal gate
-                    gate,  # (n)
-                    up,    # (n)
-                    TILE: ct.Constant[int]):
+def silu_mul_kernel(
+    out,  # (n), may equal gate
+    gate,  # (n)
+    up,  # (n)
+    TILE: ct.Constant[int],
+):
     i = ct.bid(0)
     g = ct.load(gate, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     u = ct.load(up, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(out, index=(i,), tile=g / (1.0 + ct.exp(-g)) * u)
 
 
-LAUNCH = Launch(silu_mul_kernel,
-                grid=(f"cdiv(n, {TILE})",),
-                args=(Array("out", "n"), Array("gate", "n"), Array("up", "n")),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    silu_mul_kernel,
+    grid=(f"cdiv(n, {TILE})",),
+    args=(Array("out", "n"), Array("gate", "n"), Array("up", "n")),
+    constants={"TILE": TILE},
+)

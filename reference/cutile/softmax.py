@@ -11,8 +11,8 @@ the row before the last one writes it, so out = x is safe.
 
 cuTile idioms: PaddingMode.NEG_INF, ct.max / ct.sum over tiles, scalar ct.where.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
@@ -20,15 +20,18 @@ NEG_INF = ct.PaddingMode.NEG_INF
 
 
 @ct.kernel
-def softmax_kernel(out,  # (rows, cols), may equal x
-                   x,    # (rows, cols)
-                   TILE: ct.Constant[int]):
+def softmax_kernel(
+    out,  # (rows, cols), may equal x
+    x,  # (rows, cols)
+    TILE: ct.Constant[int],
+):
     row = ct.bid(0)
     n_tiles = ct.num_tiles(x, axis=1, shape=(1, TILE))
     row_max = ct.full((1, TILE), -float("inf"), dtype=ct.float32)
     for j in range(n_tiles):
-        row_max = ct.maximum(row_max, ct.load(x, index=(row, j), shape=(1, TILE),
-                                              padding_mode=NEG_INF))
+        row_max = ct.maximum(
+            row_max, ct.load(x, index=(row, j), shape=(1, TILE), padding_mode=NEG_INF)
+        )
     m = ct.max(row_max)
     m = ct.where(m == -float("inf"), 0.0, m)
     total = ct.full((1, TILE), 0.0, dtype=ct.float32)
@@ -41,7 +44,9 @@ def softmax_kernel(out,  # (rows, cols), may equal x
         ct.store(out, index=(row, j), tile=e * inv)
 
 
-LAUNCH = Launch(softmax_kernel,
-                grid=("rows",),
-                args=(Array("out", "rows", "cols"), Array("x", "rows", "cols")),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    softmax_kernel,
+    grid=("rows",),
+    args=(Array("out", "rows", "cols"), Array("x", "rows", "cols")),
+    constants={"TILE": TILE},
+)

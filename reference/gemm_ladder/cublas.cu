@@ -63,21 +63,27 @@ void gemm_cublas(Context& ctx, float* out, const bf16* a, const bf16* w, const f
     // aligned buffer first: one small device-to-device copy, capture-safe.
     if (bias && !aligned_to(bias, 16)) {
         if (N > kBiasStagingElems)
-            throw Error("gemm_cublas: a bias of " + std::to_string(N) + " elements off 16-byte alignment exceeds the " +
+            throw Error("gemm_cublas: a bias of " + std::to_string(N) +
+                        " elements off 16-byte alignment exceeds the " +
                         "reference track's bias staging (" + std::to_string(kBiasStagingElems) +
                         " elements, reference/context.h)");
-        CUDA_CHECK(cudaMemcpyAsync(ctx.bias_staging, bias, sizeof(float) * N, cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(cudaMemcpyAsync(ctx.bias_staging, bias, sizeof(float) * N,
+                                   cudaMemcpyDeviceToDevice, stream));
         bias = ctx.bias_staging;
     }
     LtDescriptors desc;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof trans_a));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b, sizeof trans_b));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                                sizeof trans_a));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                                sizeof trans_b));
     if (bias) {
         const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                    &epilogue, sizeof epilogue));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                    &bias, sizeof bias));
     }
     // Layouts as cuBLAS sees the bytes (column-major; see the top of the file).
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&desc.a, CUDA_R_16BF, K, N, K));  // w
@@ -92,11 +98,16 @@ void gemm_cublas(Context& ctx, float* out, const bf16* a, const bf16* w, const f
         CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&desc.pref));
         const uint64_t workspace = kLtWorkspaceBytes;
         const uint32_t aw = align_w, aa = align_a, ao = align_out;
-        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
-        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw));
-        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aa, sizeof aa));
-        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ao, sizeof ao));
-        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ao, sizeof ao));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            desc.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &aa, sizeof aa));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ao, sizeof ao));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+            desc.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ao, sizeof ao));
         cublasLtMatmulHeuristicResult_t result{};
         int found = 0;
         CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx.lt, desc.op, desc.a, desc.b, desc.d, desc.d,

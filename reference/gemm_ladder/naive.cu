@@ -33,8 +33,8 @@ __global__ void gemm_naive_kernel(float* __restrict__ out,         // (M, N)
 
 }  // namespace
 
-void gemm_naive(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-                int N, int K, bool accumulate, cudaStream_t stream) {
+void gemm_naive(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M, int N,
+                int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const dim3 block(32, 8);
     const dim3 grid(cuda::blocks_for(N, block.x), cuda::blocks_for(M, block.y));

@@ -23,11 +23,11 @@ constexpr int kThreads = 256;  // 16 × 16, each 4 × 4 outputs
 constexpr int kMicro = 4;
 
 __global__ void __launch_bounds__(kThreads)
-gemm_regtile_kernel(float* __restrict__ out,         // (M, N)
-                    const bf16* __restrict__ a,      // (M, K)
-                    const bf16* __restrict__ w,      // (N, K)
-                    const float* __restrict__ bias,  // (N) or null
-                    int M, int N, int K, bool accumulate) {
+    gemm_regtile_kernel(float* __restrict__ out,         // (M, N)
+                        const bf16* __restrict__ a,      // (M, K)
+                        const bf16* __restrict__ w,      // (N, K)
+                        const float* __restrict__ bias,  // (N) or null
+                        int M, int N, int K, bool accumulate) {
     __shared__ __align__(16) float as[kBK][kBM], ws[kBK][kBN];  // k-major
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
@@ -38,8 +38,10 @@ gemm_regtile_kernel(float* __restrict__ out,         // (M, N)
         for (int idx = tid; idx < kBM * kBK; idx += kThreads) {
             const int r = idx / kBK, kk = idx % kBK, k = k0 + kk;
             const int m = m0 + r, n = n0 + r;
-            as[kk][r] = (m < M && k < K) ? __bfloat162float(a[static_cast<size_t>(m) * K + k]) : 0.0f;
-            ws[kk][r] = (n < N && k < K) ? __bfloat162float(w[static_cast<size_t>(n) * K + k]) : 0.0f;
+            as[kk][r] =
+                (m < M && k < K) ? __bfloat162float(a[static_cast<size_t>(m) * K + k]) : 0.0f;
+            ws[kk][r] =
+                (n < N && k < K) ? __bfloat162float(w[static_cast<size_t>(n) * K + k]) : 0.0f;
         }
         __syncthreads();
 #pragma unroll
@@ -62,7 +64,9 @@ gemm_regtile_kernel(float* __restrict__ out,         // (M, N)
 #pragma unroll
         for (int j = 0; j < kMicro; ++j) {
             const int n = n0 + tx * kMicro + j;
-            if (n < N) store_out(out[static_cast<size_t>(m) * N + n], bias ? acc[i][j] + bias[n] : acc[i][j], accumulate);
+            if (n < N)
+                store_out(out[static_cast<size_t>(m) * N + n],
+                          bias ? acc[i][j] + bias[n] : acc[i][j], accumulate);
         }
     }
 }

@@ -33,19 +33,21 @@ __global__ void gemm_smem_kernel(float* __restrict__ out,         // (M, N)
     for (int k0 = 0; k0 < K; k0 += kTile) {
         const int k = k0 + tx;
         as[ty][tx] = (m < M && k < K) ? __bfloat162float(a[static_cast<size_t>(m) * K + k]) : 0.0f;
-        ws[ty][tx] = (n_load < N && k < K) ? __bfloat162float(w[static_cast<size_t>(n_load) * K + k]) : 0.0f;
+        ws[ty][tx] =
+            (n_load < N && k < K) ? __bfloat162float(w[static_cast<size_t>(n_load) * K + k]) : 0.0f;
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < kTile; ++kk) acc = fmaf(as[ty][kk], ws[tx][kk], acc);
         __syncthreads();
     }
-    if (m < M && n < N) store_out(out[static_cast<size_t>(m) * N + n], bias ? acc + bias[n] : acc, accumulate);
+    if (m < M && n < N)
+        store_out(out[static_cast<size_t>(m) * N + n], bias ? acc + bias[n] : acc, accumulate);
 }
 
 }  // namespace
 
-void gemm_smem(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, bool accumulate, cudaStream_t stream) {
+void gemm_smem(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M, int N,
+               int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const dim3 block(kTile, kTile);
     const dim3 grid(cuda::blocks_for(N, kTile), cuda::blocks_for(M, kTile));

@@ -28,20 +28,20 @@ namespace wmma = nvcuda::wmma;
 constexpr int kBM = 64, kBN = 64, kBK = 32;
 constexpr int kWarps = 4, kThreads = kWarps * kWarpSize;
 constexpr int kFrag = 16;
-constexpr int kSkew = 8;              // bf16 of padding per staged row (16 bytes): fewer bank conflicts
-constexpr int kLd = kBK + kSkew;      // staged row length, a multiple of 8 as WMMA requires
-constexpr int kCLd = kBN + 4;         // accumulator staging row length (floats)
+constexpr int kSkew = 8;          // bf16 of padding per staged row (16 bytes): fewer bank conflicts
+constexpr int kLd = kBK + kSkew;  // staged row length, a multiple of 8 as WMMA requires
+constexpr int kCLd = kBN + 4;     // accumulator staging row length (floats)
 
 __global__ void __launch_bounds__(kThreads)
-gemm_wmma_kernel(float* __restrict__ out,         // (M, N)
-                 const bf16* __restrict__ a,      // (M, K)
-                 const bf16* __restrict__ w,      // (N, K)
-                 const float* __restrict__ bias,  // (N) or null
-                 int M, int N, int K, bool accumulate) {
+    gemm_wmma_kernel(float* __restrict__ out,         // (M, N)
+                     const bf16* __restrict__ a,      // (M, K)
+                     const bf16* __restrict__ w,      // (N, K)
+                     const float* __restrict__ bias,  // (N) or null
+                     int M, int N, int K, bool accumulate) {
     // The operand tiles and the accumulator staging are never live at the same time.
     __shared__ __align__(32) unsigned char smem[kBM * kCLd * sizeof(float)];
-    bf16* as = reinterpret_cast<bf16*>(smem);  // (kBM, kLd)
-    bf16* ws = as + kBM * kLd;                 // (kBN, kLd)
+    bf16* as = reinterpret_cast<bf16*>(smem);    // (kBM, kLd)
+    bf16* ws = as + kBM * kLd;                   // (kBN, kLd)
     float* cs = reinterpret_cast<float*>(smem);  // (kBM, kCLd)
     static_assert(2 * kBM * kLd * sizeof(bf16) <= kBM * kCLd * sizeof(float), "staging overlap");
 
@@ -69,9 +69,11 @@ gemm_wmma_kernel(float* __restrict__ out,         // (M, N)
             wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, bf16, wmma::row_major> fa[2];
             wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, bf16, wmma::col_major> fb[2];
 #pragma unroll
-            for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], as + (wm + i * kFrag) * kLd + kk, kLd);
+            for (int i = 0; i < 2; ++i)
+                wmma::load_matrix_sync(fa[i], as + (wm + i * kFrag) * kLd + kk, kLd);
 #pragma unroll
-            for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], ws + (wn + j * kFrag) * kLd + kk, kLd);
+            for (int j = 0; j < 2; ++j)
+                wmma::load_matrix_sync(fb[j], ws + (wn + j * kFrag) * kLd + kk, kLd);
 #pragma unroll
             for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -89,14 +91,16 @@ gemm_wmma_kernel(float* __restrict__ out,         // (M, N)
     __syncthreads();
     for (int idx = tid; idx < kBM * kBN; idx += kThreads) {
         const int r = idx / kBN, c = idx % kBN, m = m0 + r, n = n0 + c;
-        if (m < M && n < N) store_out(out[static_cast<size_t>(m) * N + n], cs[r * kCLd + c] + (bias ? bias[n] : 0.0f), accumulate);
+        if (m < M && n < N)
+            store_out(out[static_cast<size_t>(m) * N + n],
+                      cs[r * kCLd + c] + (bias ? bias[n] : 0.0f), accumulate);
     }
 }
 
 }  // namespace
 
-void gemm_wmma(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M,
-               int N, int K, bool accumulate, cudaStream_t stream) {
+void gemm_wmma(Context&, float* out, const bf16* a, const bf16* w, const float* bias, int M, int N,
+               int K, bool accumulate, cudaStream_t stream) {
     if (M == 0 || N == 0) return;
     const dim3 grid(cuda::blocks_for(N, kBN), cuda::blocks_for(M, kBM));
     gemm_wmma_kernel<<<grid, kThreads, 0, stream>>>(out, a, w, bias, M, N, K, accumulate);

@@ -85,7 +85,9 @@ public:
         CUDA_CHECK(cudaMemcpy(host.data(), t.data, t.bytes(), cudaMemcpyDeviceToHost));
         return host;
     }
-    static std::vector<uint16_t> get_bits(const Tensor& t) { return download<uint16_t>(t); }  // bf16 bits
+    static std::vector<uint16_t> get_bits(const Tensor& t) {
+        return download<uint16_t>(t);
+    }  // bf16 bits
     Tensor i32(const std::vector<int32_t>& host, std::initializer_list<int64_t> shape) {
         return upload(host.data(), host.size() * 4, DType::I32, shape, 0);
     }
@@ -116,8 +118,8 @@ private:
 };
 
 // |got − want| ≤ atol·scale[i] + rtol·|want|, NaN never passes; prints the first mismatches.
-void expect_close(const Vec& got, const Vec& want, double atol, double rtol, const std::string& what,
-                  const Vec* scale = nullptr) {
+void expect_close(const Vec& got, const Vec& want, double atol, double rtol,
+                  const std::string& what, const Vec* scale = nullptr) {
     ASSERT_EQ(got.size(), want.size()) << what;
     int bad = 0;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -131,7 +133,8 @@ void expect_close(const Vec& got, const Vec& want, double atol, double rtol, con
                               << want[i] << " (tolerance " << tol << ")";
         }
     }
-    EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements out of tolerance";
+    EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size()
+                      << " elements out of tolerance";
 }
 
 class Reference : public ::testing::Test {
@@ -154,7 +157,8 @@ protected:
 // ----------------------------------------------------------------------------- linear family
 
 // want(M, N) = x · wᵀ + b, and mag(M, N) = Σ|x·w| (+|b|) for the bf16-staging tolerance.
-void cpu_linear(const Vec& x, const Vec& w, const Vec* b, int M, int N, int K, Vec* want, Vec* mag) {
+void cpu_linear(const Vec& x, const Vec& w, const Vec* b, int M, int N, int K, Vec* want,
+                Vec* mag) {
     want->assign(static_cast<size_t>(M) * N, 0);
     mag->assign(static_cast<size_t>(M) * N, 0);
     for (int m = 0; m < M; ++m)
@@ -162,7 +166,8 @@ void cpu_linear(const Vec& x, const Vec& w, const Vec* b, int M, int N, int K, V
             double s = b ? (*b)[n] : 0.0, a = b ? std::fabs((*b)[n]) : 0.0;
             for (int k = 0; k < K; ++k) {
                 s += static_cast<double>(x[m * K + k]) * w[static_cast<size_t>(n) * K + k];
-                a += std::fabs(static_cast<double>(x[m * K + k]) * w[static_cast<size_t>(n) * K + k]);
+                a += std::fabs(static_cast<double>(x[m * K + k]) *
+                               w[static_cast<size_t>(n) * K + k]);
             }
             (*want)[m * N + n] = static_cast<float>(s);
             (*mag)[m * N + n] = static_cast<float>(a) + 1.0f;
@@ -203,15 +208,17 @@ TEST_P(Linear, MatchesLoopAndGeluEpilogue) {
     expect_close(Device::get(out2), want_gelu, atol, 1e-5, "linear_gelu", &mag);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Linear, ::testing::Values(
-    LinearCase{1, 19, 24, true, 0},      // GEMV fast path, N not a multiple of the row tile
-    LinearCase{1, 37, 19, false, 0},     // K % 8 ≠ 0: generic GEMV
-    LinearCase{3, 100, 64, true, 1},     // unaligned x: generic GEMV
-    LinearCase{8, 512, 2048, false, 0},  // largest GEMV, decoder k/v shape
-    LinearCase{9, 64, 40, true, 0},      // smallest GEMM
-    LinearCase{19, 111, 77, true, 3},    // odd everything through cuBLASLt
-    LinearCase{150, 256, 1280, true, 0},
-    LinearCase{2100, 16, 4096, true, 0}));  // more than the staging buffer: two row chunks
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Linear,
+    ::testing::Values(
+        LinearCase{1, 19, 24, true, 0},      // GEMV fast path, N not a multiple of the row tile
+        LinearCase{1, 37, 19, false, 0},     // K % 8 ≠ 0: generic GEMV
+        LinearCase{3, 100, 64, true, 1},     // unaligned x: generic GEMV
+        LinearCase{8, 512, 2048, false, 0},  // largest GEMV, decoder k/v shape
+        LinearCase{9, 64, 40, true, 0},      // smallest GEMM
+        LinearCase{19, 111, 77, true, 3},    // odd everything through cuBLASLt
+        LinearCase{150, 256, 1280, true, 0},
+        LinearCase{2100, 16, 4096, true, 0}));  // more than the staging buffer: two row chunks
 
 TEST_F(Reference, GemvAndGemmAgreeAcrossTheSwitch) {
     // Rows 0..7 through the GEMV (M = 8) and through the GEMM (as part of M = 9) must agree to
@@ -233,7 +240,8 @@ class GateUpSilu : public Reference, public ::testing::WithParamInterface<std::t
 
 // want = silu(x·wgᵀ) ⊙ (x·wuᵀ) for x (M, K), and its magnitude for expect_close: each product's
 // Σ|x·w| times the size of the other factor.
-void cpu_gate_up_silu(const Vec& x, const Vec& wg, const Vec& wu, int M, int F, int K, Vec* want, Vec* mag) {
+void cpu_gate_up_silu(const Vec& x, const Vec& wg, const Vec& wu, int M, int F, int K, Vec* want,
+                      Vec* mag) {
     Vec g, gm, u, um;
     cpu_linear(x, wg, nullptr, M, F, K, &g, &gm);
     cpu_linear(x, wu, nullptr, M, F, K, &u, &um);
@@ -254,15 +262,18 @@ TEST_P(GateUpSilu, MatchesComposition) {
     cpu_gate_up_silu(x, wg, wu, M, F, K, &want, &mag);
     const double atol = M <= reference::kGemvMaxRows ? 1e-5 : 1.0 / 128;
     const Tensor out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F});
-    ops().gate_up_silu(out, dev_.f32(x, {M, K}), dev_.bf16(wg, {F, K}), dev_.bf16(wu, {F, K}), scratch, stream_);
+    ops().gate_up_silu(out, dev_.f32(x, {M, K}), dev_.bf16(wg, {F, K}), dev_.bf16(wu, {F, K}),
+                       scratch, stream_);
     expect_close(Device::get(out), want, atol, 1e-5, "gate_up_silu", &mag);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, GateUpSilu, ::testing::Values(
-    std::make_tuple(1, 64), std::make_tuple(4, 64), std::make_tuple(8, 2048),
-    std::make_tuple(3, 30), std::make_tuple(12, 64), std::make_tuple(40, 30)));
+INSTANTIATE_TEST_SUITE_P(Shapes, GateUpSilu,
+                         ::testing::Values(std::make_tuple(1, 64), std::make_tuple(4, 64),
+                                           std::make_tuple(8, 2048), std::make_tuple(3, 30),
+                                           std::make_tuple(12, 64), std::make_tuple(40, 30)));
 
-class LinearResidual : public Reference, public ::testing::WithParamInterface<std::tuple<int, int>> {};
+class LinearResidual : public Reference,
+                       public ::testing::WithParamInterface<std::tuple<int, int>> {};
 
 TEST_P(LinearResidual, AddsTheProductToTheResidual) {
     // residual += x·Wᵀ: the GEMV's epilogue for M ≤ 8, the GEMM's (accumulating) above.
@@ -280,17 +291,20 @@ TEST_P(LinearResidual, AddsTheProductToTheResidual) {
     expect_close(Device::get(residual), want, atol, 1e-5, "linear_residual", &mag);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, LinearResidual, ::testing::Values(
-    std::make_tuple(1, 2048), std::make_tuple(4, 64), std::make_tuple(3, 30), std::make_tuple(20, 64)));
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearResidual,
+                         ::testing::Values(std::make_tuple(1, 2048), std::make_tuple(4, 64),
+                                           std::make_tuple(3, 30), std::make_tuple(20, 64)));
 
-class LinearGeluLinear : public Reference, public ::testing::WithParamInterface<std::tuple<int, int, int>> {};
+class LinearGeluLinear : public Reference,
+                         public ::testing::WithParamInterface<std::tuple<int, int, int>> {};
 
 TEST_P(LinearGeluLinear, IsItsCompositionBitForBit) {
     // The fused MLP writes gelu(hidden) straight into the second product's bf16 operand: the
     // same f32 GELU, rounded the same way, as linear_gelu followed by linear's staging.
     const auto [M, K, F] = GetParam();
     const int N = 40;
-    const Vec x = random_vec(static_cast<size_t>(M) * K, 13), b1 = random_vec(F, 15), b2 = random_vec(N, 17);
+    const Vec x = random_vec(static_cast<size_t>(M) * K, 13), b1 = random_vec(F, 15),
+              b2 = random_vec(N, 17);
     const Vec w1 = round_bf16(random_vec(static_cast<size_t>(F) * K, 14));
     const Vec w2 = round_bf16(random_vec(static_cast<size_t>(N) * F, 16));
     const Tensor tx = dev_.f32(x, {M, K}), tw1 = dev_.bf16(w1, {F, K}), tb1 = dev_.f32(b1, {F});
@@ -306,34 +320,41 @@ TEST_P(LinearGeluLinear, IsItsCompositionBitForBit) {
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, LinearGeluLinear, ::testing::Values(
-    std::make_tuple(1, 64, 96), std::make_tuple(8, 30, 50), std::make_tuple(9, 64, 96),
-    std::make_tuple(40, 30, 70), std::make_tuple(33, 1280, 5120)));
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearGeluLinear,
+                         ::testing::Values(std::make_tuple(1, 64, 96), std::make_tuple(8, 30, 50),
+                                           std::make_tuple(9, 64, 96), std::make_tuple(40, 30, 70),
+                                           std::make_tuple(33, 1280, 5120)));
 
 // (M, K, Hq, Hkv, D, half, k_bias): rows, width, heads, head_dim, rotated pairs per head, and
 // whether k has a bias (the encoder's has none).
-class QkvRope : public Reference,
-                public ::testing::WithParamInterface<std::tuple<int, int, int, int, int, int, bool>> {};
+class QkvRope
+    : public Reference,
+      public ::testing::WithParamInterface<std::tuple<int, int, int, int, int, int, bool>> {};
 
 TEST_P(QkvRope, IsItsCompositionBitForBit) {
     // One staging of x for the three products and one RoPE launch for q and k: the same
     // operands, products and rotations as three linears and two rope_applies.
     const auto [M, K, Hq, Hkv, D, half, k_bias] = GetParam();
     const int Wq = Hq * D, Wkv = Hkv * D, P = M + 3;
-    const Vec x = random_vec(static_cast<size_t>(M) * K, 21), bq = random_vec(Wq, 22), bv = random_vec(Wkv, 23);
+    const Vec x = random_vec(static_cast<size_t>(M) * K, 21), bq = random_vec(Wq, 22),
+              bv = random_vec(Wkv, 23);
     const Vec bk = random_vec(Wkv, 27);
     const Vec wq = round_bf16(random_vec(static_cast<size_t>(Wq) * K, 24));
     const Vec wk = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 25));
     const Vec wv = round_bf16(random_vec(static_cast<size_t>(Wkv) * K, 26));
     std::vector<int32_t> positions(static_cast<size_t>(M));
     for (int t = 0; t < M; ++t) positions[static_cast<size_t>(t)] = (7 * t + 3) % P;
-    const Tensor tx = dev_.f32(x, {M, K}), twq = dev_.bf16(wq, {Wq, K}), twk = dev_.bf16(wk, {Wkv, K});
+    const Tensor tx = dev_.f32(x, {M, K}), twq = dev_.bf16(wq, {Wq, K}),
+                 twk = dev_.bf16(wk, {Wkv, K});
     const Tensor twv = dev_.bf16(wv, {Wkv, K}), tbq = dev_.f32(bq, {Wq}), tbv = dev_.f32(bv, {Wkv});
     const Tensor tbk = k_bias ? dev_.f32(bk, {Wkv}) : Tensor{};
-    const Tensor cos = dev_.poisoned({P, half}), sin = dev_.poisoned({P, half}), pos = dev_.i32(positions, {M});
+    const Tensor cos = dev_.poisoned({P, half}), sin = dev_.poisoned({P, half}),
+                 pos = dev_.i32(positions, {M});
     ops().rope_freqs(cos, sin, 10000.0f, stream_);
-    const Tensor q = dev_.poisoned({M, Wq}), k = dev_.poisoned({M, Wkv}), v = dev_.poisoned({M, Wkv});
-    const Tensor q2 = dev_.poisoned({M, Wq}), k2 = dev_.poisoned({M, Wkv}), v2 = dev_.poisoned({M, Wkv});
+    const Tensor q = dev_.poisoned({M, Wq}), k = dev_.poisoned({M, Wkv}),
+                 v = dev_.poisoned({M, Wkv});
+    const Tensor q2 = dev_.poisoned({M, Wq}), k2 = dev_.poisoned({M, Wkv}),
+                 v2 = dev_.poisoned({M, Wkv});
     ops().qkv_rope(q, k, v, tx, twq, tbq, twk, tbk, twv, tbv, cos, sin, pos, Hq, Hkv, stream_);
     ops().linear(q2, tx, twq, tbq, stream_);
     ops().linear(k2, tx, twk, tbk, stream_);
@@ -348,10 +369,12 @@ TEST_P(QkvRope, IsItsCompositionBitForBit) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, QkvRope, ::testing::Values(
-    std::make_tuple(1, 64, 4, 2, 16, 8, false), std::make_tuple(8, 30, 3, 1, 6, 2, true),
-    std::make_tuple(9, 30, 3, 1, 6, 3, false), std::make_tuple(9, 30, 3, 1, 6, 3, true),
-    std::make_tuple(300, 1280, 20, 20, 64, 16, false)));
+INSTANTIATE_TEST_SUITE_P(Shapes, QkvRope,
+                         ::testing::Values(std::make_tuple(1, 64, 4, 2, 16, 8, false),
+                                           std::make_tuple(8, 30, 3, 1, 6, 2, true),
+                                           std::make_tuple(9, 30, 3, 1, 6, 3, false),
+                                           std::make_tuple(9, 30, 3, 1, 6, 3, true),
+                                           std::make_tuple(300, 1280, 20, 20, 64, 16, false)));
 
 TEST_F(Reference, GemmRungsAgree) {
     // Every rung of the ladder computes the same bf16 product with f32 accumulation; only the
@@ -362,17 +385,19 @@ TEST_F(Reference, GemmRungsAgree) {
     Vec want, mag;
     cpu_linear(a, w, &b, M, N, K, &want, &mag);
     const Tensor ta = dev_.bf16(a, {M, K}), tw = dev_.bf16(w, {N, K}), tb = dev_.f32(b, {N});
-    for (reference::GemmRung rung : {reference::GemmRung::naive, reference::GemmRung::smem,
-                                     reference::GemmRung::regtile, reference::GemmRung::wmma,
-                                     reference::GemmRung::cublas}) {
+    for (reference::GemmRung rung :
+         {reference::GemmRung::naive, reference::GemmRung::smem, reference::GemmRung::regtile,
+          reference::GemmRung::wmma, reference::GemmRung::cublas}) {
         const Tensor out = dev_.poisoned({M, N});
         const auto run = [&](bool accumulate) {
-            reference::gemm_for(rung)(ctx(), out.f32(), reinterpret_cast<const reference::bf16*>(ta.data),
-                                      reinterpret_cast<const reference::bf16*>(tw.data), tb.f32(), M, N, K,
-                                      accumulate, stream_);
+            reference::gemm_for(rung)(ctx(), out.f32(),
+                                      reinterpret_cast<const reference::bf16*>(ta.data),
+                                      reinterpret_cast<const reference::bf16*>(tw.data), tb.f32(),
+                                      M, N, K, accumulate, stream_);
         };
         run(false);
-        expect_close(Device::get(out), want, 1e-5, 1e-5, std::string("gemm_") + reference::rung_name(rung), &mag);
+        expect_close(Device::get(out), want, 1e-5, 1e-5,
+                     std::string("gemm_") + reference::rung_name(rung), &mag);
         run(true);  // out += the same product: twice the result
         Vec twice = want, twice_mag = mag;
         for (size_t i = 0; i < twice.size(); ++i) {
@@ -380,7 +405,8 @@ TEST_F(Reference, GemmRungsAgree) {
             twice_mag[i] *= 2;
         }
         expect_close(Device::get(out), twice, 1e-5, 1e-5,
-                     std::string("gemm_") + reference::rung_name(rung) + " (accumulate)", &twice_mag);
+                     std::string("gemm_") + reference::rung_name(rung) + " (accumulate)",
+                     &twice_mag);
     }
 }
 
@@ -403,7 +429,8 @@ TEST_P(Conv1d, MatchesLoop) {
                 for (int k = 0; k < ks; ++k) {
                     const int ti = t * stride + k - pad;
                     if (ti < 0 || ti >= T_in) continue;
-                    const double p = static_cast<double>(x[ti * C_in + c]) * w[(o * C_in + c) * ks + k];
+                    const double p =
+                        static_cast<double>(x[ti * C_in + c]) * w[(o * C_in + c) * ks + k];
                     s += p;
                     a += std::fabs(p);
                 }
@@ -411,15 +438,17 @@ TEST_P(Conv1d, MatchesLoop) {
             mag[t * C_out + o] = static_cast<float>(a) + 1.0f;
         }
     const Tensor out = dev_.poisoned({T_out, C_out});
-    ops().conv1d(out, dev_.f32(x, {T_in, C_in}), dev_.bf16(w, {C_out, C_in, ks}), dev_.f32(b, {C_out}),
-                 stride, pad, stream_);
+    ops().conv1d(out, dev_.f32(x, {T_in, C_in}), dev_.bf16(w, {C_out, C_in, ks}),
+                 dev_.f32(b, {C_out}), stride, pad, stream_);
     expect_close(Device::get(out), want, 1.0 / 128, 1e-5, "conv1d", &mag);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Conv1d, ::testing::Values(
-    ConvCase{50, 8, 16, 3, 1, 1}, ConvCase{51, 19, 24, 3, 2, 1}, ConvCase{300, 128, 64, 3, 1, 1},
-    ConvCase{7, 5, 3, 5, 2, 0},
-    ConvCase{6000, 512, 8, 3, 1, 1}));  // im2col larger than the staging buffer: two chunks
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Conv1d,
+    ::testing::Values(ConvCase{50, 8, 16, 3, 1, 1}, ConvCase{51, 19, 24, 3, 2, 1},
+                      ConvCase{300, 128, 64, 3, 1, 1}, ConvCase{7, 5, 3, 5, 2, 0},
+                      ConvCase{6000, 512, 8, 3, 1,
+                               1}));  // im2col larger than the staging buffer: two chunks
 
 // ----------------------------------------------------------------------------- norms
 
@@ -459,7 +488,8 @@ TEST_P(Norms, RmsAndLayerNormPlainAndAfterAnAdd) {
     Vec sum(x.size());
     for (size_t i = 0; i < x.size(); ++i) sum[i] = x[i] + res[i];
 
-    const Tensor tx = dev_.f32(x, {rows, dim}, pad), tw = dev_.f32(w, {dim}), tb = dev_.f32(b, {dim});
+    const Tensor tx = dev_.f32(x, {rows, dim}, pad), tw = dev_.f32(w, {dim}),
+                 tb = dev_.f32(b, {dim});
     Tensor out = dev_.poisoned({rows, dim});
     ops().rmsnorm(out, tx, tw, eps, stream_);
     expect_close(Device::get(out), cpu_norm(x, w, nullptr, rows, dim, eps), 1e-5, 1e-5, "rmsnorm");
@@ -469,12 +499,15 @@ TEST_P(Norms, RmsAndLayerNormPlainAndAfterAnAdd) {
     Tensor residual = dev_.f32(res, {rows, dim});
     ops().add_layernorm(residual, out, tx, tw, tb, eps, stream_);
     expect_close(Device::get(residual), sum, 0, 0, "add_layernorm residual");
-    expect_close(Device::get(out), cpu_norm(sum, w, &b, rows, dim, eps), 1e-5, 1e-4, "add_layernorm");
+    expect_close(Device::get(out), cpu_norm(sum, w, &b, rows, dim, eps), 1e-5, 1e-4,
+                 "add_layernorm");
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Norms, ::testing::Values(
-    NormCase{3, 1, 0}, NormCase{2, 19, 0}, NormCase{5, 256, 1}, NormCase{3, 1280, 0},
-    NormCase{2, 2048, 0}, NormCase{2, 5000, 0}, NormCase{1, 8192, 2}));
+INSTANTIATE_TEST_SUITE_P(Shapes, Norms,
+                         ::testing::Values(NormCase{3, 1, 0}, NormCase{2, 19, 0},
+                                           NormCase{5, 256, 1}, NormCase{3, 1280, 0},
+                                           NormCase{2, 2048, 0}, NormCase{2, 5000, 0},
+                                           NormCase{1, 8192, 2}));
 
 TEST_P(GateUpSilu, WithTheRmsNormFusedMatchesComposition) {
     // rmsnorm_gate_up_silu: the GEMV normalises x on the way in (M ≤ 8, K % 8 == 0); other
@@ -487,7 +520,8 @@ TEST_P(GateUpSilu, WithTheRmsNormFusedMatchesComposition) {
     Vec want, mag;
     cpu_gate_up_silu(cpu_norm(x, nw, nullptr, M, K, eps), wg, wu, M, F, K, &want, &mag);
     const double atol = M <= reference::kGemvMaxRows ? 1e-5 : 1.0 / 128;
-    const Tensor out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F}), normed = dev_.poisoned({M, K});
+    const Tensor out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F}),
+                 normed = dev_.poisoned({M, K});
     ops().rmsnorm_gate_up_silu(out, dev_.f32(x, {M, K}), dev_.f32(nw, {K}), dev_.bf16(wg, {F, K}),
                                dev_.bf16(wu, {F, K}), normed, scratch, eps, stream_);
     expect_close(Device::get(out), want, atol, 1e-4, "rmsnorm_gate_up_silu", &mag);
@@ -495,12 +529,15 @@ TEST_P(GateUpSilu, WithTheRmsNormFusedMatchesComposition) {
 
 TEST_F(Reference, NormTooWideIsAnError) {
     const int dim = reference::kNormMaxDim + 4;
-    const Tensor x = dev_.poisoned({1, dim}), w = dev_.poisoned({dim}), out = dev_.poisoned({1, dim});
+    const Tensor x = dev_.poisoned({1, dim}), w = dev_.poisoned({dim}),
+                 out = dev_.poisoned({1, dim});
     try {
         ops().rmsnorm(out, x, w, 1e-5f, stream_);
         ADD_FAILURE() << "a row of " << dim << " was accepted";
     } catch (const Error& e) {  // the reference's own cap, not the contract's check
-        EXPECT_NE(std::string(e.what()).find(std::to_string(reference::kNormMaxDim)), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(std::to_string(reference::kNormMaxDim)),
+                  std::string::npos)
+            << e.what();
     }
 }
 
@@ -542,7 +579,8 @@ Vec cpu_softmax(const Vec& x, int rows, int cols) {
         for (int c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(xr[c]));
         for (int c = 0; c < cols; ++c) s += xr[c] == -kInf ? 0 : std::exp(xr[c] - m);
         for (int c = 0; c < cols; ++c)
-            out[static_cast<size_t>(r) * cols + c] = (m == -kInf || xr[c] == -kInf) ? 0.0f : static_cast<float>(std::exp(xr[c] - m) / s);
+            out[static_cast<size_t>(r) * cols + c] =
+                (m == -kInf || xr[c] == -kInf) ? 0.0f : static_cast<float>(std::exp(xr[c] - m) / s);
     }
     return out;
 }
@@ -551,12 +589,13 @@ TEST_F(Reference, SoftmaxWithMaskedEntries) {
     for (int cols : {1, 37, 3000}) {
         const int rows = 4;
         Vec x = random_vec(static_cast<size_t>(rows) * cols, 21, -20, 20);
-        for (int c = 0; c < cols; c += 3) x[c] = -kInf;          // row 0: every third masked
-        for (int c = 0; c < cols; ++c) x[cols + c] = -kInf;      // row 1: all masked → zeros
+        for (int c = 0; c < cols; c += 3) x[c] = -kInf;      // row 0: every third masked
+        for (int c = 0; c < cols; ++c) x[cols + c] = -kInf;  // row 1: all masked → zeros
         for (int c = cols / 2; c < cols; ++c) x[2 * cols + c] = -kInf;  // row 2: causal-like
         const Tensor tx = dev_.f32(x, {rows, cols}), out = dev_.poisoned({rows, cols});
         ops().softmax(out, tx, stream_);
-        expect_close(Device::get(out), cpu_softmax(x, rows, cols), 1e-7, 1e-5, "softmax cols=" + std::to_string(cols));
+        expect_close(Device::get(out), cpu_softmax(x, rows, cols), 1e-7, 1e-5,
+                     "softmax cols=" + std::to_string(cols));
         ops().softmax(tx, tx, stream_);
         expect_close(Device::get(tx), cpu_softmax(x, rows, cols), 1e-7, 1e-5, "softmax in place");
     }
@@ -565,10 +604,13 @@ TEST_F(Reference, SoftmaxWithMaskedEntries) {
 TEST_F(Reference, ArgmaxTiesAndNaN) {
     const int cols = 59264;
     Vec x = random_vec(4 * static_cast<size_t>(cols), 22, -10, 10);
-    x[123] = 50;                                      // row 0: a clear maximum
-    x[cols + 40000] = 60; x[cols + 7] = 60;           // row 1: tie → lowest index 7
-    x[2 * cols + 999] = kNaN; x[2 * cols + 5] = 100;  // row 2: NaN beats everything
-    x[3 * cols + 30000] = kNaN; x[3 * cols + 20000] = kNaN;  // row 3: first NaN
+    x[123] = 50;  // row 0: a clear maximum
+    x[cols + 40000] = 60;
+    x[cols + 7] = 60;  // row 1: tie → lowest index 7
+    x[2 * cols + 999] = kNaN;
+    x[2 * cols + 5] = 100;  // row 2: NaN beats everything
+    x[3 * cols + 30000] = kNaN;
+    x[3 * cols + 20000] = kNaN;  // row 3: first NaN
     // 4 rows take the split path (blocks per slice of a row, then a combine), 12 rows the
     // one-block-per-row kernel.
     for (int copies : {1, 3}) {
@@ -597,7 +639,8 @@ TEST_F(Reference, RopeFreqsAndApply) {
     Vec want_cos(P * half), want_sin(P * half);
     for (int p = 0; p < P; ++p)
         for (int j = 0; j < half; ++j) {
-            const float inv = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(2 * half));
+            const float inv =
+                1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(2 * half));
             const float angle = static_cast<float>(p) * inv;
             want_cos[p * half + j] = std::cos(angle);
             want_sin[p * half + j] = std::sin(angle);
@@ -667,14 +710,16 @@ Vec cpu_attention(const Vec& q, const Vec& k, const Vec& v, const std::vector<in
             for (int j = 0; j < valid; ++j) {
                 double dot = 0;
                 for (int d = 0; d < D; ++d)
-                    dot += static_cast<double>(q[(static_cast<size_t>(i) * Hq + h) * D + d]) * k[(static_cast<size_t>(j) * Hkv + g) * D + d];
+                    dot += static_cast<double>(q[(static_cast<size_t>(i) * Hq + h) * D + d]) *
+                           k[(static_cast<size_t>(j) * Hkv + g) * D + d];
                 s[j] = dot * scale;
                 m = std::max(m, s[j]);
             }
             for (int j = 0; j < valid; ++j) l += std::exp(s[j] - m);
             for (int d = 0; d < D; ++d) {
                 double o = 0;
-                for (int j = 0; j < valid; ++j) o += std::exp(s[j] - m) / l * v[(static_cast<size_t>(j) * Hkv + g) * D + d];
+                for (int j = 0; j < valid; ++j)
+                    o += std::exp(s[j] - m) / l * v[(static_cast<size_t>(j) * Hkv + g) * D + d];
                 out[(static_cast<size_t>(i) * Hq + h) * D + d] = static_cast<float>(o);
             }
         }
@@ -690,7 +735,8 @@ reference::bf16* b16(const Tensor& t) { return reinterpret_cast<reference::bf16*
 // Sets ctx.attention for one scope.
 class AttentionPathFor {
 public:
-    AttentionPathFor(reference::Context& ctx, reference::AttentionPath path) : ctx_(ctx), saved_(ctx.attention) {
+    AttentionPathFor(reference::Context& ctx, reference::AttentionPath path)
+        : ctx_(ctx), saved_(ctx.attention) {
         ctx_.attention = path;
     }
     ~AttentionPathFor() { ctx_.attention = saved_; }
@@ -716,8 +762,10 @@ TEST_P(Attention, FusedAndThreeKernelMatchLoop) {
         for (size_t r = static_cast<size_t>(pos.back()) + 1; r < static_cast<size_t>(Tk); ++r)
             for (int c = 0; c < Hkv * D; ++c) k[r * Hkv * D + c] = v[r * Hkv * D + c] = kNaN;
     }
-    const Vec want = cpu_attention(q, k, v, first_pos >= 0 ? &pos : nullptr, Tq, Tk, Hq, Hkv, D, scale);
-    const Tensor tq = dev_.f32(q, {Tq, Hq * D}), tk = dev_.f32(k, {Tk, Hkv * D}), tv = dev_.f32(v, {Tk, Hkv * D});
+    const Vec want =
+        cpu_attention(q, k, v, first_pos >= 0 ? &pos : nullptr, Tq, Tk, Hq, Hkv, D, scale);
+    const Tensor tq = dev_.f32(q, {Tq, Hq * D}), tk = dev_.f32(k, {Tk, Hkv * D}),
+                 tv = dev_.f32(v, {Tk, Hkv * D});
     const Tensor tpos = first_pos >= 0 ? dev_.i32(pos, {Tq}) : Tensor{};
     const std::string tag = " Tq=" + std::to_string(Tq) + " D=" + std::to_string(D);
 
@@ -728,21 +776,27 @@ TEST_P(Attention, FusedAndThreeKernelMatchLoop) {
     // holds them to a rounding model (grader/checks/test_attention.cpp).
     const bool bf16 = ctx().attention == reference::AttentionPath::flash_bf16 ||
                       ctx().attention == reference::AttentionPath::flash_mma;
-    expect_close(Device::get(fused), want, bf16 ? 1e-2 : 1e-5, bf16 ? 1e-2 : 1e-4, "attention" + tag);
+    expect_close(Device::get(fused), want, bf16 ? 1e-2 : 1e-5, bf16 ? 1e-2 : 1e-4,
+                 "attention" + tag);
 
     if (reference::flash_supports(D)) {
         // Every rung of the attention ladder, whatever GLMASR_ATTENTION selects.
         const int* p = first_pos >= 0 ? tpos.i32() : nullptr;
         const Tensor simt = dev_.poisoned({Tq, Hq * D}), tc = dev_.poisoned({Tq, Hq * D});
-        reference::flash_attention(simt.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D, scale, stream_);
-        reference::flash_attention_tc(ctx(), tc.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D, scale, true, stream_);
+        reference::flash_attention(simt.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D,
+                                   scale, stream_);
+        reference::flash_attention_tc(ctx(), tc.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq,
+                                      Hkv, D, scale, true, stream_);
         expect_close(Device::get(simt), want, 1e-5, 1e-4, "flash_simt" + tag);
         expect_close(Device::get(tc), want, 1e-5, 1e-4, "flash_split" + tag);
-        for (const reference::AttentionPath path : {reference::AttentionPath::flash_mma, reference::AttentionPath::flash_bf16}) {
+        for (const reference::AttentionPath path :
+             {reference::AttentionPath::flash_mma, reference::AttentionPath::flash_bf16}) {
             AttentionPathFor chosen(ctx(), path);
             const Tensor tc16 = dev_.poisoned({Tq, Hq * D});
-            reference::flash_attention_tc(ctx(), tc16.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
-            expect_close(Device::get(tc16), want, 1e-2, 1e-2, reference::attention_name(path) + tag);
+            reference::flash_attention_tc(ctx(), tc16.f32(), tq.f32(), tk.f32(), tv.f32(), p, Tq,
+                                          Tk, Hq, Hkv, D, scale, false, stream_);
+            expect_close(Device::get(tc16), want, 1e-2, 1e-2,
+                         reference::attention_name(path) + tag);
         }
     }
 
@@ -753,19 +807,21 @@ TEST_P(Attention, FusedAndThreeKernelMatchLoop) {
     expect_close(Device::get(three), want, 1e-5, 1e-4, "three-kernel attention" + tag);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::Values(
-    AttnCase{100, 100, 4, 4, 64, -1},    // encoder-like, bidirectional
-    AttnCase{150, 150, 2, 2, 32, -1},
-    AttnCase{70, 90, 8, 2, 128, 0},      // decoder prefill into a larger cache, GQA 4:1
-    AttnCase{10, 40, 4, 1, 64, 20},      // a prefill chunk that starts at position 20
-    AttnCase{1, 200, 16, 4, 128, 57},    // decode step: GLM-ASR's decoder layout
-    AttnCase{1, 3000, 16, 4, 128, 2999}, // decode at a full cache
-    AttnCase{1, 33, 4, 4, 32, -1},       // one query, no mask
-    AttnCase{1, 300, 16, 2, 64, 250},    // decode with 8 query heads per KV head
-    AttnCase{5, 20, 4, 2, 48, 3},        // generic kernel (head_dim 48)
-    AttnCase{1, 9, 2, 1, 16, 4},         // generic kernel, one query
-    AttnCase{200, 260, 16, 4, 128, 60},  // tensor-core tiles with a ragged causal edge
-    AttnCase{3, 5, 2, 2, 64, -1}));      // fewer keys than one tile
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Attention,
+    ::testing::Values(
+        AttnCase{100, 100, 4, 4, 64, -1},  // encoder-like, bidirectional
+        AttnCase{150, 150, 2, 2, 32, -1},
+        AttnCase{70, 90, 8, 2, 128, 0},       // decoder prefill into a larger cache, GQA 4:1
+        AttnCase{10, 40, 4, 1, 64, 20},       // a prefill chunk that starts at position 20
+        AttnCase{1, 200, 16, 4, 128, 57},     // decode step: GLM-ASR's decoder layout
+        AttnCase{1, 3000, 16, 4, 128, 2999},  // decode at a full cache
+        AttnCase{1, 33, 4, 4, 32, -1},        // one query, no mask
+        AttnCase{1, 300, 16, 2, 64, 250},     // decode with 8 query heads per KV head
+        AttnCase{5, 20, 4, 2, 48, 3},         // generic kernel (head_dim 48)
+        AttnCase{1, 9, 2, 1, 16, 4},          // generic kernel, one query
+        AttnCase{200, 260, 16, 4, 128, 60},   // tensor-core tiles with a ragged causal edge
+        AttnCase{3, 5, 2, 2, 64, -1}));       // fewer keys than one tile
 
 // ----------------------------------------------------------------------------- bf16 activations
 //
@@ -780,7 +836,8 @@ std::vector<uint16_t> rounded_bits(const Vec& v) {
     return bits;
 }
 
-void expect_same_bits(const std::vector<uint16_t>& got, const Vec& f32_path, const std::string& what) {
+void expect_same_bits(const std::vector<uint16_t>& got, const Vec& f32_path,
+                      const std::string& what) {
     ASSERT_EQ(got.size(), f32_path.size()) << what;
     for (const float value : f32_path) ASSERT_TRUE(std::isfinite(value)) << what;
     const std::vector<uint16_t> want = rounded_bits(f32_path);
@@ -801,17 +858,22 @@ protected:
         Reference::SetUp();
         if (IsSkipped()) return;
         if (reference_track().activation_dtype != DType::BF16)
-            GTEST_SKIP() << "the reference takes bf16 activations with GLMASR_ATTENTION=flash_bf16 or flash_mma only";
+            GTEST_SKIP()
+                << "the reference takes bf16 activations with GLMASR_ATTENTION=flash_bf16 or flash_mma only";
     }
 };
 
 TEST_F(Bf16Activations, LayerNormsWriteTheF32RowsRounded) {
-    for (const auto& [rows, dim, pad] : {std::tuple{37, 1280, 0}, std::tuple{1500, 1280, 0}, std::tuple{5, 30, 1}}) {
-        const std::string tag = " " + std::to_string(rows) + " x " + std::to_string(dim) + " pad " + std::to_string(pad);
-        const Vec x = random_vec(static_cast<size_t>(rows) * dim, 71, -3, 3), r = random_vec(x.size(), 72);
+    for (const auto& [rows, dim, pad] :
+         {std::tuple{37, 1280, 0}, std::tuple{1500, 1280, 0}, std::tuple{5, 30, 1}}) {
+        const std::string tag = " " + std::to_string(rows) + " x " + std::to_string(dim) + " pad " +
+                                std::to_string(pad);
+        const Vec x = random_vec(static_cast<size_t>(rows) * dim, 71, -3, 3),
+                  r = random_vec(x.size(), 72);
         const Tensor tx = dev_.f32(x, {rows, dim}), w = dev_.f32(random_vec(dim, 73), {dim});
         const Tensor b = dev_.f32(random_vec(dim, 74), {dim});
-        const Tensor f32_out = dev_.poisoned({rows, dim}), bf16_out = dev_.bf16_poisoned({rows, dim}, pad);
+        const Tensor f32_out = dev_.poisoned({rows, dim}),
+                     bf16_out = dev_.bf16_poisoned({rows, dim}, pad);
         ops().layernorm(f32_out, tx, w, b, 1e-5f, stream_);
         ops().layernorm(bf16_out, tx, w, b, 1e-5f, stream_);
         expect_same_bits(Device::get_bits(bf16_out), Device::get(f32_out), "layernorm" + tag);
@@ -820,7 +882,8 @@ TEST_F(Bf16Activations, LayerNormsWriteTheF32RowsRounded) {
         ops().add_layernorm(res32, f32_out, tx, w, b, 1e-5f, stream_);
         ops().add_layernorm(res16, bf16_out, tx, w, b, 1e-5f, stream_);
         expect_same_bits(Device::get_bits(bf16_out), Device::get(f32_out), "add_layernorm" + tag);
-        expect_same_floats(Device::get(res16), Device::get(res32), "add_layernorm's residual" + tag);
+        expect_same_floats(Device::get(res16), Device::get(res32),
+                           "add_layernorm's residual" + tag);
     }
 }
 
@@ -828,11 +891,13 @@ TEST_F(Bf16Activations, ProductsOfABf16XAreThoseOfItsWidening) {
     // M > 8: both take the GEMM (a bf16 x of any M does; the GEMV of an f32 x ≤ 8 rows is
     // another summation order, checked against the loop instead). The encoder's o product among
     // them, from an aligned x (read in place) and from one off alignment (copied).
-    for (const auto& [M, K, N, pad] : {std::tuple{40, 30, 24, 0}, std::tuple{1500, 1280, 1280, 0},
-                                       std::tuple{1500, 1280, 1280, 1}, std::tuple{33, 1280, 96, 1},
-                                       std::tuple{3, 64, 48, 0}}) {
-        const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K) + " pad " + std::to_string(pad);
-        const Vec x = round_bf16(random_vec(static_cast<size_t>(M) * K, 81)), bias = random_vec(N, 82);
+    for (const auto& [M, K, N, pad] :
+         {std::tuple{40, 30, 24, 0}, std::tuple{1500, 1280, 1280, 0},
+          std::tuple{1500, 1280, 1280, 1}, std::tuple{33, 1280, 96, 1}, std::tuple{3, 64, 48, 0}}) {
+        const std::string tag =
+            " M=" + std::to_string(M) + " K=" + std::to_string(K) + " pad " + std::to_string(pad);
+        const Vec x = round_bf16(random_vec(static_cast<size_t>(M) * K, 81)),
+                  bias = random_vec(N, 82);
         const Vec w = round_bf16(random_vec(static_cast<size_t>(N) * K, 83));
         const Tensor x32 = dev_.f32(x, {M, K}), x16 = dev_.bf16(x, {M, K}, pad);
         const Tensor tw = dev_.bf16(w, {N, K}), tb = dev_.f32(bias, {N});
@@ -849,10 +914,13 @@ TEST_F(Bf16Activations, ProductsOfABf16XAreThoseOfItsWidening) {
 
         if (M <= reference::kGemvMaxRows) continue;
         const int F = 2 * N;
-        const Vec w1 = round_bf16(random_vec(static_cast<size_t>(F) * K, 84)), b1 = random_vec(F, 85);
+        const Vec w1 = round_bf16(random_vec(static_cast<size_t>(F) * K, 84)),
+                  b1 = random_vec(F, 85);
         const Vec w2 = round_bf16(random_vec(static_cast<size_t>(N) * F, 86));
-        const Tensor tw1 = dev_.bf16(w1, {F, K}), tb1 = dev_.f32(b1, {F}), tw2 = dev_.bf16(w2, {N, F});
-        const Tensor hidden = dev_.poisoned({M, F}), mlp32 = dev_.poisoned({M, N}), mlp16 = dev_.poisoned({M, N});
+        const Tensor tw1 = dev_.bf16(w1, {F, K}), tb1 = dev_.f32(b1, {F}),
+                     tw2 = dev_.bf16(w2, {N, F});
+        const Tensor hidden = dev_.poisoned({M, F}), mlp32 = dev_.poisoned({M, N}),
+                     mlp16 = dev_.poisoned({M, N});
         ops().linear_gelu_linear(mlp32, x32, tw1, tb1, tw2, tb, hidden, stream_);
         ops().linear_gelu_linear(mlp16, x16, tw1, tb1, tw2, tb, hidden, stream_);
         expect_same_floats(Device::get(mlp16), Device::get(mlp32), "linear_gelu_linear" + tag);
@@ -864,10 +932,14 @@ TEST_F(Bf16Activations, QkvRopeRoundsKAndVAsTheAttentionWould) {
     // 64, 16 rotated pairs, no k bias) with x in bf16 as the driver passes it, off alignment
     // (staged) and in f32; odd shapes.
     for (const auto& [M, K, Hq, Hkv, D, half, k_bias, x_bf16, pad] :
-         {std::tuple{1500, 1280, 20, 20, 64, 16, false, true, 0}, std::tuple{1500, 1280, 20, 20, 64, 16, false, true, 1},
-          std::tuple{1500, 1280, 20, 20, 64, 16, false, false, 0}, std::tuple{9, 30, 3, 1, 6, 3, true, true, 0},
-          std::tuple{40, 64, 4, 2, 16, 8, false, false, 0}, std::tuple{33, 1280, 20, 20, 64, 16, true, true, 1}}) {
-        const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K) + " pad " + std::to_string(pad);
+         {std::tuple{1500, 1280, 20, 20, 64, 16, false, true, 0},
+          std::tuple{1500, 1280, 20, 20, 64, 16, false, true, 1},
+          std::tuple{1500, 1280, 20, 20, 64, 16, false, false, 0},
+          std::tuple{9, 30, 3, 1, 6, 3, true, true, 0},
+          std::tuple{40, 64, 4, 2, 16, 8, false, false, 0},
+          std::tuple{33, 1280, 20, 20, 64, 16, true, true, 1}}) {
+        const std::string tag =
+            " M=" + std::to_string(M) + " K=" + std::to_string(K) + " pad " + std::to_string(pad);
         const int Wq = Hq * D, Wkv = Hkv * D, P = M + 3;
         const Vec x = round_bf16(random_vec(static_cast<size_t>(M) * K, 91));
         const Vec wq = round_bf16(random_vec(static_cast<size_t>(Wq) * K, 92));
@@ -876,14 +948,20 @@ TEST_F(Bf16Activations, QkvRopeRoundsKAndVAsTheAttentionWould) {
         std::vector<int32_t> positions(static_cast<size_t>(M));
         for (int t = 0; t < M; ++t) positions[static_cast<size_t>(t)] = (5 * t + 1) % P;
         const Tensor x32 = dev_.f32(x, {M, K}), xin = x_bf16 ? dev_.bf16(x, {M, K}, pad) : x32;
-        const Tensor twq = dev_.bf16(wq, {Wq, K}), twk = dev_.bf16(wk, {Wkv, K}), twv = dev_.bf16(wv, {Wkv, K});
-        const Tensor tbq = dev_.f32(random_vec(Wq, 95), {Wq}), tbv = dev_.f32(random_vec(Wkv, 96), {Wkv});
+        const Tensor twq = dev_.bf16(wq, {Wq, K}), twk = dev_.bf16(wk, {Wkv, K}),
+                     twv = dev_.bf16(wv, {Wkv, K});
+        const Tensor tbq = dev_.f32(random_vec(Wq, 95), {Wq}),
+                     tbv = dev_.f32(random_vec(Wkv, 96), {Wkv});
         const Tensor tbk = k_bias ? dev_.f32(random_vec(Wkv, 97), {Wkv}) : Tensor{};
-        const Tensor cos = dev_.poisoned({P, half}), sin = dev_.poisoned({P, half}), pos = dev_.i32(positions, {M});
+        const Tensor cos = dev_.poisoned({P, half}), sin = dev_.poisoned({P, half}),
+                     pos = dev_.i32(positions, {M});
         ops().rope_freqs(cos, sin, 10000.0f, stream_);
-        const Tensor q32 = dev_.poisoned({M, Wq}), k32 = dev_.poisoned({M, Wkv}), v32 = dev_.poisoned({M, Wkv});
-        const Tensor q = dev_.poisoned({M, Wq}), k = dev_.bf16_poisoned({M, Wkv}), v = dev_.bf16_poisoned({M, Wkv});
-        ops().qkv_rope(q32, k32, v32, x32, twq, tbq, twk, tbk, twv, tbv, cos, sin, pos, Hq, Hkv, stream_);
+        const Tensor q32 = dev_.poisoned({M, Wq}), k32 = dev_.poisoned({M, Wkv}),
+                     v32 = dev_.poisoned({M, Wkv});
+        const Tensor q = dev_.poisoned({M, Wq}), k = dev_.bf16_poisoned({M, Wkv}),
+                     v = dev_.bf16_poisoned({M, Wkv});
+        ops().qkv_rope(q32, k32, v32, x32, twq, tbq, twk, tbk, twv, tbv, cos, sin, pos, Hq, Hkv,
+                       stream_);
         ops().qkv_rope(q, k, v, xin, twq, tbq, twk, tbk, twv, tbv, cos, sin, pos, Hq, Hkv, stream_);
         expect_same_floats(Device::get(q), Device::get(q32), "q" + tag);
         expect_same_bits(Device::get_bits(k), Device::get(k32), "k" + tag);
@@ -898,8 +976,9 @@ TEST_F(Bf16Activations, QkvOfBackToBackWeightsIsOneProductWithTheSameBits) {
     // k and v) and the decoder's qkv_rope_cache above the GEMV range, with and without its
     // RMSNorm. (M, K, Hq, Hkv, D, half, k bias): the encoder's layer, a prefill, odd shapes.
     for (const auto& [M, K, Hq, Hkv, D, half, k_bias] :
-         {std::tuple{1500, 1280, 20, 20, 64, 16, false}, std::tuple{400, 2048, 16, 4, 128, 64, false},
-          std::tuple{9, 30, 3, 1, 6, 3, true}, std::tuple{40, 64, 4, 2, 16, 8, false}}) {
+         {std::tuple{1500, 1280, 20, 20, 64, 16, false},
+          std::tuple{400, 2048, 16, 4, 128, 64, false}, std::tuple{9, 30, 3, 1, 6, 3, true},
+          std::tuple{40, 64, 4, 2, 16, 8, false}}) {
         const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K);
         const int Wq = Hq * D, Wkv = Hkv * D;
         const Vec x = round_bf16(random_vec(static_cast<size_t>(M) * K, 101));
@@ -910,51 +989,64 @@ TEST_F(Bf16Activations, QkvOfBackToBackWeightsIsOneProductWithTheSameBits) {
         all.insert(all.end(), wk.begin(), wk.end());
         all.insert(all.end(), wv.begin(), wv.end());
         const Tensor whole = dev_.bf16(all, {Wq + 2 * Wkv, K});
-        const std::array<Tensor, 3> joined = {whole.rows(0, Wq), whole.rows(Wq, Wkv), whole.rows(Wq + Wkv, Wkv)};
-        const std::array<Tensor, 3> apart = {dev_.bf16(wq, {Wq, K}), dev_.bf16(wk, {Wkv, K}), dev_.bf16(wv, {Wkv, K})};
-        const Tensor bq = dev_.f32(random_vec(Wq, 105), {Wq}), bv = dev_.f32(random_vec(Wkv, 106), {Wkv});
+        const std::array<Tensor, 3> joined = {whole.rows(0, Wq), whole.rows(Wq, Wkv),
+                                              whole.rows(Wq + Wkv, Wkv)};
+        const std::array<Tensor, 3> apart = {dev_.bf16(wq, {Wq, K}), dev_.bf16(wk, {Wkv, K}),
+                                             dev_.bf16(wv, {Wkv, K})};
+        const Tensor bq = dev_.f32(random_vec(Wq, 105), {Wq}),
+                     bv = dev_.f32(random_vec(Wkv, 106), {Wkv});
         const Tensor bk = k_bias ? dev_.f32(random_vec(Wkv, 107), {Wkv}) : Tensor{};
         std::vector<int32_t> positions(static_cast<size_t>(M));  // a permutation of 0..M-1
         for (int t = 0; t < M; ++t) positions[static_cast<size_t>(t)] = (7 * t + 3) % M;
-        const Tensor cos = dev_.poisoned({M, half}), sin = dev_.poisoned({M, half}), pos = dev_.i32(positions, {M});
+        const Tensor cos = dev_.poisoned({M, half}), sin = dev_.poisoned({M, half}),
+                     pos = dev_.i32(positions, {M});
         ops().rope_freqs(cos, sin, 10000.0f, stream_);
-        const Tensor x16 = dev_.bf16(x, {M, K}), x32 = dev_.f32(x, {M, K}), norm_w = dev_.f32(random_vec(K, 108), {K});
+        const Tensor x16 = dev_.bf16(x, {M, K}), x32 = dev_.f32(x, {M, K}),
+                     norm_w = dev_.f32(random_vec(K, 108), {K});
 
         // The outputs of both paths: every element written, and the same bits.
-        auto expect_same = [](const std::array<Tensor, 3>& a, const std::array<Tensor, 3>& b, const std::string& what) {
+        auto expect_same = [](const std::array<Tensor, 3>& a, const std::array<Tensor, 3>& b,
+                              const std::string& what) {
             for (int i = 0; i < 3; ++i) {
                 const std::string name = what + " " + "qkv"[i];
                 if (a[i].dtype == DType::F32) {
                     expect_same_floats(Device::get(a[i]), Device::get(b[i]), name);
                     continue;
                 }
-                const std::vector<uint16_t> got = Device::get_bits(a[i]), want = Device::get_bits(b[i]);
-                for (const uint16_t bits : got) ASSERT_NE(bits & 0x7f80, 0x7f80) << name << ": not finite";
+                const std::vector<uint16_t> got = Device::get_bits(a[i]),
+                                            want = Device::get_bits(b[i]);
+                for (const uint16_t bits : got)
+                    ASSERT_NE(bits & 0x7f80, 0x7f80) << name << ": not finite";
                 EXPECT_EQ(got, want) << name;
             }
         };
         std::array<Tensor, 3> out[2];
         for (int path = 0; path < 2; ++path) {
             const std::array<Tensor, 3>& w = path == 0 ? joined : apart;
-            out[path] = {dev_.poisoned({M, Wq}), dev_.bf16_poisoned({M, Wkv}), dev_.bf16_poisoned({M, Wkv})};
-            ops().qkv_rope(out[path][0], out[path][1], out[path][2], x16, w[0], bq, w[1], bk, w[2], bv, cos, sin, pos,
-                           Hq, Hkv, stream_);
+            out[path] = {dev_.poisoned({M, Wq}), dev_.bf16_poisoned({M, Wkv}),
+                         dev_.bf16_poisoned({M, Wkv})};
+            ops().qkv_rope(out[path][0], out[path][1], out[path][2], x16, w[0], bq, w[1], bk, w[2],
+                           bv, cos, sin, pos, Hq, Hkv, stream_);
         }
         expect_same(out[0], out[1], "qkv_rope" + tag);
 
         for (const bool norm : {false, true}) {
             for (int path = 0; path < 2; ++path) {
                 const std::array<Tensor, 3>& w = path == 0 ? joined : apart;
-                out[path] = {dev_.poisoned({M, Wq}), dev_.poisoned({M, Wkv}), dev_.poisoned({M, Wkv})};
+                out[path] = {dev_.poisoned({M, Wq}), dev_.poisoned({M, Wkv}),
+                             dev_.poisoned({M, Wkv})};
                 const auto& [q, kc, vc] = out[path];
-                const Tensor normed = dev_.poisoned({M, K}), k = dev_.poisoned({M, Wkv}), v = dev_.poisoned({M, Wkv});
+                const Tensor normed = dev_.poisoned({M, K}), k = dev_.poisoned({M, Wkv}),
+                             v = dev_.poisoned({M, Wkv});
                 if (norm)
-                    ops().rmsnorm_qkv_rope_cache(q, kc, vc, x32, norm_w, w[0], w[1], w[2], cos, sin, pos, normed, k, v,
-                                                 1e-5f, Hq, Hkv, stream_);
+                    ops().rmsnorm_qkv_rope_cache(q, kc, vc, x32, norm_w, w[0], w[1], w[2], cos, sin,
+                                                 pos, normed, k, v, 1e-5f, Hq, Hkv, stream_);
                 else
-                    ops().qkv_rope_cache(q, kc, vc, x32, w[0], w[1], w[2], cos, sin, pos, k, v, Hq, Hkv, stream_);
+                    ops().qkv_rope_cache(q, kc, vc, x32, w[0], w[1], w[2], cos, sin, pos, k, v, Hq,
+                                         Hkv, stream_);
             }
-            expect_same(out[0], out[1], std::string(norm ? "rmsnorm_" : "") + "qkv_rope_cache" + tag);
+            expect_same(out[0], out[1],
+                        std::string(norm ? "rmsnorm_" : "") + "qkv_rope_cache" + tag);
         }
     }
 }
@@ -964,14 +1056,18 @@ TEST_F(Reference, GateUpOfBackToBackWeightsIsOneProductWithTheSameBits) {
     // (M, 2F) product read by a strided SiLU·up pass (linear.cu): the same bits as two products
     // of weights allocated apart, with and without the RMSNorm; (M, K, F): a prefill, odd shapes
     // (F not a multiple of 4: the pass's scalar path).
-    for (const auto& [M, K, F] : {std::tuple{400, 2048, 6144}, std::tuple{9, 30, 10}, std::tuple{40, 64, 96}}) {
-        const std::string tag = " M=" + std::to_string(M) + " K=" + std::to_string(K) + " F=" + std::to_string(F);
-        const Vec x = random_vec(static_cast<size_t>(M) * K, 111, -2.0f, 2.0f), nw = random_vec(K, 112);
+    for (const auto& [M, K, F] :
+         {std::tuple{400, 2048, 6144}, std::tuple{9, 30, 10}, std::tuple{40, 64, 96}}) {
+        const std::string tag =
+            " M=" + std::to_string(M) + " K=" + std::to_string(K) + " F=" + std::to_string(F);
+        const Vec x = random_vec(static_cast<size_t>(M) * K, 111, -2.0f, 2.0f),
+                  nw = random_vec(K, 112);
         const Vec wg = round_bf16(random_vec(static_cast<size_t>(F) * K, 113));
         const Vec wu = round_bf16(random_vec(static_cast<size_t>(F) * K, 114));
         Vec both = wg;
         both.insert(both.end(), wu.begin(), wu.end());
-        const Tensor whole = dev_.bf16(both, {2 * F, K}), tx = dev_.f32(x, {M, K}), tnw = dev_.f32(nw, {K});
+        const Tensor whole = dev_.bf16(both, {2 * F, K}), tx = dev_.f32(x, {M, K}),
+                     tnw = dev_.f32(nw, {K});
         const std::array<Tensor, 2> joined = {whole.rows(0, F), whole.rows(F, F)};
         const std::array<Tensor, 2> apart = {dev_.bf16(wg, {F, K}), dev_.bf16(wu, {F, K})};
         for (const bool norm : {false, true}) {
@@ -980,10 +1076,13 @@ TEST_F(Reference, GateUpOfBackToBackWeightsIsOneProductWithTheSameBits) {
                 const std::array<Tensor, 2>& w = path == 0 ? joined : apart;
                 out[path] = dev_.poisoned({M, F});
                 const Tensor scratch = dev_.poisoned({M, F}), normed = dev_.poisoned({M, K});
-                if (norm) ops().rmsnorm_gate_up_silu(out[path], tx, tnw, w[0], w[1], normed, scratch, 1e-5f, stream_);
+                if (norm)
+                    ops().rmsnorm_gate_up_silu(out[path], tx, tnw, w[0], w[1], normed, scratch,
+                                               1e-5f, stream_);
                 else ops().gate_up_silu(out[path], tx, w[0], w[1], scratch, stream_);
             }
-            expect_same_floats(Device::get(out[0]), Device::get(out[1]), (norm ? "rmsnorm_gate_up_silu" : "gate_up_silu") + tag);
+            expect_same_floats(Device::get(out[0]), Device::get(out[1]),
+                               (norm ? "rmsnorm_gate_up_silu" : "gate_up_silu") + tag);
         }
     }
 }
@@ -992,30 +1091,37 @@ TEST_F(Bf16Activations, AttentionOfBf16KvIsTheF32PathsRounded) {
     // Many queries: the same tensor-core kernel as f32 k and v after their conversion, so the
     // same bits; one query (flash-decoding for f32) and other head dims (the generic kernel)
     // against the loop.
-    for (const AttnCase& c : {AttnCase{100, 100, 4, 4, 64, -1}, AttnCase{1500, 1500, 20, 20, 64, -1},
-                              AttnCase{70, 90, 8, 2, 128, 0}, AttnCase{150, 150, 2, 2, 32, -1},
-                              AttnCase{1, 200, 16, 4, 128, 57}, AttnCase{5, 20, 4, 2, 48, 3}}) {
+    for (const AttnCase& c :
+         {AttnCase{100, 100, 4, 4, 64, -1}, AttnCase{1500, 1500, 20, 20, 64, -1},
+          AttnCase{70, 90, 8, 2, 128, 0}, AttnCase{150, 150, 2, 2, 32, -1},
+          AttnCase{1, 200, 16, 4, 128, 57}, AttnCase{5, 20, 4, 2, 48, 3}}) {
         const auto [Tq, Tk, Hq, Hkv, D, first_pos] = c;
         for (const size_t pad : {size_t{0}, size_t{1}}) {
-            const std::string tag = " Tq=" + std::to_string(Tq) + " D=" + std::to_string(D) + " pad " + std::to_string(pad);
+            const std::string tag = " Tq=" + std::to_string(Tq) + " D=" + std::to_string(D) +
+                                    " pad " + std::to_string(pad);
             const float scale = 1.0f / std::sqrt(static_cast<float>(D));
             const Vec q = random_vec(static_cast<size_t>(Tq) * Hq * D, 101, -2, 2);
             const Vec k = round_bf16(random_vec(static_cast<size_t>(Tk) * Hkv * D, 102, -2, 2));
             const Vec v = round_bf16(random_vec(k.size(), 103));
             std::vector<int32_t> pos;
             for (int i = 0; first_pos >= 0 && i < Tq; ++i) pos.push_back(first_pos + i);
-            const Tensor tq = dev_.f32(q, {Tq, Hq * D}), tpos = first_pos >= 0 ? dev_.i32(pos, {Tq}) : Tensor{};
+            const Tensor tq = dev_.f32(q, {Tq, Hq * D}),
+                         tpos = first_pos >= 0 ? dev_.i32(pos, {Tq}) : Tensor{};
             const Tensor k32 = dev_.f32(k, {Tk, Hkv * D}), v32 = dev_.f32(v, {Tk, Hkv * D});
-            const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad), v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
-            const Tensor out32 = dev_.poisoned({Tq, Hq * D}), out16 = dev_.bf16_poisoned({Tq, Hq * D}, pad);
+            const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad),
+                         v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
+            const Tensor out32 = dev_.poisoned({Tq, Hq * D}),
+                         out16 = dev_.bf16_poisoned({Tq, Hq * D}, pad);
             ops().attention(out32, tq, k32, v32, tpos, Tensor{}, Hq, Hkv, scale, stream_);
             ops().attention(out16, tq, k16, v16, tpos, Tensor{}, Hq, Hkv, scale, stream_);
             if (Tq > 1 && reference::flash_supports(D)) {
                 expect_same_bits(Device::get_bits(out16), Device::get(out32), "attention" + tag);
             } else {
-                const Vec want = cpu_attention(q, k, v, first_pos >= 0 ? &pos : nullptr, Tq, Tk, Hq, Hkv, D, scale);
+                const Vec want = cpu_attention(q, k, v, first_pos >= 0 ? &pos : nullptr, Tq, Tk, Hq,
+                                               Hkv, D, scale);
                 Vec widened;
-                for (const uint16_t bits : Device::get_bits(out16)) widened.push_back(bf16_to_f32(bits));
+                for (const uint16_t bits : Device::get_bits(out16))
+                    widened.push_back(bf16_to_f32(bits));
                 expect_close(widened, want, 1e-2, 1e-2, "attention" + tag);
             }
         }
@@ -1035,9 +1141,9 @@ TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
 #if GLMASR_WGMMA_ATTENTION
     if (!ctx().wgmma_attention) GTEST_SKIP() << "wgmma needs a compute-capability 9.0 GPU";
     using reference::AttentionPath;
-    for (const auto& [Tq, Tk, Hq, Hkv] : {std::tuple{1500, 1500, 20, 20}, std::tuple{129, 200, 4, 2},
-                                          std::tuple{77, 33, 2, 2}, std::tuple{1, 64, 2, 1},
-                                          std::tuple{200, 65, 3, 3}}) {
+    for (const auto& [Tq, Tk, Hq, Hkv] :
+         {std::tuple{1500, 1500, 20, 20}, std::tuple{129, 200, 4, 2}, std::tuple{77, 33, 2, 2},
+          std::tuple{1, 64, 2, 1}, std::tuple{200, 65, 3, 3}}) {
         const int D = 64;
         const float scale = 0.125f;
         const std::string tag = " Tq=" + std::to_string(Tq) + " Tk=" + std::to_string(Tk) +
@@ -1047,44 +1153,62 @@ TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
         const Vec v = round_bf16(random_vec(k.size(), 113));
         const Tensor tq = dev_.f32(q, {Tq, Hq * D});
         const Tensor k32 = dev_.f32(k, {Tk, Hkv * D}), v32 = dev_.f32(v, {Tk, Hkv * D});
-        for (const auto& [pad, out_pad] : {std::pair{size_t{0}, size_t{0}}, std::pair{size_t{1}, size_t{0}},
-                                           std::pair{size_t{0}, size_t{1}}}) {
-            const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad), v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
-            const Tensor mma = dev_.bf16_poisoned({Tq, Hq * D}, out_pad), chosen = dev_.bf16_poisoned({Tq, Hq * D}, out_pad);
+        for (const auto& [pad, out_pad] :
+             {std::pair{size_t{0}, size_t{0}}, std::pair{size_t{1}, size_t{0}},
+              std::pair{size_t{0}, size_t{1}}}) {
+            const Tensor k16 = dev_.bf16(k, {Tk, Hkv * D}, pad),
+                         v16 = dev_.bf16(v, {Tk, Hkv * D}, pad);
+            const Tensor mma = dev_.bf16_poisoned({Tq, Hq * D}, out_pad),
+                         chosen = dev_.bf16_poisoned({Tq, Hq * D}, out_pad);
             {
                 AttentionPathFor path(ctx(), AttentionPath::flash_mma);
-                reference::flash_attention_tc(ctx(), b16(mma), tq.f32(), b16(k16), b16(v16), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+                reference::flash_attention_tc(ctx(), b16(mma), tq.f32(), b16(k16), b16(v16),
+                                              nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
             }
             {
                 AttentionPathFor path(ctx(), AttentionPath::flash_bf16);
-                reference::flash_attention_tc(ctx(), b16(chosen), tq.f32(), b16(k16), b16(v16), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+                reference::flash_attention_tc(ctx(), b16(chosen), tq.f32(), b16(k16), b16(v16),
+                                              nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
             }
             const std::vector<uint16_t> want = Device::get_bits(mma);
-            EXPECT_EQ(Device::get_bits(chosen), want) << "flash_bf16 against flash_mma, bf16 k/v, pad " << pad
-                                                      << ", out pad " << out_pad << tag;
+            EXPECT_EQ(Device::get_bits(chosen), want)
+                << "flash_bf16 against flash_mma, bf16 k/v, pad " << pad << ", out pad " << out_pad
+                << tag;
             if (pad == 0 && out_pad == 0) {  // the kernel itself
                 const Tensor direct = dev_.bf16_poisoned({Tq, Hq * D});
-                reference::flash_attention_wgmma(b16(direct), tq.f32(), b16(k16), b16(v16), Tq, Tk, Hq, Hkv, scale, stream_);
-                EXPECT_EQ(Device::get_bits(direct), want) << "flash_attention_wgmma, bf16 out" << tag;
+                reference::flash_attention_wgmma(b16(direct), tq.f32(), b16(k16), b16(v16), Tq, Tk,
+                                                 Hq, Hkv, scale, stream_);
+                EXPECT_EQ(Device::get_bits(direct), want)
+                    << "flash_attention_wgmma, bf16 out" << tag;
             }
         }
         const Tensor mma = dev_.poisoned({Tq, Hq * D}), chosen = dev_.poisoned({Tq, Hq * D});
         {
             AttentionPathFor path(ctx(), AttentionPath::flash_mma);
-            reference::flash_attention_tc(ctx(), mma.f32(), tq.f32(), k32.f32(), v32.f32(), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+            reference::flash_attention_tc(ctx(), mma.f32(), tq.f32(), k32.f32(), v32.f32(), nullptr,
+                                          Tq, Tk, Hq, Hkv, D, scale, false, stream_);
         }
         {
             AttentionPathFor path(ctx(), AttentionPath::flash_bf16);
-            reference::flash_attention_tc(ctx(), chosen.f32(), tq.f32(), k32.f32(), v32.f32(), nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
+            reference::flash_attention_tc(ctx(), chosen.f32(), tq.f32(), k32.f32(), v32.f32(),
+                                          nullptr, Tq, Tk, Hq, Hkv, D, scale, false, stream_);
         }
-        expect_same_floats(Device::get(chosen), Device::get(mma), "flash_bf16 against flash_mma, f32 k/v, f32 out" + tag);
+        expect_same_floats(Device::get(chosen), Device::get(mma),
+                           "flash_bf16 against flash_mma, f32 k/v, f32 out" + tag);
     }
     const Vec q = random_vec(64 * 2 * 64, 114), kv = round_bf16(random_vec(64 * 64, 115));
-    const Tensor tq = dev_.f32(q, {64, 128}), k16 = dev_.bf16(kv, {64, 64}), k16_off = dev_.bf16(kv, {64, 64}, 1);
+    const Tensor tq = dev_.f32(q, {64, 128}), k16 = dev_.bf16(kv, {64, 64}),
+                 k16_off = dev_.bf16(kv, {64, 64}, 1);
     const Tensor out = dev_.bf16_poisoned({64, 128}), out_off = dev_.bf16_poisoned({64, 128}, 1);
-    EXPECT_THROW(reference::flash_attention_wgmma(b16(out_off), tq.f32(), b16(k16), b16(k16), 64, 64, 2, 1, 0.125f, stream_), Error);
-    EXPECT_THROW(reference::flash_attention_wgmma(b16(out), tq.f32(), b16(k16_off), b16(k16_off), 64, 64, 2, 1, 0.125f, stream_), Error);
-    EXPECT_THROW(reference::flash_attention_wgmma(b16(out), tq.f32(), b16(k16), b16(k16), 64, 64, 3, 2, 0.125f, stream_), Error);
+    EXPECT_THROW(reference::flash_attention_wgmma(b16(out_off), tq.f32(), b16(k16), b16(k16), 64,
+                                                  64, 2, 1, 0.125f, stream_),
+                 Error);
+    EXPECT_THROW(reference::flash_attention_wgmma(b16(out), tq.f32(), b16(k16_off), b16(k16_off),
+                                                  64, 64, 2, 1, 0.125f, stream_),
+                 Error);
+    EXPECT_THROW(reference::flash_attention_wgmma(b16(out), tq.f32(), b16(k16), b16(k16), 64, 64, 3,
+                                                  2, 0.125f, stream_),
+                 Error);
 #else
     GTEST_SKIP() << "a build without sm_90 has no wgmma attention";
 #endif
@@ -1097,8 +1221,7 @@ __global__ void append_late(int* positions, float* k_row, float* v_row, const fl
                             const float* v_new, int width, int position) {
     reference::pdl_launch_dependents();  // let the attention start before anything is written
     const long long start = clock64();
-    while (clock64() - start < 100000) {
-    }
+    while (clock64() - start < 100000) {}
     for (int c = threadIdx.x; c < width; c += blockDim.x) {
         k_row[c] = k_new[c];
         v_row[c] = v_new[c];
@@ -1118,9 +1241,11 @@ TEST_F(Reference, DecodeAttentionRereadsACountThatMovedDuringItsEarlyLoads) {
     const Vec v_new(v.begin() + position * kv, v.begin() + (position + 1) * kv);
     const std::vector<int32_t> pos{position};
     const Vec want = cpu_attention(q, k, v, &pos, 1, Tk, Hq, Hkv, D, scale);
-    for (size_t r = position; r < static_cast<size_t>(Tk); ++r)  // not written yet: must not be read
+    for (size_t r = position; r < static_cast<size_t>(Tk);
+         ++r)  // not written yet: must not be read
         for (int c = 0; c < kv; ++c) k[r * kv + c] = v[r * kv + c] = kNaN;
-    const Tensor tq = dev_.f32(q, {1, Hq * D}), tk = dev_.f32(k, {Tk, kv}), tv = dev_.f32(v, {Tk, kv});
+    const Tensor tq = dev_.f32(q, {1, Hq * D}), tk = dev_.f32(k, {Tk, kv}),
+                 tv = dev_.f32(v, {Tk, kv});
     const Tensor kn = dev_.f32(k_new, {1, kv}), vn = dev_.f32(v_new, {1, kv});
     const Tensor tpos = dev_.i32({position - 3}, {1});
     const Tensor out = dev_.poisoned({1, Hq * D});
@@ -1135,24 +1260,30 @@ TEST_F(Reference, DecodeAttentionMatchesTheCpuAcrossSplitCountsAndHeadLayouts) {
     // One block per (query head, key split): split counts from 2 to 256 (Tk), GQA groups of 4, 1,
     // 4 with a single KV head and 2, head dims 128, 64 and 32, the first and the last position;
     // each shape twice, back to back, on the same scratch.
-    struct Case { int Tk, Hq, Hkv, D, position; };
-    for (const Case c : {Case{200, 16, 4, 128, 120}, Case{1000, 8, 8, 64, 999}, Case{33, 4, 1, 32, 0},
-                         Case{8192, 16, 4, 128, 8000}, Case{40, 16, 4, 128, 39},
-                         Case{250, 4, 2, 64, 60}, Case{250, 4, 2, 64, 61}}) {
+    struct Case {
+        int Tk, Hq, Hkv, D, position;
+    };
+    for (const Case c :
+         {Case{200, 16, 4, 128, 120}, Case{1000, 8, 8, 64, 999}, Case{33, 4, 1, 32, 0},
+          Case{8192, 16, 4, 128, 8000}, Case{40, 16, 4, 128, 39}, Case{250, 4, 2, 64, 60},
+          Case{250, 4, 2, 64, 61}}) {
         const int kv = c.Hkv * c.D;
         const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
         const Vec q = random_vec(static_cast<size_t>(c.Hq) * c.D, 40, -2, 2);
-        const Vec k = random_vec(static_cast<size_t>(c.Tk) * kv, 41, -2, 2), v = random_vec(k.size(), 42);
+        const Vec k = random_vec(static_cast<size_t>(c.Tk) * kv, 41, -2, 2),
+                  v = random_vec(k.size(), 42);
         const std::vector<int32_t> pos{c.position};
         const Vec want = cpu_attention(q, k, v, &pos, 1, c.Tk, c.Hq, c.Hkv, c.D, scale);
-        const Tensor tq = dev_.f32(q, {1, c.Hq * c.D}), tk = dev_.f32(k, {c.Tk, kv}), tv = dev_.f32(v, {c.Tk, kv});
+        const Tensor tq = dev_.f32(q, {1, c.Hq * c.D}), tk = dev_.f32(k, {c.Tk, kv}),
+                     tv = dev_.f32(v, {c.Tk, kv});
         const Tensor tpos = dev_.i32({c.position}, {1});
         for (int repeat = 0; repeat < 2; ++repeat) {
             const Tensor out = dev_.poisoned({1, c.Hq * c.D});
             ops().attention(out, tq, tk, tv, tpos, Tensor{}, c.Hq, c.Hkv, scale, stream_);
             CUDA_CHECK(cudaStreamSynchronize(stream_));
-            expect_close(Device::get(out), want, 1e-5, 1e-4,
-                         "decode attention Tk=" + std::to_string(c.Tk) + " D=" + std::to_string(c.D));
+            expect_close(
+                Device::get(out), want, 1e-5, 1e-4,
+                "decode attention Tk=" + std::to_string(c.Tk) + " D=" + std::to_string(c.D));
         }
     }
 }
@@ -1165,9 +1296,11 @@ TEST_F(Reference, PrefetchHintsChangeNoBitAndTheNextAttentionTakesThem) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
     const Vec q = random_vec(static_cast<size_t>(Hq) * D, 50, -2, 2);
     const Vec k = random_vec(static_cast<size_t>(Tk) * kv, 51, -2, 2), v = random_vec(k.size(), 52);
-    const Tensor tq = dev_.f32(q, {1, Hq * D}), tk = dev_.f32(k, {Tk, kv}), tv = dev_.f32(v, {Tk, kv});
+    const Tensor tq = dev_.f32(q, {1, Hq * D}), tk = dev_.f32(k, {Tk, kv}),
+                 tv = dev_.f32(v, {Tk, kv});
     const Tensor tpos = dev_.i32({position}, {1});
-    const Tensor weights = dev_.bf16(random_vec(3000ull * 1001, 53), {3000, 1001});  // rows of 2002 bytes
+    const Tensor weights =
+        dev_.bf16(random_vec(3000ull * 1001, 53), {3000, 1001});  // rows of 2002 bytes
     auto attend = [&] {
         const Tensor out = dev_.poisoned({1, Hq * D});
         ops().attention(out, tq, tk, tv, tpos, Tensor{}, Hq, Hkv, scale, stream_);
@@ -1176,9 +1309,10 @@ TEST_F(Reference, PrefetchHintsChangeNoBitAndTheNextAttentionTakesThem) {
     };
     const Vec plain = attend();
     ASSERT_NE(reference_track().prefetch, nullptr);
-    reference_track().prefetch(weights, stream_);               // from row 1000: 16-byte aligned
+    reference_track().prefetch(weights, stream_);                // from row 1000: 16-byte aligned
     reference_track().prefetch(weights.rows(1, 1500), stream_);  // from row 1 + 500: rounded up
-    reference_track().prefetch(weights.rows(0, 300), stream_);   // one more than an attention carries
+    reference_track().prefetch(weights.rows(0, 300),
+                               stream_);  // one more than an attention carries
     const reference::L2Prefetch& hints = ctx().l2_hints;
     const uintptr_t base = reinterpret_cast<uintptr_t>(weights.data);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(hints.ptr[0]), base + 1000 * 2002);
@@ -1188,7 +1322,8 @@ TEST_F(Reference, PrefetchHintsChangeNoBitAndTheNextAttentionTakesThem) {
         EXPECT_EQ(hints.bytes[i] % 16, 0u);
         EXPECT_EQ(reinterpret_cast<uintptr_t>(hints.ptr[i]) % 16, 0u);
         EXPECT_GE(hints.ptr[i], static_cast<const char*>(weights.data));
-        EXPECT_LE(hints.ptr[i] + hints.bytes[i], static_cast<const char*>(weights.data) + weights.bytes());
+        EXPECT_LE(hints.ptr[i] + hints.bytes[i],
+                  static_cast<const char*>(weights.data) + weights.bytes());
     }
     const Vec hinted = attend();
     ASSERT_EQ(plain.size(), hinted.size());
@@ -1198,7 +1333,8 @@ TEST_F(Reference, PrefetchHintsChangeNoBitAndTheNextAttentionTakesThem) {
 
     // A prefill's attention (two queries) drops them.
     reference_track().prefetch(weights, stream_);
-    const Tensor q2 = dev_.f32(random_vec(2ull * Hq * D, 54), {2, Hq * D}), pos2 = dev_.i32({100, 101}, {2});
+    const Tensor q2 = dev_.f32(random_vec(2ull * Hq * D, 54), {2, Hq * D}),
+                 pos2 = dev_.i32({100, 101}, {2});
     const Tensor out2 = dev_.poisoned({2, Hq * D});
     ops().attention(out2, q2, tk, tv, pos2, Tensor{}, Hq, Hkv, scale, stream_);
     CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -1231,7 +1367,10 @@ TEST_F(Reference, DecodeStepCapturesIntoAGraph) {
         ops().rmsnorm(normed, residual, nw, 1e-5f, stream_);
         ops().argmax(next, normed, stream_);
     };
-    auto set_pos = [&](int p) { CUDA_CHECK(cudaMemcpyAsync(pos.data, &p, 4, cudaMemcpyHostToDevice, stream_)); CUDA_CHECK(cudaStreamSynchronize(stream_)); };
+    auto set_pos = [&](int p) {
+        CUDA_CHECK(cudaMemcpyAsync(pos.data, &p, 4, cudaMemcpyHostToDevice, stream_));
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+    };
 
     std::vector<Vec> eager;
     for (int p : {5, 17, 39}) {
@@ -1267,7 +1406,8 @@ TEST_F(Reference, EncoderShapedOpsCaptureIntoAGraph) {
     const int T = 96, H = 2, D = 64, width = H * D;
     const Vec x0 = random_vec(T * width, 34), w = round_bf16(random_vec(width * width, 35));
     const Vec b = random_vec(width, 36), ln_w = random_vec(width, 37);
-    const Tensor x = dev_.f32(x0, {T, width}), tw = dev_.bf16(w, {width, width}), tb = dev_.f32(b, {width});
+    const Tensor x = dev_.f32(x0, {T, width}), tw = dev_.bf16(w, {width, width}),
+                 tb = dev_.f32(b, {width});
     const Tensor lw = dev_.f32(ln_w, {width});
     const Tensor qkv = dev_.poisoned({T, width}), attn = dev_.poisoned({T, width});
     const Tensor residual = dev_.f32(x0, {T, width}), normed = dev_.poisoned({T, width});
@@ -1320,8 +1460,7 @@ __device__ unsigned long long global_ns() {
 __global__ void late_write_kernel(LateSpans spans, unsigned long long spin_ns) {
     reference::pdl_launch_dependents();
     const unsigned long long start = global_ns();
-    while (global_ns() - start < spin_ns) {
-    }
+    while (global_ns() - start < spin_ns) {}
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     for (int s = 0; s < spans.n; ++s)
         for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < spans.span[s].words; i += stride)
@@ -1370,8 +1509,8 @@ protected:
             staging_.push_back(copy);
             CUDA_CHECK(cudaMemcpy(copy, l.t.data, l.t.bytes(), cudaMemcpyDeviceToDevice));
             CUDA_CHECK(cudaMemset(l.t.data, l.decoy, l.t.bytes()));
-            spans.span[spans.n++] = {static_cast<uint32_t*>(l.t.data), static_cast<const uint32_t*>(copy),
-                                     l.t.bytes() / 4};
+            spans.span[spans.n++] = {static_cast<uint32_t*>(l.t.data),
+                                     static_cast<const uint32_t*>(copy), l.t.bytes() / 4};
         }
         for (const Tensor& t : scratch) CUDA_CHECK(cudaMemset(t.data, 0xFF, t.bytes()));
         CUDA_CHECK(cudaDeviceSynchronize());
@@ -1393,7 +1532,8 @@ TEST_F(Pdl, ProductsWaitForX) {
     const Tensor wo = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(K) * K, 57)), {K, K});
     const Tensor bias = dev_.f32(random_vec(N, 53), {N}), nw = dev_.f32(random_vec(K, 54), {K});
     for (const int M : {1, 3}) {
-        const Vec xv = random_vec(static_cast<size_t>(M) * K, 55), rv = random_vec(static_cast<size_t>(M) * K, 56);
+        const Vec xv = random_vec(static_cast<size_t>(M) * K, 55),
+                  rv = random_vec(static_cast<size_t>(M) * K, 56);
         const std::string m = " M=" + std::to_string(M);
         expect_waits("linear" + m, [&](bool late) {
             const Tensor x = dev_.f32(xv, {M, K}), out = dev_.poisoned({M, N});
@@ -1408,7 +1548,8 @@ TEST_F(Pdl, ProductsWaitForX) {
             return std::vector<Tensor>{residual};
         });
         expect_waits("gate_up_silu" + m, [&](bool late) {
-            const Tensor x = dev_.f32(xv, {M, K}), out = dev_.poisoned({M, F}), scratch = dev_.poisoned({M, F});
+            const Tensor x = dev_.f32(xv, {M, K}), out = dev_.poisoned({M, F}),
+                         scratch = dev_.poisoned({M, F});
             if (late) write_late({{x}}, {scratch});
             ops().gate_up_silu(out, x, wg, wu, scratch, stream_);
             return std::vector<Tensor>{out};
@@ -1428,18 +1569,26 @@ TEST_F(Pdl, DecodeStepOpsWaitForTheirInputs) {
     // writes lands late (the new key and value rows, not the cache's older rows, which earlier
     // steps wrote and the attention reads before its wait on purpose; positions, uploaded before
     // the step, likewise).
-    struct Layout { int Hq, Hkv, D, Tk, pos; };
-    for (const Layout c : {Layout{4, 2, 64, 250, 61}, Layout{16, 4, 128, 200, 120}, Layout{16, 4, 128, 40, 0}}) {
+    struct Layout {
+        int Hq, Hkv, D, Tk, pos;
+    };
+    for (const Layout c :
+         {Layout{4, 2, 64, 250, 61}, Layout{16, 4, 128, 200, 120}, Layout{16, 4, 128, 40, 0}}) {
         const int width = c.Hq * c.D, kv = c.Hkv * c.D, K = 256;
-        const std::string at = " Hq=" + std::to_string(c.Hq) + " D=" + std::to_string(c.D) + " pos=" + std::to_string(c.pos);
-        const Vec qv = random_vec(width, 60), kcv = random_vec(static_cast<size_t>(c.Tk) * kv, 61, -2, 2);
+        const std::string at = " Hq=" + std::to_string(c.Hq) + " D=" + std::to_string(c.D) +
+                               " pos=" + std::to_string(c.pos);
+        const Vec qv = random_vec(width, 60),
+                  kcv = random_vec(static_cast<size_t>(c.Tk) * kv, 61, -2, 2);
         const Vec vcv = random_vec(kcv.size(), 62), xv = random_vec(K, 63), nwv = random_vec(K, 64);
         const Tensor pos = dev_.i32({c.pos}, {1}), nw = dev_.f32(nwv, {K});
         const Tensor cos = dev_.poisoned({c.Tk, c.D / 2}), sin = dev_.poisoned({c.Tk, c.D / 2});
         ops().rope_freqs(cos, sin, 10000.0f, stream_);
-        const Tensor wq = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(width) * K, 65)), {width, K});
-        const Tensor wk = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(kv) * K, 66)), {kv, K});
-        const Tensor wv = dev_.bf16(round_bf16(random_vec(static_cast<size_t>(kv) * K, 67)), {kv, K});
+        const Tensor wq =
+            dev_.bf16(round_bf16(random_vec(static_cast<size_t>(width) * K, 65)), {width, K});
+        const Tensor wk =
+            dev_.bf16(round_bf16(random_vec(static_cast<size_t>(kv) * K, 66)), {kv, K});
+        const Tensor wv =
+            dev_.bf16(round_bf16(random_vec(static_cast<size_t>(kv) * K, 67)), {kv, K});
 
         expect_waits("attention" + at, [&](bool late) {
             const Tensor q = dev_.f32(qv, {1, width}), out = dev_.poisoned({1, width});
@@ -1448,16 +1597,18 @@ TEST_F(Pdl, DecodeStepOpsWaitForTheirInputs) {
                                   {reference::kMaxDecodeHeads * reference::kMaxDecodePartials *
                                    (reference::kMaxDecodeHeadDim + 2)});
             if (late) write_late({{q}, {kc.rows(c.pos, 1)}, {vc.rows(c.pos, 1)}}, {partials});
-            ops().attention(out, q, kc, vc, pos, Tensor{}, c.Hq, c.Hkv, 1.0f / std::sqrt(static_cast<float>(c.D)), stream_);
+            ops().attention(out, q, kc, vc, pos, Tensor{}, c.Hq, c.Hkv,
+                            1.0f / std::sqrt(static_cast<float>(c.D)), stream_);
             return std::vector<Tensor>{out};
         });
         expect_waits("rmsnorm_qkv_rope_cache" + at, [&](bool late) {
             const Tensor x = dev_.f32(xv, {1, K}), q = dev_.poisoned({1, width});
             const Tensor kc = dev_.f32(kcv, {c.Tk, kv}), vc = dev_.f32(vcv, {c.Tk, kv});
-            const Tensor normed = dev_.poisoned({1, K}), k = dev_.poisoned({1, kv}), v = dev_.poisoned({1, kv});
+            const Tensor normed = dev_.poisoned({1, K}), k = dev_.poisoned({1, kv}),
+                         v = dev_.poisoned({1, kv});
             if (late) write_late({{x}}, {normed, k, v});
-            ops().rmsnorm_qkv_rope_cache(q, kc, vc, x, nw, wq, wk, wv, cos, sin, pos, normed, k, v, 1e-5f,
-                                         c.Hq, c.Hkv, stream_);
+            ops().rmsnorm_qkv_rope_cache(q, kc, vc, x, nw, wq, wk, wv, cos, sin, pos, normed, k, v,
+                                         1e-5f, c.Hq, c.Hkv, stream_);
             return std::vector<Tensor>{q, kc, vc};
         });
         expect_waits("qkv_rope_cache" + at, [&](bool late) {
@@ -1465,7 +1616,8 @@ TEST_F(Pdl, DecodeStepOpsWaitForTheirInputs) {
             const Tensor kc = dev_.f32(kcv, {c.Tk, kv}), vc = dev_.f32(vcv, {c.Tk, kv});
             const Tensor k = dev_.poisoned({1, kv}), v = dev_.poisoned({1, kv});
             if (late) write_late({{x}}, {k, v});
-            ops().qkv_rope_cache(q, kc, vc, x, wq, wk, wv, cos, sin, pos, k, v, c.Hq, c.Hkv, stream_);
+            ops().qkv_rope_cache(q, kc, vc, x, wq, wk, wv, cos, sin, pos, k, v, c.Hq, c.Hkv,
+                                 stream_);
             return std::vector<Tensor>{q, kc, vc};
         });
         expect_waits("rope_apply" + at, [&](bool late) {
@@ -1475,7 +1627,8 @@ TEST_F(Pdl, DecodeStepOpsWaitForTheirInputs) {
             return std::vector<Tensor>{q};
         });
         expect_waits("cache_write" + at, [&](bool late) {
-            const Tensor rows = dev_.f32(random_vec(kv, 68), {1, kv}), kc = dev_.f32(kcv, {c.Tk, kv});
+            const Tensor rows = dev_.f32(random_vec(kv, 68), {1, kv}),
+                         kc = dev_.f32(kcv, {c.Tk, kv});
             if (late) write_late({{rows}});
             ops().cache_write(kc, rows, pos, stream_);
             return std::vector<Tensor>{kc};

@@ -11,18 +11,21 @@ program and the row slice copied with coalesced loads and stores.
 Triton idioms: a scalar tl.load of the id, tl.where to poison a bad row, i64 offsets
 (V · D is 121 M for GLM-ASR and may pass 2^31 elsewhere).
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def embedding_kernel(out,    # *fp32 (T, D)
-                     table,  # *fp32 (V, D)
-                     ids,    # *i32 (T)
-                     D, V,   # i32
-                     BLOCK: tl.constexpr):
+def embedding_kernel(
+    out,  # *fp32 (T, D)
+    table,  # *fp32 (V, D)
+    ids,  # *i32 (T)
+    D,
+    V,  # i32
+    BLOCK: tl.constexpr,
+):
     t = tl.program_id(0)
     c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = c < D
@@ -32,8 +35,10 @@ def embedding_kernel(out,    # *fp32 (T, D)
     tl.store(out + t.to(tl.int64) * D + c, tl.where(valid, row, float("nan")), mask=mask)
 
 
-LAUNCH = Launch(embedding_kernel,
-                grid=("T", "cdiv(D, 1024)"),
-                args=("out", "table", "ids", "D", "V"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    embedding_kernel,
+    grid=("T", "cdiv(D, 1024)"),
+    args=("out", "table", "ids", "D", "V"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

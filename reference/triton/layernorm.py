@@ -15,20 +15,22 @@ reduced once by tl.sum. Passes two and three re-read the row from L1/L2.
 Triton idioms: runtime loops in BLOCK steps with masked tails (masked lanes must add 0 to the
 deviation sum too, hence the tl.where), vector accumulators reduced by tl.sum, tl.rsqrt.
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def layernorm_kernel(out,  # *fp32 (rows, dim)
-                     x,    # *fp32 (rows, dim)
-                     w,    # *fp32 (dim)
-                     b,    # *fp32 (dim)
-                     dim,  # i32
-                     eps,  # fp32
-                     BLOCK: tl.constexpr):
+def layernorm_kernel(
+    out,  # *fp32 (rows, dim)
+    x,  # *fp32 (rows, dim)
+    w,  # *fp32 (dim)
+    b,  # *fp32 (dim)
+    dim,  # i32
+    eps,  # fp32
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64)
     x_row = x + row * dim
     out_row = out + row * dim
@@ -55,8 +57,10 @@ def layernorm_kernel(out,  # *fp32 (rows, dim)
         tl.store(out_row + c, y, mask=mask)
 
 
-LAUNCH = Launch(layernorm_kernel,
-                grid=("rows",),
-                args=("out", "x", "w", "b", "dim", "eps"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    layernorm_kernel,
+    grid=("rows",),
+    args=("out", "x", "w", "b", "dim", "eps"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

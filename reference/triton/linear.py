@@ -25,20 +25,26 @@ Triton idioms: tl.dot with input_precision="tf32", pointer tiles advanced by BLO
 masks for ragged edges (M, N, K of 1, 19, 111 ...), the grouped program ordering of the Triton
 matmul tutorial, a null-pointer test (bias.to(tl.int64) != 0) for the optional bias.
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def linear_kernel(out,   # *fp32 (M, N)
-                  x,     # *fp32 (M, K)
-                  w,     # *fp32 (N, K)
-                  bias,  # *fp32 (N) or null
-                  M, N, K,  # i32
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr):
+def linear_kernel(
+    out,  # *fp32 (M, N)
+    x,  # *fp32 (M, K)
+    w,  # *fp32 (N, K)
+    bias,  # *fp32 (N) or null
+    M,
+    N,
+    K,  # i32
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
     # Grouped ordering: walk GROUP_M tile rows down one tile column before moving right.
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -52,8 +58,8 @@ def linear_kernel(out,   # *fp32 (M, N)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    x_ptrs = x + rm.to(tl.int64)[:, None] * K + rk[None, :]   # (BLOCK_M, BLOCK_K)
-    w_ptrs = w + rn.to(tl.int64)[None, :] * K + rk[:, None]   # (BLOCK_K, BLOCK_N): wᵀ tile
+    x_ptrs = x + rm.to(tl.int64)[:, None] * K + rk[None, :]  # (BLOCK_M, BLOCK_K)
+    w_ptrs = w + rn.to(tl.int64)[None, :] * K + rk[:, None]  # (BLOCK_K, BLOCK_N): wᵀ tile
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_ok = rk < K - k0
@@ -68,21 +74,25 @@ def linear_kernel(out,   # *fp32 (M, N)
     tl.store(out_ptrs, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-
 @triton.jit
-def gemv_kernel(out,   # *fp32 (M, N)
-                x,     # *fp32 (M, K)
-                w,     # *fp32 (N, K)
-                bias,  # *fp32 (N) or null
-                M, N, K,  # i32
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def gemv_kernel(
+    out,  # *fp32 (M, N)
+    x,  # *fp32 (M, K)
+    w,  # *fp32 (N, K)
+    bias,  # *fp32 (N) or null
+    M,
+    N,
+    K,  # i32
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     # Program (n, m): outputs out[m, n·BLOCK_N : (n+1)·BLOCK_N]. Each lane keeps its own partial
     # sums across the K loop; one reduction over K at the end.
     rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     m = tl.program_id(1)
     rk = tl.arange(0, BLOCK_K)
-    x_ptrs = x + m.to(tl.int64) * K + rk                        # (BLOCK_K)
-    w_ptrs = w + rn.to(tl.int64)[:, None] * K + rk[None, :]     # (BLOCK_N, BLOCK_K)
+    x_ptrs = x + m.to(tl.int64) * K + rk  # (BLOCK_K)
+    w_ptrs = w + rn.to(tl.int64)[:, None] * K + rk[None, :]  # (BLOCK_N, BLOCK_K)
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         k_ok = rk < K - k0
@@ -91,20 +101,28 @@ def gemv_kernel(out,   # *fp32 (M, N)
         acc += b * a[None, :]
         x_ptrs += BLOCK_K
         w_ptrs += BLOCK_K
-    result = tl.sum(acc, axis=1)                                # (BLOCK_N)
+    result = tl.sum(acc, axis=1)  # (BLOCK_N)
     if bias.to(tl.int64) != 0:
         result += tl.load(bias + rn, mask=rn < N, other=0.0)
     tl.store(out + m.to(tl.int64) * N + rn, result, mask=rn < N)
 
 
 # min(1, max(0, 5 - M)) is 1 for M <= 4 and 0 above: exactly one of the two grids is empty.
-LAUNCH = [Launch(linear_kernel,
-                 grid=("cdiv(M, 64) * cdiv(N, 128) * min(1, max(0, M - 4))",),
-                 args=("out", "x", "w", "bias", "M", "N", "K"),
-                 constexprs={"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8},
-                 num_warps=4, num_stages=3),
-          Launch(gemv_kernel,
-                 grid=("cdiv(N, 8)", "M * min(1, max(0, 5 - M))"),
-                 args=("out", "x", "w", "bias", "M", "N", "K"),
-                 constexprs={"BLOCK_N": 8, "BLOCK_K": 512},
-                 num_warps=4, num_stages=3)]
+LAUNCH = [
+    Launch(
+        linear_kernel,
+        grid=("cdiv(M, 64) * cdiv(N, 128) * min(1, max(0, M - 4))",),
+        args=("out", "x", "w", "bias", "M", "N", "K"),
+        constexprs={"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8},
+        num_warps=4,
+        num_stages=3,
+    ),
+    Launch(
+        gemv_kernel,
+        grid=("cdiv(N, 8)", "M * min(1, max(0, 5 - M))"),
+        args=("out", "x", "w", "bias", "M", "N", "K"),
+        constexprs={"BLOCK_N": 8, "BLOCK_K": 512},
+        num_warps=4,
+        num_stages=3,
+    ),
+]

@@ -11,19 +11,21 @@ then the scaled write. The second pass re-reads the row from L1/L2, not DRAM.
 Triton idioms: a runtime loop in BLOCK steps with a masked tail, a vector accumulator reduced
 by tl.sum, tl.rsqrt, i64 row offsets (rows · dim can pass 2^31).
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def rmsnorm_kernel(out,  # *fp32 (rows, dim)
-                   x,    # *fp32 (rows, dim)
-                   w,    # *fp32 (dim)
-                   dim,  # i32
-                   eps,  # fp32
-                   BLOCK: tl.constexpr):
+def rmsnorm_kernel(
+    out,  # *fp32 (rows, dim)
+    x,  # *fp32 (rows, dim)
+    w,  # *fp32 (dim)
+    dim,  # i32
+    eps,  # fp32
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64)
     x_row = x + row * dim
     out_row = out + row * dim
@@ -40,8 +42,10 @@ def rmsnorm_kernel(out,  # *fp32 (rows, dim)
         tl.store(out_row + c, v * inv_rms * tl.load(w + c, mask=mask), mask=mask)
 
 
-LAUNCH = Launch(rmsnorm_kernel,
-                grid=("rows",),
-                args=("out", "x", "w", "dim", "eps"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    rmsnorm_kernel,
+    grid=("rows",),
+    args=("out", "x", "w", "dim", "eps"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

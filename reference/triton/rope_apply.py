@@ -17,21 +17,25 @@ with NaN, as in the baseline, rather than read before the table.
 Triton idioms: a scalar tl.load of the position, // and % to split a flat pair index into
 (head, j), i64 row offsets.
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def rope_apply_kernel(x,          # *fp32 (T, n_heads·head_dim), in place
-                      cos,        # *fp32 (P, half)
-                      sin,        # *fp32 (P, half)
-                      positions,  # *i32 (T)
-                      n_heads, head_dim, half,  # i32
-                      BLOCK: tl.constexpr):
+def rope_apply_kernel(
+    x,  # *fp32 (T, n_heads·head_dim), in place
+    cos,  # *fp32 (P, half)
+    sin,  # *fp32 (P, half)
+    positions,  # *i32 (T)
+    n_heads,
+    head_dim,
+    half,  # i32
+    BLOCK: tl.constexpr,
+):
     t = tl.program_id(0)
-    pair = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)   # head · half + j
+    pair = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)  # head · half + j
     head = pair // half
     j = pair % half
     mask = pair < n_heads * half
@@ -47,8 +51,10 @@ def rope_apply_kernel(x,          # *fp32 (T, n_heads·head_dim), in place
     tl.store(first + half, tl.where(p >= 0, b * c + a * s, nan), mask=mask)
 
 
-LAUNCH = Launch(rope_apply_kernel,
-                grid=("T", "cdiv(n_heads * half, 256)"),
-                args=("x", "cos", "sin", "positions", "n_heads", "head_dim", "half"),
-                constexprs={"BLOCK": 256},
-                num_warps=4)
+LAUNCH = Launch(
+    rope_apply_kernel,
+    grid=("T", "cdiv(n_heads * half, 256)"),
+    args=("x", "cos", "sin", "positions", "n_heads", "head_dim", "half"),
+    constexprs={"BLOCK": 256},
+    num_warps=4,
+)

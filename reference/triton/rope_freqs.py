@@ -16,18 +16,20 @@ as in transformers, and tl.cos / tl.sin compile to the precise __nv_cosf / __nv_
 Triton idioms: a 2-D grid (positions × j blocks), .to(tl.float64) for a precise intermediate,
 masked stores for a half that is not a multiple of BLOCK.
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def rope_freqs_kernel(cos,    # *fp32 (n_positions, half)
-                      sin,    # *fp32 (n_positions, half)
-                      half,   # i32
-                      theta,  # fp32
-                      BLOCK: tl.constexpr):
+def rope_freqs_kernel(
+    cos,  # *fp32 (n_positions, half)
+    sin,  # *fp32 (n_positions, half)
+    half,  # i32
+    theta,  # fp32
+    BLOCK: tl.constexpr,
+):
     p = tl.program_id(0)
     j = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     exponent = (2 * j).to(tl.float64) / (2 * half)
@@ -39,8 +41,10 @@ def rope_freqs_kernel(cos,    # *fp32 (n_positions, half)
     tl.store(sin + offs, tl.sin(angle), mask=mask)
 
 
-LAUNCH = Launch(rope_freqs_kernel,
-                grid=("n_positions", "cdiv(half, 64)"),
-                args=("cos", "sin", "half", "theta"),
-                constexprs={"BLOCK": 64},
-                num_warps=2)
+LAUNCH = Launch(
+    rope_freqs_kernel,
+    grid=("n_positions", "cdiv(half, 64)"),
+    args=("cos", "sin", "half", "theta"),
+    constexprs={"BLOCK": 64},
+    num_warps=2,
+)

@@ -11,18 +11,20 @@ reads gate and up before writing, so in place is safe.
 
 Triton idioms: a masked block of indices (i64 base), tl.exp.
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def silu_mul_kernel(out,   # *fp32 (n), may equal gate or up
-                    gate,  # *fp32 (n)
-                    up,    # *fp32 (n)
-                    n,     # i64
-                    BLOCK: tl.constexpr):
+def silu_mul_kernel(
+    out,  # *fp32 (n), may equal gate or up
+    gate,  # *fp32 (n)
+    up,  # *fp32 (n)
+    n,  # i64
+    BLOCK: tl.constexpr,
+):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     g = tl.load(gate + offs, mask=mask)
@@ -30,8 +32,10 @@ def silu_mul_kernel(out,   # *fp32 (n), may equal gate or up
     tl.store(out + offs, g / (1.0 + tl.exp(-g)) * u, mask=mask)
 
 
-LAUNCH = Launch(silu_mul_kernel,
-                grid=("cdiv(n, 1024)",),
-                args=("out", "gate", "up", "n"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    silu_mul_kernel,
+    grid=("cdiv(n, 1024)",),
+    args=("out", "gate", "up", "n"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

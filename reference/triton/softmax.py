@@ -16,17 +16,19 @@ against 0 instead (−inf − (−inf) would be NaN), which gives the zero they 
 Triton idioms: loop-carried vector accumulators, tl.where guards for −inf, tl.max / tl.sum
 reductions, i64 row offsets (rows · cols reaches 16 · 8192 · 8192 in the decoder).
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def softmax_kernel(out,   # *fp32 (rows, cols), may equal x
-                   x,     # *fp32 (rows, cols)
-                   cols,  # i32
-                   BLOCK: tl.constexpr):
+def softmax_kernel(
+    out,  # *fp32 (rows, cols), may equal x
+    x,  # *fp32 (rows, cols)
+    cols,  # i32
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0).to(tl.int64)
     x_row = x + row * cols
     out_row = out + row * cols
@@ -56,8 +58,10 @@ def softmax_kernel(out,   # *fp32 (rows, cols), may equal x
         tl.store(out_row + c, tl.exp(v - base) * scale, mask=mask)
 
 
-LAUNCH = Launch(softmax_kernel,
-                grid=("rows",),
-                args=("out", "x", "cols"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    softmax_kernel,
+    grid=("rows",),
+    args=("out", "x", "cols"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

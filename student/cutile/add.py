@@ -11,24 +11,31 @@ element is read before it is written by the same block, which makes out = a safe
 
 cuTile idioms: ct.bid for the block's index in the grid, ct.load / ct.store by tile index.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
 
 
 @ct.kernel
-def add_kernel(out,  # (n)
-               a,    # (n)
-               b,    # (n)
-               TILE: ct.Constant[int]):
+def add_kernel(
+    out,  # (n)
+    a,  # (n)
+    b,  # (n)
+    TILE: ct.Constant[int],
+):
     i = ct.bid(0)
-    ct.store(out, index=(i,), tile=ct.load(a, index=(i,), shape=(TILE,)) +
-             ct.load(b, index=(i,), shape=(TILE,)))
+    ct.store(
+        out,
+        index=(i,),
+        tile=ct.load(a, index=(i,), shape=(TILE,)) + ct.load(b, index=(i,), shape=(TILE,)),
+    )
 
 
-LAUNCH = Launch(add_kernel,
-                grid=(f"cdiv(n, {TILE})",),
-                args=(Array("out", "n"), Array("a", "n"), Array("b", "n")),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    add_kernel,
+    grid=(f"cdiv(n, {TILE})",),
+    args=(Array("out", "n"), Array("a", "n"), Array("b", "n")),
+    constants={"TILE": TILE},
+)

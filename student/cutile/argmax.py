@@ -13,8 +13,8 @@ kept out of every index by `inside`.
 cuTile idioms: ct.arange for column indices, ct.where + ct.min as a "first index where"
 reduction, ct.max, scalar (0-d) tiles carried through a loop.
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
@@ -22,17 +22,20 @@ NONE = 2147483647  # "no such column" for the first-index reductions
 
 
 @ct.kernel
-def argmax_kernel(out,  # (rows) i32
-                  x,    # (rows, cols)
-                  TILE: ct.Constant[int]):
+def argmax_kernel(
+    out,  # (rows) i32
+    x,  # (rows, cols)
+    TILE: ct.Constant[int],
+):
     row = ct.bid(0)
     cols = x.shape[1]
     best_value = ct.full((), -float("inf"), dtype=ct.float32)
-    best_index = ct.full((), 0, dtype=ct.int32)     # a row of only −inf: column 0
+    best_index = ct.full((), 0, dtype=ct.int32)  # a row of only −inf: column 0
     first_nan = ct.full((), NONE, dtype=ct.int32)
     for j in range(ct.num_tiles(x, axis=1, shape=(1, TILE))):
-        v = ct.load(x, index=(row, j), shape=(1, TILE),
-                    padding_mode=ct.PaddingMode.NEG_INF).reshape((TILE,))
+        v = ct.load(
+            x, index=(row, j), shape=(1, TILE), padding_mode=ct.PaddingMode.NEG_INF
+        ).reshape((TILE,))
         c = ct.arange(TILE, dtype=ct.int32) + j * TILE
         inside = c < cols
         is_nan = v != v
@@ -45,7 +48,9 @@ def argmax_kernel(out,  # (rows) i32
     ct.store(out, index=(row,), tile=result.reshape((1,)))
 
 
-LAUNCH = Launch(argmax_kernel,
-                grid=("rows",),
-                args=(Array("out", "rows"), Array("x", "rows", "cols")),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    argmax_kernel,
+    grid=("rows",),
+    args=(Array("out", "rows"), Array("x", "rows", "cols")),
+    constants={"TILE": TILE},
+)

@@ -11,19 +11,23 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_attention TRACK=cutile   (scores, softmax and output against the CPU oracle)
 Guide: docs/kernels/attention.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TQ, TK, TD = 64, 64, 64
 
 
 @ct.kernel
-def attention_output_kernel(out,    # (Tq, Hq·D)
-                            probs,  # (Hq, Tq, Tk)
-                            v,      # (Tk, Hkv·D)
-                            D,      # i32
-                            TQ: ct.Constant[int], TK: ct.Constant[int], TD: ct.Constant[int]):
+def attention_output_kernel(
+    out,  # (Tq, Hq·D)
+    probs,  # (Hq, Tq, Tk)
+    v,  # (Tk, Hkv·D)
+    D,  # i32
+    TQ: ct.Constant[int],
+    TK: ct.Constant[int],
+    TD: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. Block (h, it, dt) = ct.bid(0..2): rows it·TQ.. and columns dt·TD.. of head h.
     #   2. g = h // (Hq / Hkv), Hq = probs.shape[0], Hkv = v.shape[1] // D.
@@ -35,10 +39,16 @@ def attention_output_kernel(out,    # (Tq, Hq·D)
     pass
 
 
-LAUNCH = Launch(attention_output_kernel,
-                grid=("Hq", f"cdiv(Tq, {TQ})", f"cdiv(D, {TD})"),
-                args=(Array("out", "Tq", "Hq * D"), Array("probs", "Hq", "Tq", "Tk"),
-                      Array("v", "Tk", "Hkv * D"), "D"),
-                constants={"TQ": TQ, "TK": TK, "TD": TD},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/attention.md")
+LAUNCH = Launch(
+    attention_output_kernel,
+    grid=("Hq", f"cdiv(Tq, {TQ})", f"cdiv(D, {TD})"),
+    args=(
+        Array("out", "Tq", "Hq * D"),
+        Array("probs", "Hq", "Tq", "Tk"),
+        Array("v", "Tk", "Hkv * D"),
+        "D",
+    ),
+    constants={"TQ": TQ, "TK": TK, "TD": TD},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/attention.md",
+)

@@ -13,8 +13,8 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_attention TRACK=cutile   (scores, softmax and output against the CPU oracle)
 Guide: docs/kernels/attention.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TQ, TK, TD = 64, 64, 32
@@ -22,13 +22,17 @@ NO_LIMIT = 2147483647  # the causal limit of a query without a position: no key 
 
 
 @ct.kernel
-def attention_scores_kernel(scores,         # (Hq, Tq, Tk)
-                            q,              # (Tq, Hq·D)
-                            k,              # (Tk, Hkv·D)
-                            positions,      # (Tq) i32, or (0) when the launcher's is null
-                            D,              # i32
-                            scale,          # f32
-                            TQ: ct.Constant[int], TK: ct.Constant[int], TD: ct.Constant[int]):
+def attention_scores_kernel(
+    scores,  # (Hq, Tq, Tk)
+    q,  # (Tq, Hq·D)
+    k,  # (Tk, Hkv·D)
+    positions,  # (Tq) i32, or (0) when the launcher's is null
+    D,  # i32
+    scale,  # f32
+    TQ: ct.Constant[int],
+    TK: ct.Constant[int],
+    TD: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. Block (h, it, jt) = ct.bid(0..2): the (TQ, TK) tile of head h's scores.
     #   2. g = h // (Hq / Hkv), with Hq = scores.shape[0] and Hkv = k.shape[1] // D.
@@ -43,11 +47,18 @@ def attention_scores_kernel(scores,         # (Hq, Tq, Tk)
     pass
 
 
-LAUNCH = Launch(attention_scores_kernel,
-                grid=("Hq", f"cdiv(Tq, {TQ})", f"cdiv(Tk, {TK})"),
-                args=(Array("scores", "Hq", "Tq", "Tk"), Array("q", "Tq", "Hq * D"),
-                      Array("k", "Tk", "Hkv * D"), Array("positions", "nonnull(positions) * Tq"),
-                      "D", "scale"),
-                constants={"TQ": TQ, "TK": TK, "TD": TD},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/attention.md")
+LAUNCH = Launch(
+    attention_scores_kernel,
+    grid=("Hq", f"cdiv(Tq, {TQ})", f"cdiv(Tk, {TK})"),
+    args=(
+        Array("scores", "Hq", "Tq", "Tk"),
+        Array("q", "Tq", "Hq * D"),
+        Array("k", "Tk", "Hkv * D"),
+        Array("positions", "nonnull(positions) * Tq"),
+        "D",
+        "scale",
+    ),
+    constants={"TQ": TQ, "TK": TK, "TD": TD},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/attention.md",
+)

@@ -12,28 +12,31 @@ whose index is out of bounds, so no test is written by hand.
 cuTile idioms: a one-element ct.load and .item() for a scalar read from memory, ct.scatter with
 computed indices (the destination row is data, not the block's index).
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 512
 
 
 @ct.kernel
-def cache_write_kernel(cache,      # (cap, W)
-                       rows,       # (T, W)
-                       positions,  # (T) i32
-                       TILE: ct.Constant[int]):
+def cache_write_kernel(
+    cache,  # (cap, W)
+    rows,  # (T, W)
+    positions,  # (T) i32
+    TILE: ct.Constant[int],
+):
     i = ct.bid(0)
     j = ct.bid(1)
     p = ct.load(positions, index=(i,), shape=(1,)).item()
     value = ct.load(rows, index=(i, j), shape=(1, TILE), padding_mode=ct.PaddingMode.ZERO)
     c = ct.arange(TILE, dtype=ct.int32) + j * TILE
-    ct.scatter(cache, (p, c), value.reshape((TILE,)))   # off-range p or c: dropped
+    ct.scatter(cache, (p, c), value.reshape((TILE,)))  # off-range p or c: dropped
 
 
-LAUNCH = Launch(cache_write_kernel,
-                grid=("T", f"cdiv(W, {TILE})"),
-                args=(Array("cache", "cap", "W"), Array("rows", "T", "W"),
-                      Array("positions", "T")),
-                constants={"TILE": TILE})
+LAUNCH = Launch(
+    cache_write_kernel,
+    grid=("T", f"cdiv(W, {TILE})"),
+    args=(Array("cache", "cap", "W"), Array("rows", "T", "W"), Array("positions", "T")),
+    constants={"TILE": TILE},
+)

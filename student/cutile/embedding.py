@@ -11,18 +11,20 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_embedding TRACK=cutile
 Guide: docs/kernels/embedding.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 512
 
 
 @ct.kernel
-def embedding_kernel(out,    # (T, D)
-                     table,  # (V, D)
-                     ids,    # (T) i32
-                     TILE: ct.Constant[int]):
+def embedding_kernel(
+    out,  # (T, D)
+    table,  # (V, D)
+    ids,  # (T) i32
+    TILE: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. A 2-D grid: block (t, j) copies columns j·TILE.. of row t (ct.bid(0), ct.bid(1)).
     #   2. The row to read is data: id = ct.load(ids, index=(t,), shape=(1,)).item().
@@ -30,9 +32,11 @@ def embedding_kernel(out,    # (T, D)
     pass
 
 
-LAUNCH = Launch(embedding_kernel,
-                grid=("T", f"cdiv(D, {TILE})"),
-                args=(Array("out", "T", "D"), Array("table", "V", "D"), Array("ids", "T")),
-                constants={"TILE": TILE},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/embedding.md")
+LAUNCH = Launch(
+    embedding_kernel,
+    grid=("T", f"cdiv(D, {TILE})"),
+    args=(Array("out", "T", "D"), Array("table", "V", "D"), Array("ids", "T")),
+    constants={"TILE": TILE},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/embedding.md",
+)

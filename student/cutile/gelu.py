@@ -11,17 +11,19 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_gelu TRACK=cutile
 Guide: docs/kernels/gelu.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
 
 
 @ct.kernel
-def gelu_kernel(out,  # (n), may equal x
-                x,    # (n)
-                TILE: ct.Constant[int]):
+def gelu_kernel(
+    out,  # (n), may equal x
+    x,  # (n)
+    TILE: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. One block per TILE elements: ct.load(x, index=(ct.bid(0),), shape=(TILE,)).
     #   2. cuTile has no erf: write one from ct.exp, e.g. Abramowitz & Stegun 7.1.26 for
@@ -34,9 +36,11 @@ def gelu_kernel(out,  # (n), may equal x
     pass
 
 
-LAUNCH = Launch(gelu_kernel,
-                grid=(f"cdiv(n, {TILE})",),
-                args=(Array("out", "n"), Array("x", "n")),
-                constants={"TILE": TILE},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/gelu.md")
+LAUNCH = Launch(
+    gelu_kernel,
+    grid=(f"cdiv(n, {TILE})",),
+    args=(Array("out", "n"), Array("x", "n")),
+    constants={"TILE": TILE},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/gelu.md",
+)

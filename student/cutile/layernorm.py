@@ -12,20 +12,22 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_layernorm TRACK=cutile
 Guide: docs/kernels/layernorm.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
 
 
 @ct.kernel
-def layernorm_kernel(out,  # (rows, dim)
-                     x,    # (rows, dim)
-                     w,    # (dim)
-                     b,    # (dim)
-                     eps,  # f32
-                     TILE: ct.Constant[int]):
+def layernorm_kernel(
+    out,  # (rows, dim)
+    x,  # (rows, dim)
+    w,  # (dim)
+    b,  # (dim)
+    eps,  # f32
+    TILE: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. One block per row (ct.bid(0)); loop over its (1, TILE) tiles as argmax.py (given)
     #      does; dim = x.shape[1].
@@ -37,10 +39,17 @@ def layernorm_kernel(out,  # (rows, dim)
     pass
 
 
-LAUNCH = Launch(layernorm_kernel,
-                grid=("rows",),
-                args=(Array("out", "rows", "dim"), Array("x", "rows", "dim"), Array("w", "dim"),
-                      Array("b", "dim"), "eps"),
-                constants={"TILE": TILE},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/layernorm.md")
+LAUNCH = Launch(
+    layernorm_kernel,
+    grid=("rows",),
+    args=(
+        Array("out", "rows", "dim"),
+        Array("x", "rows", "dim"),
+        Array("w", "dim"),
+        Array("b", "dim"),
+        "eps",
+    ),
+    constants={"TILE": TILE},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/layernorm.md",
+)

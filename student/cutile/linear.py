@@ -12,19 +12,23 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_linear TRACK=cutile
 Guide: docs/kernels/linear.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TM, TN, TK = 64, 128, 32
 
 
 @ct.kernel
-def linear_kernel(out,       # (M, N)
-                  x,         # (M, K)
-                  w,         # (N, K)
-                  bias,      # (N), or (0) when the launcher's bias is null
-                  TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+def linear_kernel(
+    out,  # (M, N)
+    x,  # (M, K)
+    w,  # (N, K)
+    bias,  # (N), or (0) when the launcher's bias is null
+    TM: ct.Constant[int],
+    TN: ct.Constant[int],
+    TK: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. Block (i, j) = (ct.bid(0), ct.bid(1)) computes the (TM, TN) tile of out.
     #   2. acc = ct.full((TM, TN), 0.0, dtype=ct.float32); loop k over
@@ -38,10 +42,16 @@ def linear_kernel(out,       # (M, N)
     pass
 
 
-LAUNCH = Launch(linear_kernel,
-                grid=(f"cdiv(M, {TM})", f"cdiv(N, {TN})"),
-                args=(Array("out", "M", "N"), Array("x", "M", "K"), Array("w", "N", "K"),
-                      Array("bias", "nonnull(bias) * N")),
-                constants={"TM": TM, "TN": TN, "TK": TK},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/linear.md")
+LAUNCH = Launch(
+    linear_kernel,
+    grid=(f"cdiv(M, {TM})", f"cdiv(N, {TN})"),
+    args=(
+        Array("out", "M", "N"),
+        Array("x", "M", "K"),
+        Array("w", "N", "K"),
+        Array("bias", "nonnull(bias) * N"),
+    ),
+    constants={"TM": TM, "TN": TN, "TK": TK},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/linear.md",
+)

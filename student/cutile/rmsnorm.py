@@ -11,19 +11,21 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_rmsnorm TRACK=cutile
 Guide: docs/kernels/rmsnorm.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024  # columns per tile of the row; the tests use dims up to 8192, so loop
 
 
 @ct.kernel
-def rmsnorm_kernel(out,  # (rows, dim)
-                   x,    # (rows, dim)
-                   w,    # (dim)
-                   eps,  # f32
-                   TILE: ct.Constant[int]):
+def rmsnorm_kernel(
+    out,  # (rows, dim)
+    x,  # (rows, dim)
+    w,  # (dim)
+    eps,  # f32
+    TILE: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. Row = ct.bid(0) (the launcher starts `rows` blocks).
     #   2. TILE is a compile-time constant and dim (x.shape[1]) is not: loop
@@ -37,10 +39,11 @@ def rmsnorm_kernel(out,  # (rows, dim)
     pass
 
 
-LAUNCH = Launch(rmsnorm_kernel,
-                grid=("rows",),
-                args=(Array("out", "rows", "dim"), Array("x", "rows", "dim"), Array("w", "dim"),
-                      "eps"),
-                constants={"TILE": TILE},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/rmsnorm.md")
+LAUNCH = Launch(
+    rmsnorm_kernel,
+    grid=("rows",),
+    args=(Array("out", "rows", "dim"), Array("x", "rows", "dim"), Array("w", "dim"), "eps"),
+    constants={"TILE": TILE},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/rmsnorm.md",
+)

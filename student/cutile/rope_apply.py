@@ -14,21 +14,23 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_rope TRACK=cutile        (rope_freqs and rope_apply)
 Guide: docs/kernels/rope.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 64
 
 
 @ct.kernel
-def rope_apply_kernel(x,          # (T, n_heads·head_dim), rotated in place
-                      cos,        # (P, half)
-                      sin,        # (P, half)
-                      positions,  # (T) i32
-                      head_dim,   # i32
-                      half,       # i32
-                      TILE: ct.Constant[int]):
+def rope_apply_kernel(
+    x,  # (T, n_heads·head_dim), rotated in place
+    cos,  # (P, half)
+    sin,  # (P, half)
+    positions,  # (T) i32
+    head_dim,  # i32
+    half,  # i32
+    TILE: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. One block per (token t, head h): ct.bid(0), ct.bid(1); its columns start at
     #      base = h · head_dim; pos = ct.load(positions, index=(t,), shape=(1,)).item().
@@ -41,13 +43,20 @@ def rope_apply_kernel(x,          # (T, n_heads·head_dim), rotated in place
     pass
 
 
-LAUNCH = Launch(rope_apply_kernel,
-                grid=("T", "n_heads"),
-                # cos/sin have P rows, a size the launcher is not given: the largest extent
-                # stands in for it (the positions are trusted, as in the CUDA track).
-                args=(Array("x", "T", "n_heads * head_dim"), Array("cos", "2147483647", "half"),
-                      Array("sin", "2147483647", "half"), Array("positions", "T"), "head_dim",
-                      "half"),
-                constants={"TILE": TILE},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/rope.md")
+LAUNCH = Launch(
+    rope_apply_kernel,
+    grid=("T", "n_heads"),
+    # cos/sin have P rows, a size the launcher is not given: the largest extent
+    # stands in for it (the positions are trusted, as in the CUDA track).
+    args=(
+        Array("x", "T", "n_heads * head_dim"),
+        Array("cos", "2147483647", "half"),
+        Array("sin", "2147483647", "half"),
+        Array("positions", "T"),
+        "head_dim",
+        "half",
+    ),
+    constants={"TILE": TILE},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/rope.md",
+)

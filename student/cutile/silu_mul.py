@@ -11,27 +11,31 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_silu_mul TRACK=cutile
 Guide: docs/kernels/silu_mul.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
 
 
 @ct.kernel
-def silu_mul_kernel(out,   # (n), may equal gate
-                    gate,  # (n)
-                    up,    # (n)
-                    TILE: ct.Constant[int]):
+def silu_mul_kernel(
+    out,  # (n), may equal gate
+    gate,  # (n)
+    up,  # (n)
+    TILE: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. One block per TILE elements (ct.bid(0)), as in add.py.
     #   2. silu(g) = g / (1 + ct.exp(−g)); multiply by up; ct.store.
     pass
 
 
-LAUNCH = Launch(silu_mul_kernel,
-                grid=(f"cdiv(n, {TILE})",),
-                args=(Array("out", "n"), Array("gate", "n"), Array("up", "n")),
-                constants={"TILE": TILE},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/silu_mul.md")
+LAUNCH = Launch(
+    silu_mul_kernel,
+    grid=(f"cdiv(n, {TILE})",),
+    args=(Array("out", "n"), Array("gate", "n"), Array("up", "n")),
+    constants={"TILE": TILE},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/silu_mul.md",
+)

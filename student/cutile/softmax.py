@@ -12,17 +12,19 @@ starts it, and which arrays (with their shapes) the kernel gets.
 Test:  make test_softmax TRACK=cutile
 Guide: docs/kernels/softmax.md
 """
-import cuda.tile as ct
 
+import cuda.tile as ct
 from glmasr_cutile import Array, Launch
 
 TILE = 1024
 
 
 @ct.kernel
-def softmax_kernel(out,  # (rows, cols), may equal x
-                   x,    # (rows, cols)
-                   TILE: ct.Constant[int]):
+def softmax_kernel(
+    out,  # (rows, cols), may equal x
+    x,  # (rows, cols)
+    TILE: ct.Constant[int],
+):
     # TODO(student): Requirements:
     #   1. One block per row; (1, TILE) tiles loaded with padding_mode=ct.PaddingMode.NEG_INF so
     #      the padding neither wins the max nor adds to the sum (exp(−inf) = 0).
@@ -32,9 +34,11 @@ def softmax_kernel(out,  # (rows, cols), may equal x
     pass
 
 
-LAUNCH = Launch(softmax_kernel,
-                grid=("rows",),
-                args=(Array("out", "rows", "cols"), Array("x", "rows", "cols")),
-                constants={"TILE": TILE},
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/softmax.md")
+LAUNCH = Launch(
+    softmax_kernel,
+    grid=("rows",),
+    args=(Array("out", "rows", "cols"), Array("x", "rows", "cols")),
+    constants={"TILE": TILE},
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/softmax.md",
+)

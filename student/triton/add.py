@@ -11,25 +11,29 @@ a mask switches off the lanes past n.
 Triton idioms: tl.program_id + tl.arange for a block of indices, a mask on tl.load/tl.store for
 the ragged tail, .to(tl.int64) so that pid · BLOCK cannot overflow 32 bits.
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def add_kernel(out,  # *fp32 (n), may equal a or b
-               a,    # *fp32 (n)
-               b,    # *fp32 (n)
-               n,    # i64
-               BLOCK: tl.constexpr):
+def add_kernel(
+    out,  # *fp32 (n), may equal a or b
+    a,  # *fp32 (n)
+    b,  # *fp32 (n)
+    n,  # i64
+    BLOCK: tl.constexpr,
+):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out + offs, tl.load(a + offs, mask=mask) + tl.load(b + offs, mask=mask), mask=mask)
 
 
-LAUNCH = Launch(add_kernel,
-                grid=("cdiv(n, 1024)",),
-                args=("out", "a", "b", "n"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    add_kernel,
+    grid=("cdiv(n, 1024)",),
+    args=("out", "a", "b", "n"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

@@ -15,22 +15,24 @@ unlike the baseline's single thread per row.
 Triton idioms: a runtime loop over column chunks, tl.max / tl.min reductions with tl.where to
 pick "the first index where ...", masked loads with other=−inf for the ragged last chunk.
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def argmax_kernel(out,   # *i32 (rows)
-                  x,     # *fp32 (rows, cols)
-                  cols,  # i32
-                  BLOCK: tl.constexpr):
+def argmax_kernel(
+    out,  # *i32 (rows)
+    x,  # *fp32 (rows, cols)
+    cols,  # i32
+    BLOCK: tl.constexpr,
+):
     row = tl.program_id(0)
     x_row = x + row.to(tl.int64) * cols
-    none = 2147483647                    # "no such column" for the first-index reductions
+    none = 2147483647  # "no such column" for the first-index reductions
     best_value = tl.full((), -float("inf"), tl.float32)
-    best_index = tl.full((), 0, tl.int32)    # a row of only −inf: column 0
+    best_index = tl.full((), 0, tl.int32)  # a row of only −inf: column 0
     first_nan = tl.full((), none, tl.int32)
     for start in range(0, cols, BLOCK):
         c = start + tl.arange(0, BLOCK)
@@ -46,8 +48,10 @@ def argmax_kernel(out,   # *i32 (rows)
     tl.store(out + row, tl.where(first_nan < none, first_nan, best_index))
 
 
-LAUNCH = Launch(argmax_kernel,
-                grid=("rows",),
-                args=("out", "x", "cols"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    argmax_kernel,
+    grid=("rows",),
+    args=("out", "x", "cols"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

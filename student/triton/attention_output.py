@@ -19,20 +19,28 @@ one program per (head-dim tile, query tile, query head), looping over the keys.
 Test:  make test_attention TRACK=triton   (scores, softmax and output against the CPU oracle)
 Guide: docs/kernels/attention.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK_M, BLOCK_N, BLOCK_D = 64, 32, 64  # queries per tile; keys per step of the loop; dims per tile
 
 
 @triton.jit
-def attention_output_kernel(out,        # *fp32 (Tq, Hq·D)
-                            probs,      # *fp32 (Hq, Tq, Tk)
-                            v,          # *fp32 (Tk, Hkv·D)
-                            Tq, Tk, Hq, Hkv, D,   # i32
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+def attention_output_kernel(
+    out,  # *fp32 (Tq, Hq·D)
+    probs,  # *fp32 (Hq, Tq, Tk)
+    v,  # *fp32 (Tk, Hkv·D)
+    Tq,
+    Tk,
+    Hq,
+    Hkv,
+    D,  # i32
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
     # Program (pid_d, pid_m, h) owns dims pid_d·BLOCK_D.. of queries pid_m·BLOCK_M.. of query
     # head h.
     #
@@ -54,11 +62,13 @@ def attention_output_kernel(out,        # *fp32 (Tq, Hq·D)
     pass
 
 
-LAUNCH = Launch(attention_output_kernel,
-                grid=(f"cdiv(D, {BLOCK_D})", f"cdiv(Tq, {BLOCK_M})", "Hq"),  # dim tile, query tile, head
-                args=("out", "probs", "v", "Tq", "Tk", "Hq", "Hkv", "D"),
-                constexprs={"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_D": BLOCK_D},
-                num_warps=4,
-                num_stages=2,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/attention.md")
+LAUNCH = Launch(
+    attention_output_kernel,
+    grid=(f"cdiv(D, {BLOCK_D})", f"cdiv(Tq, {BLOCK_M})", "Hq"),  # dim tile, query tile, head
+    args=("out", "probs", "v", "Tq", "Tk", "Hq", "Hkv", "D"),
+    constexprs={"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_D": BLOCK_D},
+    num_warps=4,
+    num_stages=2,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/attention.md",
+)

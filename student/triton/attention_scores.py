@@ -23,22 +23,30 @@ stream)` starts it — one program per (key tile, query tile, query head).
 Test:  make test_attention TRACK=triton   (scores, softmax and output against the CPU oracle)
 Guide: docs/kernels/attention.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK_M, BLOCK_N, BLOCK_D = 64, 64, 32  # queries × keys per tile; head dims per step of the loop
 
 
 @triton.jit
-def attention_scores_kernel(scores,     # *fp32 (Hq, Tq, Tk)
-                            q,          # *fp32 (Tq, Hq·D)
-                            k,          # *fp32 (Tk, Hkv·D)
-                            positions,  # *i32 (Tq), or null (no mask)
-                            Tq, Tk, Hq, Hkv, D,   # i32
-                            scale,      # fp32
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
+def attention_scores_kernel(
+    scores,  # *fp32 (Hq, Tq, Tk)
+    q,  # *fp32 (Tq, Hq·D)
+    k,  # *fp32 (Tk, Hkv·D)
+    positions,  # *i32 (Tq), or null (no mask)
+    Tq,
+    Tk,
+    Hq,
+    Hkv,
+    D,  # i32
+    scale,  # fp32
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_D: tl.constexpr,
+):
     # Program (pid_n, pid_m, h) owns keys pid_n·BLOCK_N.. and queries pid_m·BLOCK_M.. of query
     # head h.
     #
@@ -63,11 +71,13 @@ def attention_scores_kernel(scores,     # *fp32 (Hq, Tq, Tk)
     pass
 
 
-LAUNCH = Launch(attention_scores_kernel,
-                grid=(f"cdiv(Tk, {BLOCK_N})", f"cdiv(Tq, {BLOCK_M})", "Hq"),  # key tile, query tile, head
-                args=("scores", "q", "k", "positions", "Tq", "Tk", "Hq", "Hkv", "D", "scale"),
-                constexprs={"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_D": BLOCK_D},
-                num_warps=4,
-                num_stages=2,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/attention.md")
+LAUNCH = Launch(
+    attention_scores_kernel,
+    grid=(f"cdiv(Tk, {BLOCK_N})", f"cdiv(Tq, {BLOCK_M})", "Hq"),  # key tile, query tile, head
+    args=("scores", "q", "k", "positions", "Tq", "Tk", "Hq", "Hkv", "D", "scale"),
+    constexprs={"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_D": BLOCK_D},
+    num_warps=4,
+    num_stages=2,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/attention.md",
+)

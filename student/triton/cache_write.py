@@ -11,19 +11,21 @@ anywhere and is skipped, as in the baseline (the launcher never sees the value).
 Triton idioms: a scalar tl.load of the position, folding the range check into the store mask,
 i64 row offsets (cap · W can pass 2^31 for a large cache).
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 
 @triton.jit
-def cache_write_kernel(cache,      # *fp32 (cap, W)
-                       rows,       # *fp32 (T, W)
-                       positions,  # *i32 (T)
-                       W,          # i32
-                       cap,        # i32
-                       BLOCK: tl.constexpr):
+def cache_write_kernel(
+    cache,  # *fp32 (cap, W)
+    rows,  # *fp32 (T, W)
+    positions,  # *i32 (T)
+    W,  # i32
+    cap,  # i32
+    BLOCK: tl.constexpr,
+):
     i = tl.program_id(0)
     c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     p = tl.load(positions + i)
@@ -32,8 +34,10 @@ def cache_write_kernel(cache,      # *fp32 (cap, W)
     tl.store(cache + p.to(tl.int64) * W + c, value, mask=mask)
 
 
-LAUNCH = Launch(cache_write_kernel,
-                grid=("T", "cdiv(W, 1024)"),
-                args=("cache", "rows", "positions", "W", "cap"),
-                constexprs={"BLOCK": 1024},
-                num_warps=4)
+LAUNCH = Launch(
+    cache_write_kernel,
+    grid=("T", "cdiv(W, 1024)"),
+    args=("cache", "rows", "positions", "W", "cap"),
+    constexprs={"BLOCK": 1024},
+    num_warps=4,
+)

@@ -13,21 +13,23 @@ the C++ launcher `embedding(out, table, ids, T, D, V, stream)` starts it — one
 Test:  make test_embedding TRACK=triton
 Guide: docs/kernels/embedding.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # columns per chunk of the row
 
 
 @triton.jit
-def embedding_kernel(out,        # *fp32 (T, D)
-                     table,      # *fp32 (V, D)
-                     ids,        # *i32 (T), device memory
-                     D,          # i32
-                     V,          # i32
-                     BLOCK: tl.constexpr):
+def embedding_kernel(
+    out,  # *fp32 (T, D)
+    table,  # *fp32 (V, D)
+    ids,  # *i32 (T), device memory
+    D,  # i32
+    V,  # i32
+    BLOCK: tl.constexpr,
+):
     # TODO(student): copy one row per program. Requirements:
     #   1. Token t = tl.program_id(0); id = tl.load(ids + t) (a scalar). Source row
     #      table + id.to(tl.int64) * D, destination row out + t.to(tl.int64) * D (64-bit offsets).
@@ -39,10 +41,12 @@ def embedding_kernel(out,        # *fp32 (T, D)
     pass
 
 
-LAUNCH = Launch(embedding_kernel,
-                grid=("T",),                             # one program per token
-                args=("out", "table", "ids", "D", "V"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/embedding.md")
+LAUNCH = Launch(
+    embedding_kernel,
+    grid=("T",),  # one program per token
+    args=("out", "table", "ids", "D", "V"),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/embedding.md",
+)

@@ -12,19 +12,21 @@ C++ launcher `gelu(out, x, n, stream)` starts it — one program per BLOCK eleme
 Test:  make test_gelu TRACK=triton
 Guide: docs/kernels/gelu.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # elements per program
 
 
 @triton.jit
-def gelu_kernel(out,        # *fp32 (n), may equal x
-                x,          # *fp32 (n)
-                n,          # i64
-                BLOCK: tl.constexpr):
+def gelu_kernel(
+    out,  # *fp32 (n), may equal x
+    x,  # *fp32 (n)
+    n,  # i64
+    BLOCK: tl.constexpr,
+):
     # TODO(student): one block of elements per program. Requirements:
     #   1. offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK) — in 64 bits: n is a
     #      long long, and program_id · BLOCK in i32 overflows past 2^31 elements.
@@ -36,10 +38,12 @@ def gelu_kernel(out,        # *fp32 (n), may equal x
     pass
 
 
-LAUNCH = Launch(gelu_kernel,
-                grid=(f"cdiv(n, {BLOCK})",),             # one program per BLOCK elements
-                args=("out", "x", "n"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/gelu.md")
+LAUNCH = Launch(
+    gelu_kernel,
+    grid=(f"cdiv(n, {BLOCK})",),  # one program per BLOCK elements
+    args=("out", "x", "n"),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/gelu.md",
+)

@@ -14,22 +14,24 @@ the C++ launcher `layernorm(out, x, w, b, rows, dim, eps, stream)` starts it —
 Test:  make test_layernorm TRACK=triton
 Guide: docs/kernels/layernorm.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # columns per chunk of the row; the tests use dims up to 8192, so loop
 
 
 @triton.jit
-def layernorm_kernel(out,        # *fp32 (rows, dim)
-                     x,          # *fp32 (rows, dim)
-                     w,          # *fp32 (dim)
-                     b,          # *fp32 (dim)
-                     dim,        # i32
-                     eps,        # fp32
-                     BLOCK: tl.constexpr):
+def layernorm_kernel(
+    out,  # *fp32 (rows, dim)
+    x,  # *fp32 (rows, dim)
+    w,  # *fp32 (dim)
+    b,  # *fp32 (dim)
+    dim,  # i32
+    eps,  # fp32
+    BLOCK: tl.constexpr,
+):
     # TODO(student): normalise one row per program. Requirements:
     #   1. Row r = tl.program_id(0) (the launcher starts `rows` programs); the row starts at
     #      x + r.to(tl.int64) * dim (64-bit offset); out likewise.
@@ -46,10 +48,12 @@ def layernorm_kernel(out,        # *fp32 (rows, dim)
     pass
 
 
-LAUNCH = Launch(layernorm_kernel,
-                grid=("rows",),                               # one program per row
-                args=("out", "x", "w", "b", "dim", "eps"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/layernorm.md")
+LAUNCH = Launch(
+    layernorm_kernel,
+    grid=("rows",),  # one program per row
+    args=("out", "x", "w", "b", "dim", "eps"),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/layernorm.md",
+)

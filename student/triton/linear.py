@@ -20,21 +20,27 @@ BLOCK_M × BLOCK_N tile of out.
 Test:  make test_linear TRACK=triton
 Guide: docs/kernels/linear.md  (section "In Triton"; TF32 is allowed in this kernel)
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK_M, BLOCK_N, BLOCK_K = 64, 64, 32  # the tile of out, and the step along K
 
 
 @triton.jit
-def linear_kernel(out,        # *fp32 (M, N)
-                  x,          # *fp32 (M, K)
-                  w,          # *fp32 (N, K)
-                  bias,       # *fp32 (N), or null
-                  M, N, K,    # i32
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def linear_kernel(
+    out,  # *fp32 (M, N)
+    x,  # *fp32 (M, K)
+    w,  # *fp32 (N, K)
+    bias,  # *fp32 (N), or null
+    M,
+    N,
+    K,  # i32
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
     # Program (pid_m, pid_n) owns the tile of out with rows pid_m·BLOCK_M.. and columns
     # pid_n·BLOCK_N...
     #
@@ -58,11 +64,13 @@ def linear_kernel(out,        # *fp32 (M, N)
     pass
 
 
-LAUNCH = Launch(linear_kernel,
-                grid=(f"cdiv(M, {BLOCK_M})", f"cdiv(N, {BLOCK_N})"),   # one program per tile
-                args=("out", "x", "w", "bias", "M", "N", "K"),
-                constexprs={"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K},
-                num_warps=4,
-                num_stages=3,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/linear.md")
+LAUNCH = Launch(
+    linear_kernel,
+    grid=(f"cdiv(M, {BLOCK_M})", f"cdiv(N, {BLOCK_N})"),  # one program per tile
+    args=("out", "x", "w", "bias", "M", "N", "K"),
+    constexprs={"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K},
+    num_warps=4,
+    num_stages=3,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/linear.md",
+)

@@ -13,21 +13,23 @@ the C++ launcher `rmsnorm(out, x, w, rows, dim, eps, stream)` starts it — one 
 Test:  make test_rmsnorm TRACK=triton
 Guide: docs/kernels/rmsnorm.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # columns per chunk of the row; the tests use dims up to 8192, so loop
 
 
 @triton.jit
-def rmsnorm_kernel(out,        # *fp32 (rows, dim)
-                   x,          # *fp32 (rows, dim)
-                   w,          # *fp32 (dim)
-                   dim,        # i32
-                   eps,        # fp32
-                   BLOCK: tl.constexpr):
+def rmsnorm_kernel(
+    out,  # *fp32 (rows, dim)
+    x,  # *fp32 (rows, dim)
+    w,  # *fp32 (dim)
+    dim,  # i32
+    eps,  # fp32
+    BLOCK: tl.constexpr,
+):
     # TODO(student): normalise one row per program. Requirements:
     #   1. Row r = tl.program_id(0) (the launcher starts `rows` programs). Its values start at
     #      x + r · dim: form that offset in 64 bits (r.to(tl.int64) * dim), as rows · dim can pass
@@ -44,10 +46,12 @@ def rmsnorm_kernel(out,        # *fp32 (rows, dim)
     pass
 
 
-LAUNCH = Launch(rmsnorm_kernel,
-                grid=("rows",),                          # one program per row
-                args=("out", "x", "w", "dim", "eps"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/rmsnorm.md")
+LAUNCH = Launch(
+    rmsnorm_kernel,
+    grid=("rows",),  # one program per row
+    args=("out", "x", "w", "dim", "eps"),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/rmsnorm.md",
+)

@@ -23,24 +23,26 @@ stream)` starts it — one program per BLOCK rotated pairs.
 Test:  make test_rope TRACK=triton        (rope_freqs and rope_apply)
 Guide: docs/kernels/rope.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # rotated pairs per program
 
 
 @triton.jit
-def rope_apply_kernel(x,          # *fp32 (T, n_heads·head_dim), rotated in place
-                      cos_tab,    # *fp32 (P, half)
-                      sin_tab,    # *fp32 (P, half)
-                      positions,  # *i32 (T), device memory
-                      n,          # i64: T · n_heads · half pairs
-                      n_heads,    # i32
-                      head_dim,   # i32
-                      half,       # i32
-                      BLOCK: tl.constexpr):
+def rope_apply_kernel(
+    x,  # *fp32 (T, n_heads·head_dim), rotated in place
+    cos_tab,  # *fp32 (P, half)
+    sin_tab,  # *fp32 (P, half)
+    positions,  # *i32 (T), device memory
+    n,  # i64: T · n_heads · half pairs
+    n_heads,  # i32
+    head_dim,  # i32
+    half,  # i32
+    BLOCK: tl.constexpr,
+):
     # TODO(student): one rotated pair (t, h, j) per lane. Requirements:
     #   1. i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK), mask = i < n;
     #      j = i % half, then h and t from i // half. Consecutive lanes take consecutive j, so
@@ -54,11 +56,21 @@ def rope_apply_kernel(x,          # *fp32 (T, n_heads·head_dim), rotated in pla
     pass
 
 
-LAUNCH = Launch(rope_apply_kernel,
-                grid=(f"cdiv(i64(T) * n_heads * half, {BLOCK})",),   # one program per BLOCK pairs
-                args=("x", "cos", "sin", "positions", ("i64", "i64(T) * n_heads * half"),
-                      "n_heads", "head_dim", "half"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/rope.md")
+LAUNCH = Launch(
+    rope_apply_kernel,
+    grid=(f"cdiv(i64(T) * n_heads * half, {BLOCK})",),  # one program per BLOCK pairs
+    args=(
+        "x",
+        "cos",
+        "sin",
+        "positions",
+        ("i64", "i64(T) * n_heads * half"),
+        "n_heads",
+        "head_dim",
+        "half",
+    ),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/rope.md",
+)

@@ -16,21 +16,23 @@ it — one program per BLOCK table entries.
 Test:  make test_rope TRACK=triton        (rope_freqs and rope_apply)
 Guide: docs/kernels/rope.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # table entries per program
 
 
 @triton.jit
-def rope_freqs_kernel(cos_tab,    # *fp32 (n_positions, half)
-                      sin_tab,    # *fp32 (n_positions, half)
-                      n,          # i64: n_positions · half entries
-                      half,       # i32
-                      theta,      # fp32
-                      BLOCK: tl.constexpr):
+def rope_freqs_kernel(
+    cos_tab,  # *fp32 (n_positions, half)
+    sin_tab,  # *fp32 (n_positions, half)
+    n,  # i64: n_positions · half entries
+    half,  # i32
+    theta,  # fp32
+    BLOCK: tl.constexpr,
+):
     # TODO(student): one table entry (p, j) per lane. Requirements:
     #   1. i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK), mask = i < n;
     #      p = i // half, j = i % half.
@@ -45,10 +47,12 @@ def rope_freqs_kernel(cos_tab,    # *fp32 (n_positions, half)
     pass
 
 
-LAUNCH = Launch(rope_freqs_kernel,
-                grid=(f"cdiv(i64(n_positions) * half, {BLOCK})",),   # one program per BLOCK entries
-                args=("cos", "sin", ("i64", "i64(n_positions) * half"), "half", "theta"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/rope.md")
+LAUNCH = Launch(
+    rope_freqs_kernel,
+    grid=(f"cdiv(i64(n_positions) * half, {BLOCK})",),  # one program per BLOCK entries
+    args=("cos", "sin", ("i64", "i64(n_positions) * half"), "half", "theta"),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/rope.md",
+)

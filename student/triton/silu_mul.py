@@ -13,20 +13,22 @@ the C++ launcher `silu_mul(out, gate, up, n, stream)` starts it — one program 
 Test:  make test_silu_mul TRACK=triton
 Guide: docs/kernels/silu_mul.md  (section "In Triton")
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # elements per program
 
 
 @triton.jit
-def silu_mul_kernel(out,        # *fp32 (n), may equal gate
-                    gate,       # *fp32 (n)
-                    up,         # *fp32 (n)
-                    n,          # i64
-                    BLOCK: tl.constexpr):
+def silu_mul_kernel(
+    out,  # *fp32 (n), may equal gate
+    gate,  # *fp32 (n)
+    up,  # *fp32 (n)
+    n,  # i64
+    BLOCK: tl.constexpr,
+):
     # TODO(student): one block of elements per program. Requirements:
     #   1. offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK) (64 bits: n is a
     #      long long); mask = offs < n; load gate and up with that mask.
@@ -37,10 +39,12 @@ def silu_mul_kernel(out,        # *fp32 (n), may equal gate
     pass
 
 
-LAUNCH = Launch(silu_mul_kernel,
-                grid=(f"cdiv(n, {BLOCK})",),             # one program per BLOCK elements
-                args=("out", "gate", "up", "n"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/silu_mul.md")
+LAUNCH = Launch(
+    silu_mul_kernel,
+    grid=(f"cdiv(n, {BLOCK})",),  # one program per BLOCK elements
+    args=("out", "gate", "up", "n"),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/silu_mul.md",
+)

@@ -16,19 +16,21 @@ the C++ launcher `softmax(out, x, rows, cols, stream)` starts it — one program
 Test:  make test_softmax TRACK=triton
 Guide: docs/kernels/softmax.md (and docs/kernels/attention.md for its place in attention)
 """
+
 import triton
 import triton.language as tl
-
 from glmasr_triton import Launch
 
 BLOCK = 1024  # columns per chunk; rows reach 59264 columns in the tests, so loop
 
 
 @triton.jit
-def softmax_kernel(out,        # *fp32 (rows, cols), may equal x
-                   x,          # *fp32 (rows, cols)
-                   cols,       # i32
-                   BLOCK: tl.constexpr):
+def softmax_kernel(
+    out,  # *fp32 (rows, cols), may equal x
+    x,  # *fp32 (rows, cols)
+    cols,  # i32
+    BLOCK: tl.constexpr,
+):
     # TODO(student): one row per program. Requirements:
     #   1. Row r = tl.program_id(0); it starts at x + r.to(tl.int64) * cols (a 64-bit offset: the
     #      scores of a long prompt, Hq·Tq·Tk, come near 2^31); out at the same offsets.
@@ -47,10 +49,12 @@ def softmax_kernel(out,        # *fp32 (rows, cols), may equal x
     pass
 
 
-LAUNCH = Launch(softmax_kernel,
-                grid=("rows",),                          # one program per row
-                args=("out", "x", "cols"),
-                constexprs={"BLOCK": BLOCK},
-                num_warps=4,
-                # TODO(student): delete todo=... once your kernel is written.
-                todo="docs/kernels/softmax.md")
+LAUNCH = Launch(
+    softmax_kernel,
+    grid=("rows",),  # one program per row
+    args=("out", "x", "cols"),
+    constexprs={"BLOCK": BLOCK},
+    num_warps=4,
+    # TODO(student): delete todo=... once your kernel is written.
+    todo="docs/kernels/softmax.md",
+)

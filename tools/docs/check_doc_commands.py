@@ -37,6 +37,7 @@ is a mistake of the document: exit 1 too, before anything runs. Exit 0 when ever
 passed; exit 2 for a bad command line (a document that does not exist). Python 3.11+ standard
 library only.
 """
+
 import argparse
 import os
 import signal
@@ -87,8 +88,9 @@ def marked_blocks(path, shown):
             continue
         fence_line = i + 2  # 1-based number of the line after the marker
         if i + 1 >= len(lines) or lines[i + 1].strip() not in SHELL_FENCES:
-            raise DocError(f"{shown}:{i + 1}: {MARKER} must stand on the line right before a "
-                           f"```sh fence")
+            raise DocError(
+                f"{shown}:{i + 1}: {MARKER} must stand on the line right before a ```sh fence"
+            )
         body, j = [], i + 2
         while j < len(lines) and lines[j].strip() != "```":
             body.append((j + 1, lines[j]))
@@ -102,10 +104,16 @@ def marked_blocks(path, shown):
 
 def run_command(command, seconds):
     """(exit status or None when it ran out of time, combined output) of one command."""
-    with subprocess.Popen(["bash", "-o", "pipefail", "-c", command], cwd=ROOT,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, errors="replace",
-                          start_new_session=True) as p:
+    with subprocess.Popen(
+        ["bash", "-o", "pipefail", "-c", command],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    ) as p:
         try:
             output, _ = p.communicate(timeout=seconds)
             return p.returncode, output
@@ -117,13 +125,24 @@ def run_command(command, seconds):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("docs", nargs="*", default=DEFAULT_DOCS,
-                        help="documents, relative to the project root (default: %(default)s)")
+    parser.add_argument(
+        "docs",
+        nargs="*",
+        default=DEFAULT_DOCS,
+        help="documents, relative to the project root (default: %(default)s)",
+    )
     parser.add_argument("--list", action="store_true", help="print what would run and exit")
-    parser.add_argument("--timeout", type=float, default=300,
-                        help="seconds each block may take, all its commands together")
-    parser.add_argument("--verbose", action="store_true",
-                        help="print every command's output, not only a failing one's")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300,
+        help="seconds each block may take, all its commands together",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print every command's output, not only a failing one's",
+    )
     args = parser.parse_args()
 
     plan = []  # (document as shown, line of the fence, [(line, command)])
@@ -160,13 +179,18 @@ def main():
                 for text in output_lines if args.verbose else output_lines[-TAIL_LINES:]:
                     print("    | " + text)
             if code != 0:
-                why = (f"the block starting at line {fence} ran past its {args.timeout:g} s"
-                       if code is None else f"exit {code}")
+                why = (
+                    f"the block starting at line {fence} ran past its {args.timeout:g} s"
+                    if code is None
+                    else f"exit {code}"
+                )
                 print(f"{doc}:{line}: FAILED ({why}): {command}")
                 return 1
             print(f"    ok ({time.monotonic() - t0:.1f} s)", flush=True)
-    print(f"check_doc_commands: {count} command(s) of {len(plan)} block(s) in "
-          f"{', '.join(args.docs)} passed in {time.monotonic() - started:.0f} s")
+    print(
+        f"check_doc_commands: {count} command(s) of {len(plan)} block(s) in "
+        f"{', '.join(args.docs)} passed in {time.monotonic() - started:.0f} s"
+    )
     return 0
 
 

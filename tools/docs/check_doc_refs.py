@@ -32,6 +32,7 @@ other bare names such as `softmax.md`: the guides use them as short forms of a f
 nearby, and neither is this file (its selftest builds made-up trees). Python 3 standard library
 only.
 """
+
 import argparse
 import os
 import posixpath
@@ -44,20 +45,25 @@ SUFFIXES = (".md", ".h", ".cpp", ".cu", ".cuh", ".py", ".txt", ".cmake", ".toml"
 
 # Notes that were never part of the repo. Spelled in pieces so that this file names none of them.
 OUTSIDE = ("model" + "-spec", "design" + ".md", "style" + ".md")
-OUTSIDE_RE = re.compile(r"(?<![\w-])(" + "|".join(re.escape(n) for n in OUTSIDE) + r")(?:\.md)?(?![\w-])")
+OUTSIDE_RE = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(n) for n in OUTSIDE) + r")(?:\.md)?(?![\w-])"
+)
 
 # A reference that is wrong on purpose, with the reason it stays.
 ALLOWED = {
-    ("grader/isolation/runner/tests/chaos_runner.cpp", "docs/kernels/add.md"):
-        "the chaos runner's NotImplemented for an op that has no guide; only the message's form is tested",
+    (
+        "grader/isolation/runner/tests/chaos_runner.cpp",
+        "docs/kernels/add.md",
+    ): "the chaos runner's NotImplemented for an op that has no guide; only the message's form is tested",
 }
 
 NUM = r"\d+(?:\.\d+)*"
 SECTIONS = r"§\s*" + NUM + r"(?:\s*(?:,|–|—|-|and|to)\s*§\s*" + NUM + r")*"
 PATH_RE = re.compile(
     r"(?<![\w./-])((?:\.{1,2}/)*(?:[\w.-]+/)*[\w.-]+\.md)(?!\.?[\w/])"  # the path
-    r"(?:#([\w-]+))?"                                                  # an anchor
-    r"(?:[ \t]*,?[ \t]*(" + SECTIONS + r"))?")                         # sections
+    r"(?:#([\w-]+))?"  # an anchor
+    r"(?:[ \t]*,?[ \t]*(" + SECTIONS + r"))?"
+)  # sections
 LINK_RE = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)(?:[ \t]*,?[ \t]*(" + SECTIONS + r"))?")
 PATH_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./-")
 HEADING_RE = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -68,7 +74,11 @@ def list_files(root):
     """Tracked files and new ones git does not ignore, or every file when `root` is not a git
     checkout."""
     try:
-        out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"], capture_output=True, check=True)
+        out = subprocess.run(
+            ["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True,
+            check=True,
+        )
         files = [f for f in out.stdout.decode("utf-8", "replace").split("\0") if f]
         if files:
             return files
@@ -184,8 +194,10 @@ def check(root):
             problems.append(f"{where}: {target} has no heading whose anchor is #{anchor}")
         for s in expand_sections(sections or ""):
             if s not in numbers:
-                problems.append(f"{where}: {target} has no heading numbered {s} "
-                                f"(like '## {s}. Title' or '### {s} Title')")
+                problems.append(
+                    f"{where}: {target} has no heading numbered {s} "
+                    f"(like '## {s}. Title' or '### {s} Title')"
+                )
 
     for src in sorted(files):
         if not scanned(src) or src == me:  # this file's references are made-up trees
@@ -203,10 +215,12 @@ def check(root):
                 start = m.start()
                 while start and line[start - 1] in PATH_CHARS:
                     start -= 1
-                token = line[start:m.end()]  # with the directories before the name, if any
+                token = line[start : m.end()]  # with the directories before the name, if any
                 if not resolves(token, here):
-                    problems.append(f"{src}:{lineno}: {token}: names a note that is not in the "
-                                    "repo (cite docs/model.md, docs/tracks.md or docs/grading.md)")
+                    problems.append(
+                        f"{src}:{lineno}: {token}: names a note that is not in the "
+                        "repo (cite docs/model.md, docs/tracks.md or docs/grading.md)"
+                    )
             if markdown:
                 for m in LINK_RE.finditer(line):
                     target, sections = m.group(1), m.group(2)
@@ -217,8 +231,14 @@ def check(root):
                     if resolved.startswith("../"):
                         continue  # outside the tree
                     done.add(m.start(1))
-                    verify(src, lineno, target + (" " + sections if sections else ""), resolved,
-                           anchor or None, sections)
+                    verify(
+                        src,
+                        lineno,
+                        target + (" " + sections if sections else ""),
+                        resolved,
+                        anchor or None,
+                        sections,
+                    )
             for m in PATH_RE.finditer(line):
                 if m.start(1) in done:
                     continue
@@ -230,7 +250,9 @@ def check(root):
                     if path != "README.md":
                         continue
                     beside = posixpath.normpath(posixpath.join(here, path))
-                    verify(src, lineno, shown, beside if beside in tracked else path, anchor, sections)
+                    verify(
+                        src, lineno, shown, beside if beside in tracked else path, anchor, sections
+                    )
                     continue
                 if path.startswith(("./", "../")):
                     resolved = posixpath.normpath(posixpath.join(here, path))
@@ -251,19 +273,25 @@ def selftest():
     """A good tree must pass; each planted mistake must be reported, on its own line."""
     good = {
         "README.md": "# Lab\n\nSee [the guide](docs/guide.md#1-intro) and [§1.2](docs/guide.md) §1.2.\n",
-        "docs/guide.md": ("# Guide\n\n## 1. Intro\n\n### 1.2 Details\n\n## 2. More\n\n```\n## 9. not a heading\n```\n"
-                          "Back to [the top](../README.md) and [below](#2-more).\n"),
-        "src/good.cpp": ("// docs/guide.md §1.2, §2 and docs/guide.md §1–§2; docs/guide.md#12-details\n"
-                         "// README.md; writes grade-out/report.md and OUT/eval.md (outputs)\n"),
+        "docs/guide.md": (
+            "# Guide\n\n## 1. Intro\n\n### 1.2 Details\n\n## 2. More\n\n```\n## 9. not a heading\n```\n"
+            "Back to [the top](../README.md) and [below](#2-more).\n"
+        ),
+        "src/good.cpp": (
+            "// docs/guide.md §1.2, §2 and docs/guide.md §1–§2; docs/guide.md#12-details\n"
+            "// README.md; writes grade-out/report.md and OUT/eval.md (outputs)\n"
+        ),
         "tools/note.py": '"""Step 1 of docs/guide.md (§2 there is not parsed: no path before it)."""\n',
     }
     bad = {
-        "src/bad.cpp": ("// docs/guide.md §3.1\n"            # 1: no such section
-                        "// docs/missing.md\n"               # 2: no such file
-                        "// " + OUTSIDE[0] + " §2\n"         # 3: a note outside the repo
-                        "// (" + OUTSIDE[1] + " §8)\n"       # 4: another
-                        "// docs/guide.md#nowhere\n"         # 5: no such anchor
-                        "// docs/guide.md §1.1–§1.2\n"),     # 6: §1.1 missing (1.2 exists)
+        "src/bad.cpp": (
+            "// docs/guide.md §3.1\n"  # 1: no such section
+            "// docs/missing.md\n"  # 2: no such file
+            "// " + OUTSIDE[0] + " §2\n"  # 3: a note outside the repo
+            "// (" + OUTSIDE[1] + " §8)\n"  # 4: another
+            "// docs/guide.md#nowhere\n"  # 5: no such anchor
+            "// docs/guide.md §1.1–§1.2\n"
+        ),  # 6: §1.1 missing (1.2 exists)
         "docs/more.md": "# More\n\n[broken](guide.md#9-not-a-heading) [gone](../tools/gone.md)\n",
     }
     expected = [
@@ -296,18 +324,29 @@ def selftest():
             if not any(p.startswith(prefix) and words in p for p in got):
                 failures.append(f"not reported: {prefix} ... {words}")
         if len(got) != len(expected):
-            failures.append(f"{len(got)} problems reported, {len(expected)} expected:\n  " + "\n  ".join(got))
+            failures.append(
+                f"{len(got)} problems reported, {len(expected)} expected:\n  " + "\n  ".join(got)
+            )
     for f in failures:
         print("selftest: " + f)
-    print("selftest: " + ("FAILED" if failures else f"ok ({len(expected)} planted mistakes caught, "
-                                                    "the good tree passes)"))
+    print(
+        "selftest: "
+        + (
+            "FAILED"
+            if failures
+            else f"ok ({len(expected)} planted mistakes caught, the good tree passes)"
+        )
+    )
     return 1 if failures else 0
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        help="the tree to check (default: this repo)")
+    parser.add_argument(
+        "--root",
+        default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        help="the tree to check (default: this repo)",
+    )
     parser.add_argument("--selftest", action="store_true", help="test the checker itself")
     args = parser.parse_args()
     if args.selftest:
@@ -315,8 +354,11 @@ def main():
     problems = check(args.root)
     for p in problems:
         print(p)
-    print(f"check_doc_refs: {len(problems)} problem(s)" if problems else
-          "check_doc_refs: every reference to a repo document resolves")
+    print(
+        f"check_doc_refs: {len(problems)} problem(s)"
+        if problems
+        else "check_doc_refs: every reference to a repo document resolves"
+    )
     return 1 if problems else 0
 
 

@@ -15,14 +15,33 @@ The Unix process-session vocabulary is not narration and is left alone: `start_n
 `setsid`, `new_session`, `os.setsid`, "a process session". CTest runs the check as
 `docs.narration` (no GPU, no build). Python 3 standard library only.
 """
+
 import argparse
 import os
 import re
 import subprocess
 import sys
 
-SUFFIXES = (".md", ".in", ".h", ".cpp", ".cu", ".cuh", ".inl", ".py", ".txt", ".cmake", ".toml",
-            ".sh", ".def", ".html", ".cfg", ".yml", ".yaml", "")
+SUFFIXES = (
+    ".md",
+    ".in",
+    ".h",
+    ".cpp",
+    ".cu",
+    ".cuh",
+    ".inl",
+    ".py",
+    ".txt",
+    ".cmake",
+    ".toml",
+    ".sh",
+    ".def",
+    ".html",
+    ".cfg",
+    ".yml",
+    ".yaml",
+    "",
+)
 # Generated or binary data that holds no prose of ours.
 SKIP_PREFIXES = ("assets/", "tests/fixtures/")
 
@@ -35,19 +54,26 @@ PATTERNS = [
     ("a tracker issue number", re.compile(r"\bissues?\s+#?\d+\b", re.I)),
 ]
 # Process sessions (POSIX), not work sessions: removed from a line before it is matched.
-ALLOWED = re.compile(r"start_new_" + SESSION + r"|setsid|new_" + SESSION + r"|"
-                     + SESSION + r"\s+of\s+its\s+own|"
-                     r"(?:process|login|terminal|ssh|tmux|screen|shell)\s+" + SESSION, re.I)
+ALLOWED = re.compile(
+    r"start_new_" + SESSION + r"|setsid|new_" + SESSION + r"|" + SESSION + r"\s+of\s+its\s+own|"
+    r"(?:process|login|terminal|ssh|tmux|screen|shell)\s+" + SESSION,
+    re.I,
+)
 SELF = "tools/docs/check_narration.py"
 
 
 def tracked_files(root):
-    out = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached", "--others",
-                          "--exclude-standard"], capture_output=True)
+    out = subprocess.run(
+        ["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+    )
     if out.returncode != 0:
-        return sorted(os.path.relpath(os.path.join(d, n), root)
-                      for d, _, names in os.walk(root) for n in names
-                      if ".git" not in d.split(os.sep))
+        return sorted(
+            os.path.relpath(os.path.join(d, n), root)
+            for d, _, names in os.walk(root)
+            for n in names
+            if ".git" not in d.split(os.sep)
+        )
     return sorted(p for p in out.stdout.decode().split("\0") if p)
 
 
@@ -64,8 +90,11 @@ def findings_in(lines):
 def check(root):
     found = 0
     for path in tracked_files(root):
-        if path == SELF or path.startswith(SKIP_PREFIXES) or \
-                os.path.splitext(path)[1] not in SUFFIXES:
+        if (
+            path == SELF
+            or path.startswith(SKIP_PREFIXES)
+            or os.path.splitext(path)[1] not in SUFFIXES
+        ):
             continue
         full = os.path.join(root, path)
         if not os.path.isfile(full):
@@ -79,20 +108,35 @@ def check(root):
             print(f"{path}:{number}: {what}: {line[:160]}")
             found += 1
     if found:
-        print(f"check_narration: {found} line(s) narrate how the project was developed; state "
-              "results as results (commit, GPU, date, command) and leave history to git",
-              file=sys.stderr)
+        print(
+            f"check_narration: {found} line(s) narrate how the project was developed; state "
+            "results as results (commit, GPU, date, command) and leave history to git",
+            file=sys.stderr,
+        )
     return 1 if found else 0
 
 
 def selftest():
     s = SESSION
-    narrating = [f"measured in the seventeenth {s}", f"this {s}'s script", f"the fifth GPU {s}",
-                 "the device tool lent an H200", "device time ran out", "see .device/m3.sh",
-                 "as issue 20 asks", f"{s}s of work", "fixed in issue #17"]
-    clean = ["subprocess.Popen(cmd, start_new_" + s + "=True)", "os.setsid()",
-             f"the worker runs in a {s} of its own", f"a login {s} on the cluster",
-             "one call of the graded worker", "measured on an H200 at d1d2ece (2026-11-28)"]
+    narrating = [
+        f"measured in the seventeenth {s}",
+        f"this {s}'s script",
+        f"the fifth GPU {s}",
+        "the device tool lent an H200",
+        "device time ran out",
+        "see .device/m3.sh",
+        "as issue 20 asks",
+        f"{s}s of work",
+        "fixed in issue #17",
+    ]
+    clean = [
+        "subprocess.Popen(cmd, start_new_" + s + "=True)",
+        "os.setsid()",
+        f"the worker runs in a {s} of its own",
+        f"a login {s} on the cluster",
+        "one call of the graded worker",
+        "measured on an H200 at d1d2ece (2026-11-28)",
+    ]
     bad = [t for t in narrating if not list(findings_in([t]))]
     bad += [t for t in clean if list(findings_in([t]))]
     for t in bad:
@@ -103,8 +147,10 @@ def selftest():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__)))))
+    parser.add_argument(
+        "--root",
+        default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     parser.add_argument("--selftest", action="store_true")
     args = parser.parse_args()
     return selftest() if args.selftest else check(args.root)

@@ -6,6 +6,7 @@ that order, with the right counts; and every op must have a guide or a line in d
 
     python3 tools/docs/check_op_docs.py          exit 1 with one line per difference
 """
+
 import os
 import re
 import sys
@@ -37,7 +38,10 @@ def main():
     with open(os.path.join(ROOT, "docs/tracks.md"), encoding="utf-8") as f:
         doc = f.read()
     problems = []
-    for label, macro in (("Primitives", "GLMASR_PRIMITIVE_OPS"), ("Fused entries", "GLMASR_FUSED_OPS")):
+    for label, macro in (
+        ("Primitives", "GLMASR_PRIMITIVE_OPS"),
+        ("Fused entries", "GLMASR_FUSED_OPS"),
+    ):
         ops = macro_ops(header, macro)
         count, named = doc_list(doc, label)
         if count is None:
@@ -48,10 +52,12 @@ def main():
         if named != ops:
             missing = [o for o in ops if o not in named]
             extra = [n for n in named if n not in ops]
-            problems.append(f"docs/tracks.md: {label} list differs from {macro}"
-                            + (f"; missing {', '.join(missing)}" if missing else "")
-                            + (f"; not ops {', '.join(extra)}" if extra else "")
-                            + ("" if missing or extra else "; order differs"))
+            problems.append(
+                f"docs/tracks.md: {label} list differs from {macro}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; not ops {', '.join(extra)}" if extra else "")
+                + ("" if missing or extra else "; order differs")
+            )
     for p in problems:
         print(p)
     if not problems:

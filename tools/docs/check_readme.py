@@ -13,6 +13,7 @@ Checks, each against its one source of truth:
 One line per mismatch, `README.md:line: what`; exit 0 clean, 1 mismatches. CTest runs it as
 `docs.readme` (no GPU, no build). Python 3 standard library only.
 """
+
 import argparse
 import glob
 import os

@@ -42,6 +42,7 @@ core: the docs of this repo take a few seconds.
 
 CMake registers it as `docs.snippets` (label `docs`, no GPU). Python 3.11+, standard library only.
 """
+
 import argparse
 import concurrent.futures
 import glob
@@ -62,9 +63,17 @@ NAMESPACE_RE = re.compile(r"^namespace\s+((?:\w+::)*\w+)$")
 ERROR_RE = re.compile(r"^(.*?)(?::(\d+)(?::\d+)?|\((\d+)\)):\s*(?:fatal\s+)?error\b:?\s*(.*)$")
 LOCATION_RE = re.compile(r"^(.*?)(?::(\d+)(?::\d+)?|\((\d+)\))[:\s]")
 
-PRELUDE_HEADERS = ("glmasr/error.h", "glmasr/tensor.h", "glmasr/ops.h", "glmasr/contract.h",
-                   "glmasr/dispatch.h", "glmasr/track.h", "glmasr/cuda_check.h",
-                   "glmasr/fp32_kernels.h", "kernels.h")
+PRELUDE_HEADERS = (
+    "glmasr/error.h",
+    "glmasr/tensor.h",
+    "glmasr/ops.h",
+    "glmasr/contract.h",
+    "glmasr/dispatch.h",
+    "glmasr/track.h",
+    "glmasr/cuda_check.h",
+    "glmasr/fp32_kernels.h",
+    "kernels.h",
+)
 CUDA_STUB = """// cuda_runtime.h stand-in of tools/docs/check_snippets.py (no CUDA toolkit found)
 #pragma once
 struct CUstream_st;
@@ -78,11 +87,11 @@ class Block:
     """One fenced code block to compile."""
 
     def __init__(self, path, fence_line, lang, namespace, lines):
-        self.path = path              # as printed: relative to the root
+        self.path = path  # as printed: relative to the root
         self.fence_line = fence_line  # 1-based line of the opening fence
-        self.lang = lang              # "c++" or "cuda"
-        self.namespace = namespace    # the namespace it is wrapped in
-        self.lines = lines            # its text, one string per line
+        self.lang = lang  # "c++" or "cuda"
+        self.namespace = namespace  # the namespace it is wrapped in
+        self.lines = lines  # its text, one string per line
 
     def first_line(self):
         return self.fence_line + 1
@@ -116,7 +125,7 @@ def parse(root, rel):
         i += 1
         body = []
         while i < len(text) and not text[i].strip().startswith(ticks):
-            body.append(text[i][len(indent):] if text[i].startswith(indent) else text[i])
+            body.append(text[i][len(indent) :] if text[i].startswith(indent) else text[i])
             i += 1
         i += 1  # the closing fence
         lang = lang.lower()
@@ -130,8 +139,10 @@ def parse(root, rel):
                 continue
             ns = NAMESPACE_RE.match(this_marker)
             if not ns:
-                problems.append(f"{rel}:{marker_line}: unknown snippet marker "
-                                f"'<!-- snippet: {this_marker} -->' (fragment, namespace NAME)")
+                problems.append(
+                    f"{rel}:{marker_line}: unknown snippet marker "
+                    f"'<!-- snippet: {this_marker} -->' (fragment, namespace NAME)"
+                )
                 continue
             namespace = ns.group(1)
         blocks.append(Block(rel, start + 1, kind, namespace, body))
@@ -154,12 +165,12 @@ def declared_launchers(block, fields):
         m = re.match(r"void\s+(\w+)\s*\(", line)
         if not m or m.group(1) not in fields:
             continue
-        rest = "\n".join(block.lines[n:])[m.end():]
+        rest = "\n".join(block.lines[n:])[m.end() :]
         depth = 1
         for pos, ch in enumerate(rest):
             depth += {"(": 1, ")": -1}.get(ch, 0)
             if depth == 0:
-                if rest[pos + 1:].lstrip().startswith(";"):
+                if rest[pos + 1 :].lstrip().startswith(";"):
                     found.append((m.group(1), block.first_line() + n))
                 break
     return found
@@ -177,10 +188,12 @@ def translation_unit(blocks, fields):
         out.append("}")
         for name, line in declared_launchers(block, fields):
             out.append(f'#line {line} "{block.path}"')
-            out.append(f"static_assert(std::is_same_v<decltype(&::{block.namespace}::{name}), "
-                       f"decltype(::glmasr::cuda::Fp32Kernels::{name})>, \"{name}: the "
-                       f"guide's declaration differs from Fp32Kernels::{name} "
-                       f"(driver/cuda/include/glmasr/fp32_kernels.h)\");")
+            out.append(
+                f"static_assert(std::is_same_v<decltype(&::{block.namespace}::{name}), "
+                f'decltype(::glmasr::cuda::Fp32Kernels::{name})>, "{name}: the '
+                f"guide's declaration differs from Fp32Kernels::{name} "
+                f'(driver/cuda/include/glmasr/fp32_kernels.h)");'
+            )
     return "\n".join(out) + "\n"
 
 
@@ -190,8 +203,9 @@ def find_cuda_include(given, nvcc):
         if os.environ.get(var):
             candidates.append(os.path.join(os.environ[var], "include"))
     if nvcc:
-        candidates.append(os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))),
-                                       "include"))
+        candidates.append(
+            os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "include")
+        )
     candidates.append("/usr/local/cuda/include")
     for c in candidates:
         if c and os.path.isfile(os.path.join(c, "cuda_runtime.h")):
@@ -213,7 +227,7 @@ def first_error(stderr, blocks):
         if err:
             where = here or last_md
             if where is None:  # a header error whose Markdown line follows (macro expansions)
-                for later in lines[n + 1:]:
+                for later in lines[n + 1 :]:
                     loc2 = LOCATION_RE.match(later)
                     if loc2 and loc2.group(1).endswith(".md"):
                         where = (loc2.group(1), int(loc2.group(2) or loc2.group(3)))
@@ -254,17 +268,23 @@ def compile_unit(blocks, lang, args, root, include_dirs, workdir, fields):
     errors = first_error(result.stderr + result.stdout, blocks)
     if not errors:
         tail = (result.stderr or result.stdout).strip().splitlines()
-        return [f"{rel}:{blocks[0].fence_line}: {lang} compile failed: "
-                f"{tail[0] if tail else 'exit ' + str(result.returncode)}"]
+        return [
+            f"{rel}:{blocks[0].fence_line}: {lang} compile failed: "
+            f"{tail[0] if tail else 'exit ' + str(result.returncode)}"
+        ]
     return [f"{blocks[i].path}:{line}: {message}" for i, (line, message) in sorted(errors.items())]
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("files", nargs="*", help="Markdown files, relative to --root")
-    parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))), help="the project tree (default: this file's)")
+    parser.add_argument(
+        "--root",
+        default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        help="the project tree (default: this file's)",
+    )
     parser.add_argument("--cxx", default=os.environ.get("CXX", "g++"))
     parser.add_argument("--nvcc", default=None, help="default: nvcc on the PATH, if any")
     parser.add_argument("--cuda-include", default=None)
@@ -277,12 +297,15 @@ def main():
         return 2
     args.nvcc = shutil.which(args.nvcc) if args.nvcc else shutil.which("nvcc")
     patterns = args.files or DEFAULT_FILES
-    files = sorted({os.path.relpath(p, root) for pat in patterns
-                    for p in glob.glob(os.path.join(root, pat))})
+    files = sorted(
+        {os.path.relpath(p, root) for pat in patterns for p in glob.glob(os.path.join(root, pat))}
+    )
     missing = [p for p in args.files if not os.path.isfile(os.path.join(root, p))]
     if missing or not files:
-        print(f"check_snippets: no such Markdown file under {root}: "
-              f"{', '.join(missing or patterns)}", file=sys.stderr)
+        print(
+            f"check_snippets: no such Markdown file under {root}: {', '.join(missing or patterns)}",
+            file=sys.stderr,
+        )
         return 2
 
     problems, units, skipped, count = [], [], 0, 0
@@ -299,8 +322,11 @@ def main():
 
     fields = launcher_fields(root)
     with tempfile.TemporaryDirectory(prefix="check_snippets.") as workdir:
-        include_dirs = [os.path.join(root, "driver/include"),
-                        os.path.join(root, "driver/cuda/include"), os.path.join(root, "student")]
+        include_dirs = [
+            os.path.join(root, "driver/include"),
+            os.path.join(root, "driver/cuda/include"),
+            os.path.join(root, "student"),
+        ]
         cuda_include = find_cuda_include(args.cuda_include, args.nvcc)
         if cuda_include:
             include_dirs.append(cuda_include)
@@ -311,8 +337,10 @@ def main():
                 f.write(CUDA_STUB)
             include_dirs.append(stub)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            futures = [pool.submit(compile_unit, blocks, lang, args, root, include_dirs, workdir,
-                                   fields) for blocks, lang in units]
+            futures = [
+                pool.submit(compile_unit, blocks, lang, args, root, include_dirs, workdir, fields)
+                for blocks, lang in units
+            ]
             for future in futures:
                 problems += future.result()
 
@@ -320,8 +348,11 @@ def main():
         print(p)
     note = f", {skipped} CUDA block(s) skipped: no nvcc" if skipped else ""
     if problems:
-        print(f"check_snippets: {len(problems)} failing snippet(s) of {count} in "
-              f"{len(files)} file(s){note}", file=sys.stderr)
+        print(
+            f"check_snippets: {len(problems)} failing snippet(s) of {count} in "
+            f"{len(files)} file(s){note}",
+            file=sys.stderr,
+        )
         return 1
     print(f"check_snippets: {count} snippet(s) of {len(files)} file(s) compile{note}")
     return 0

@@ -10,6 +10,7 @@ with CUDA events (median after warm-up): the encoder + projector alone, and gene
 end (min_new_tokens = max_new_tokens = 64, so stop tokens cannot end it early). The lab's numbers
 come from `glmasr bench --json` run in a subprocess afterwards.
 """
+
 import argparse
 import json
 import os
@@ -57,7 +58,9 @@ def main():
     args = parser.parse_args()
 
     with open(args.config) as f:
-        config = GlmAsrConfig(**{k: v for k, v in json.load(f).items() if k not in ("architectures",)})
+        config = GlmAsrConfig(
+            **{k: v for k, v in json.load(f).items() if k not in ("architectures",)}
+        )
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = GlmAsrForConditionalGeneration(config).to(torch.bfloat16).eval()
@@ -65,45 +68,86 @@ def main():
 
     extractor = WhisperFeatureExtractor(feature_size=128)
     audio = synthetic_audio(30.0)
-    features = extractor(audio, sampling_rate=16000, padding="max_length", return_tensors="pt",
-                         return_attention_mask=True)
+    features = extractor(
+        audio,
+        sampling_rate=16000,
+        padding="max_length",
+        return_tensors="pt",
+        return_attention_mask=True,
+    )
     input_features = features["input_features"].to("cuda", torch.bfloat16)
     mask = features["attention_mask"].to("cuda")
     n_audio = 375
-    input_ids = torch.tensor([[0] * 3 + [config.audio_token_id] * n_audio + [0] * 13], device="cuda")
+    input_ids = torch.tensor(
+        [[0] * 3 + [config.audio_token_id] * n_audio + [0] * 13], device="cuda"
+    )
 
     with torch.no_grad():
-        encoder_ms = timed(lambda: model.get_audio_features(input_features, mask),
-                           args.warmup, args.repeats)
-        generate = lambda: model.generate(input_ids=input_ids, input_features=input_features,
-                                          input_features_mask=mask, do_sample=False,
-                                          max_new_tokens=args.decode_steps,
-                                          min_new_tokens=args.decode_steps)
+        encoder_ms = timed(
+            lambda: model.get_audio_features(input_features, mask), args.warmup, args.repeats
+        )
+        generate = lambda: model.generate(
+            input_ids=input_ids,
+            input_features=input_features,
+            input_features_mask=mask,
+            do_sample=False,
+            max_new_tokens=args.decode_steps,
+            min_new_tokens=args.decode_steps,
+        )
         e2e_ms = timed(generate, args.warmup, args.repeats)
-    hf = {"encoder_projector_ms": encoder_ms, "end_to_end_ms": e2e_ms,
-          "per_token_ms": (e2e_ms - encoder_ms) / args.decode_steps}
+    hf = {
+        "encoder_projector_ms": encoder_ms,
+        "end_to_end_ms": e2e_ms,
+        "per_token_ms": (e2e_ms - encoder_ms) / args.decode_steps,
+    }
     model = None  # its weights go before the lab runs
     torch.cuda.empty_cache()
 
     started = time.time()
-    bench = subprocess.run([args.glmasr, "bench", "--config", args.config, "--tracks", args.tracks,
-                            "--decode-steps", str(args.decode_steps), "--warmup", str(args.warmup),
-                            "--repeats", str(args.repeats), "--json"],
-                           capture_output=True, text=True, check=True)
-    lab = json.loads(bench.stdout[bench.stdout.index("{"):])
+    bench = subprocess.run(
+        [
+            args.glmasr,
+            "bench",
+            "--config",
+            args.config,
+            "--tracks",
+            args.tracks,
+            "--decode-steps",
+            str(args.decode_steps),
+            "--warmup",
+            str(args.warmup),
+            "--repeats",
+            str(args.repeats),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lab = json.loads(bench.stdout[bench.stdout.index("{") :])
 
-    print(f"Nano shapes, random weights, 30 s window, {args.decode_steps} forced decode steps, "
-          f"median of {args.repeats} after {args.warmup} warm-up, {torch.cuda.get_device_name()}\n")
-    print(f"{'':34} {'enc+proj ms':>12} {'ms/token':>10} {'end-to-end ms':>14} {'vs transformers':>16}")
-    print(f"{'transformers ' + __import__('transformers').__version__ + ' bf16 SDPA':34} "
-          f"{hf['encoder_projector_ms']:12.2f} {hf['per_token_ms']:10.2f} {hf['end_to_end_ms']:14.1f} {'1.0x':>16}")
+    print(
+        f"Nano shapes, random weights, 30 s window, {args.decode_steps} forced decode steps, "
+        f"median of {args.repeats} after {args.warmup} warm-up, {torch.cuda.get_device_name()}\n"
+    )
+    print(
+        f"{'':34} {'enc+proj ms':>12} {'ms/token':>10} {'end-to-end ms':>14} {'vs transformers':>16}"
+    )
+    print(
+        f"{'transformers ' + __import__('transformers').__version__ + ' bf16 SDPA':34} "
+        f"{hf['encoder_projector_ms']:12.2f} {hf['per_token_ms']:10.2f} {hf['end_to_end_ms']:14.1f} {'1.0x':>16}"
+    )
     for t in lab["tracks"]:
         m = t["median"]
         enc = m["encoder_ms"] + m["projector_ms"]
-        print(f"{'glmasr --track ' + t['track']:34} {enc:12.2f} {m['per_token_ms']:10.3f} "
-              f"{m['end_to_end_ms']:14.1f} {hf['end_to_end_ms'] / m['end_to_end_ms']:15.1f}x")
-    print(f"\n(glmasr end to end = encoder + projector + prefill + decode on the GPU; bench took "
-          f"{time.time() - started:.0f} s including random weights)")
+        print(
+            f"{'glmasr --track ' + t['track']:34} {enc:12.2f} {m['per_token_ms']:10.3f} "
+            f"{m['end_to_end_ms']:14.1f} {hf['end_to_end_ms'] / m['end_to_end_ms']:15.1f}x"
+        )
+    print(
+        f"\n(glmasr end to end = encoder + projector + prefill + decode on the GPU; bench took "
+        f"{time.time() - started:.0f} s including random weights)"
+    )
 
 
 if __name__ == "__main__":

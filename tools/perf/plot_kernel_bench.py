@@ -26,6 +26,7 @@ Bad input (a missing or unreadable file, malformed JSON or CSV, no rows, a row w
 field): one line on stderr, exit 2. matplotlib is needed for the pictures (tools/setup.sh);
 without it PREFIX-summary.csv is still written before the script exits 2 with one line.
 """
+
 import csv
 import json
 import math
@@ -34,11 +35,18 @@ import os
 import plotting
 from plotting import fail
 
-STAGE_GROUPS = {"encoder": "encoder+projector", "projector": "encoder+projector",
-                "prefill": "prefill", "decode": "decode"}
+STAGE_GROUPS = {
+    "encoder": "encoder+projector",
+    "projector": "encoder+projector",
+    "prefill": "prefill",
+    "decode": "decode",
+}
 GROUP_ORDER = ["encoder+projector", "prefill", "decode"]
-GROUP_TITLES = {"encoder+projector": "encoder + projector", "prefill": "prefill",
-                "decode": "decode (one step)"}
+GROUP_TITLES = {
+    "encoder+projector": "encoder + projector",
+    "prefill": "prefill",
+    "decode": "decode (one step)",
+}
 NA = "n/a"
 
 
@@ -72,7 +80,7 @@ def load(path):
         except json.JSONDecodeError as e:
             fail(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
         if not isinstance(meta, dict) or not isinstance(meta.get("rows"), list):
-            fail(f"{path}: not glmasr kernel-bench --json output (no \"rows\" list)")
+            fail(f'{path}: not glmasr kernel-bench --json output (no "rows" list)')
         raw = meta["rows"]
     if not raw:
         fail(f"{path}: no rows")
@@ -91,8 +99,16 @@ def load(path):
             fail(f"{where}: no calls_per_run")
         if r["status"] == "ok" and median is None:
             fail(f"{where}: status ok but no median_us")
-        rows.append({"track": r["track"], "stage": r["stage"], "op": r["op"], "calls": calls,
-                     "median_us": median, "status": r["status"]})
+        rows.append(
+            {
+                "track": r["track"],
+                "stage": r["stage"],
+                "op": r["op"],
+                "calls": calls,
+                "median_us": median,
+                "status": r["status"],
+            }
+        )
     return meta, rows
 
 
@@ -131,7 +147,9 @@ def speedup(op_cells, base, track):
 def write_summary(path, summary, tracks, base):
     """PREFIX-summary.csv: one line per (stage group, op), in the picture's order."""
     others = [t for t in tracks if t != base]
-    header = ["stage", "op"] + [f"{t}_us_per_run" for t in tracks] + [f"{t}_speedup" for t in others]
+    header = (
+        ["stage", "op"] + [f"{t}_us_per_run" for t in tracks] + [f"{t}_speedup" for t in others]
+    )
 
     def cell(value):
         if value is None:
@@ -144,8 +162,11 @@ def write_summary(path, summary, tracks, base):
             out.writerow(header)
             for group, ops in summary.items():
                 for op, op_cells in ops.items():
-                    out.writerow([group, op] + [cell(op_cells.get(t)) for t in tracks]
-                                 + [cell(speedup(op_cells, base, t)) for t in others])
+                    out.writerow(
+                        [group, op]
+                        + [cell(op_cells.get(t)) for t in tracks]
+                        + [cell(speedup(op_cells, base, t)) for t in others]
+                    )
     except OSError as e:
         fail(f"{path}: cannot write ({e.strerror or e})")
 
@@ -154,13 +175,18 @@ def error_note(summary, tracks):
     """The lines under the picture that say which bars are n/a and why (first error quoted)."""
     lines = []
     for t in tracks:
-        failed = [(g, op, c[t]) for g, ops in summary.items() for op, c in ops.items()
-                  if isinstance(c.get(t), str)]
+        failed = [
+            (g, op, c[t])
+            for g, ops in summary.items()
+            for op, c in ops.items()
+            if isinstance(c.get(t), str)
+        ]
         if failed:
             first = failed[0][2] if len(failed[0][2]) <= 110 else failed[0][2][:107] + "..."
             names = ", ".join(sorted({op for _, op, _ in failed}))
-            lines.append(f"n/a: {t} could not run {names} ({len(failed)} bar(s)); "
-                         f"first error: {first}")
+            lines.append(
+                f"n/a: {t} could not run {names} ({len(failed)} bar(s)); first error: {first}"
+            )
     return lines
 
 
@@ -187,12 +213,29 @@ def draw_times(ax, ops, tracks, colours):
             value = cells.get(t)
             pos = x + (i - (len(tracks) - 1) / 2) * width
             if isinstance(value, str):  # as tall as the op's tallest bar, to be seen
-                height = max((v for v in cells.values() if not isinstance(v, str)),
-                             default=high / 3)
-                ax.bar(pos, height - low, width, bottom=low, fill=False, hatch="///",
-                       edgecolor=colours[t], linewidth=0.6)
-                ax.text(pos, height * 1.15, NA, rotation=90, ha="center", va="bottom",
-                        fontsize=7, color=colours[t])
+                height = max(
+                    (v for v in cells.values() if not isinstance(v, str)), default=high / 3
+                )
+                ax.bar(
+                    pos,
+                    height - low,
+                    width,
+                    bottom=low,
+                    fill=False,
+                    hatch="///",
+                    edgecolor=colours[t],
+                    linewidth=0.6,
+                )
+                ax.text(
+                    pos,
+                    height * 1.15,
+                    NA,
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    color=colours[t],
+                )
             elif value is not None:
                 ax.bar(pos, value, width, color=colours[t])
     ax.grid(axis="y", which="major", alpha=0.3)
@@ -216,14 +259,37 @@ def draw_speedups(ax, ops, base, others, colours):
             s = speedup(cells, base, t)
             pos = x + (i - (len(others) - 1) / 2) * width
             if s == NA:
-                ax.bar(pos, 1.3 - 1 / 1.3, width, bottom=1 / 1.3, fill=False, hatch="///",
-                       edgecolor=colours[t], linewidth=0.6)
-                ax.text(pos, 1.35, NA, rotation=90, ha="center", va="bottom", fontsize=6,
-                        color=colours[t])
+                ax.bar(
+                    pos,
+                    1.3 - 1 / 1.3,
+                    width,
+                    bottom=1 / 1.3,
+                    fill=False,
+                    hatch="///",
+                    edgecolor=colours[t],
+                    linewidth=0.6,
+                )
+                ax.text(
+                    pos,
+                    1.35,
+                    NA,
+                    rotation=90,
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    color=colours[t],
+                )
             elif s is not None and s > 0:
                 ax.bar(pos, s - 1, width, bottom=1, color=colours[t])
-                ax.text(pos, s * 1.08 if s >= 1 else s / 1.08, f"{s:.3g}×", rotation=90,
-                        ha="center", va="bottom" if s >= 1 else "top", fontsize=6)
+                ax.text(
+                    pos,
+                    s * 1.08 if s >= 1 else s / 1.08,
+                    f"{s:.3g}×",
+                    rotation=90,
+                    ha="center",
+                    va="bottom" if s >= 1 else "top",
+                    fontsize=6,
+                )
     ax.grid(axis="y", which="major", alpha=0.3)
 
 
@@ -236,9 +302,18 @@ def draw(plt, summary, tracks, base, colours, heading, notes):
     widths = [max(len(ops), 2) for ops in summary.values()]
     height = 9.0 if others else 6.5  # inches: 1 for the title and legend, 1.5 for the op names
     fig = plt.figure(figsize=(2.5 + 0.22 * len(tracks) * sum(widths), height), dpi=120)
-    grid = fig.add_gridspec(2 if others else 1, len(summary), width_ratios=widths,
-                            height_ratios=[3, 2] if others else [1], hspace=0.08, wspace=0.18,
-                            top=1 - 1.0 / height, bottom=1.5 / height, left=0.08, right=0.98)
+    grid = fig.add_gridspec(
+        2 if others else 1,
+        len(summary),
+        width_ratios=widths,
+        height_ratios=[3, 2] if others else [1],
+        hspace=0.08,
+        wspace=0.18,
+        top=1 - 1.0 / height,
+        bottom=1.5 / height,
+        left=0.08,
+        right=0.98,
+    )
     for column, (group, ops) in enumerate(summary.items()):
         top = fig.add_subplot(grid[0, column])
         draw_times(top, ops, tracks, colours)
@@ -259,10 +334,18 @@ def draw(plt, summary, tracks, base, colours, heading, notes):
     if notes:
         handles.append(Patch(fill=False, hatch="///", label="n/a: could not run (see note)"))
     fig.text(0.01, 1 - 0.15 / height, heading, ha="left", va="top", fontsize=11)
-    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.01, 1 - 0.5 / height),
-               ncol=len(handles), fontsize=8, frameon=False)
-    caption = ["Time per run: Σ calls per run × median µs over the op's call signatures "
-               "(decode: one decode step)."]
+    fig.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(0.01, 1 - 0.5 / height),
+        ncol=len(handles),
+        fontsize=8,
+        frameon=False,
+    )
+    caption = [
+        "Time per run: Σ calls per run × median µs over the op's call signatures "
+        "(decode: one decode step)."
+    ]
     if others:
         caption[0] += f" Speedup: {base}'s time / the track's time (above 1: faster)."
     if any(t not in cells for ops in summary.values() for cells in ops.values() for t in tracks):
@@ -273,10 +356,10 @@ def draw(plt, summary, tracks, base, colours, heading, notes):
 
 def main():
     parser = plotting.ArgumentParser(
-        description="Bar charts of glmasr kernel-bench: time per op and track, speedups.")
+        description="Bar charts of glmasr kernel-bench: time per op and track, speedups."
+    )
     parser.add_argument("input", help="glmasr kernel-bench --json output, or its --csv file")
-    parser.add_argument("--out", required=True,
-                        help="writes OUT.png, OUT.svg and OUT-summary.csv")
+    parser.add_argument("--out", required=True, help="writes OUT.png, OUT.svg and OUT-summary.csv")
     args = parser.parse_args()
     plotting.use_python_with_matplotlib()
 
@@ -286,15 +369,22 @@ def main():
     meta, rows = load(args.input)
     tracks = meta.get("tracks") or []
     if not isinstance(tracks, list) or not all(isinstance(t, str) for t in tracks):
-        fail(f"{args.input}: \"tracks\" is not a list of names")
+        fail(f'{args.input}: "tracks" is not a list of names')
     tracks = tracks + [t for t in dict.fromkeys(r["track"] for r in rows) if t not in tracks]
     base = "baseline" if "baseline" in tracks else tracks[0]
     summary = summarize(rows)
     write_summary(table, summary, tracks, base)
 
     plt = plotting.pyplot()
-    fig = draw(plt, summary, tracks, base, plotting.track_colours(tracks), title(meta, args.input),
-               error_note(summary, tracks))
+    fig = draw(
+        plt,
+        summary,
+        tracks,
+        base,
+        plotting.track_colours(tracks),
+        title(meta, args.input),
+        error_note(summary, tracks),
+    )
     pictures = plotting.save(fig, args.out)
     print(f"wrote {', '.join(pictures)}, {table}")
 

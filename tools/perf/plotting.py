@@ -9,6 +9,7 @@ matplotlib` runs the script again under /usr/bin/python3 before it does anything
 Every figure is written as PNG and SVG by `save`; the SVG keeps its text as text (not as
 outlines), so it can be searched and edited.
 """
+
 import argparse
 import importlib.util
 import os
@@ -18,8 +19,12 @@ import sys
 DEBIAN_PYTHON = "/usr/bin/python3"
 
 # One colour per track, the same in every picture; other track names take the next free colour.
-TRACK_COLOURS = {"baseline": "#7f7f7f", "student": "#ff7f0e", "reference": "#2ca02c",
-                 "cpu": "#1f77b4"}
+TRACK_COLOURS = {
+    "baseline": "#7f7f7f",
+    "student": "#ff7f0e",
+    "reference": "#2ca02c",
+    "cpu": "#1f77b4",
+}
 SPARE_COLOURS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#d62728"]
 
 
@@ -40,7 +45,9 @@ def matplotlib_python():
     """The interpreter that has matplotlib: this one, else Debian's python3; None if neither."""
     if importlib.util.find_spec("matplotlib") is not None:
         return sys.executable
-    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.access(DEBIAN_PYTHON, os.X_OK):
+    if os.path.realpath(sys.executable) != os.path.realpath(DEBIAN_PYTHON) and os.access(
+        DEBIAN_PYTHON, os.X_OK
+    ):
         probe = subprocess.run([DEBIAN_PYTHON, "-c", "import matplotlib"], capture_output=True)
         if probe.returncode == 0:
             return DEBIAN_PYTHON
@@ -64,6 +71,7 @@ def pyplot():
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text in the SVG
     import matplotlib.pyplot as plt
+
     return plt
 
 

@@ -11,6 +11,7 @@ transcripts, WER per clip, whether each track's generated token ids equal transf
 overall WER per column; exit status 1 if any track's tokens differ from transformers' on any clip.
 Needs torch and transformers ≥ 5.0 (on the GPU machine; `--device cpu` works anywhere).
 """
+
 import argparse
 import json
 import os
@@ -31,8 +32,10 @@ from grader.pipeline import score  # the grader's WER and normalisation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-PROMPT = ("<|user|>\n<|begin_of_audio|><|pad|><|end_of_audio|><|user|>\n"
-          "Please transcribe this audio into text<|assistant|>\n")
+PROMPT = (
+    "<|user|>\n<|begin_of_audio|><|pad|><|end_of_audio|><|user|>\n"
+    "Please transcribe this audio into text<|assistant|>\n"
+)
 
 
 def read_wav16k(path):
@@ -43,21 +46,29 @@ def read_wav16k(path):
 
 
 def transformers_transcripts(model_dir, clips, device, max_new_tokens):
-    tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(model_dir, "tokenizer.json"),
-                                  pad_token="<|endoftext|>")
-    processor = GlmAsrProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128),
-                                tokenizer=tok)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=os.path.join(model_dir, "tokenizer.json"), pad_token="<|endoftext|>"
+    )
+    processor = GlmAsrProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=tok
+    )
     model = GlmAsrForConditionalGeneration.from_pretrained(model_dir, dtype=torch.float32)
     model = model.to(device).eval()
     eos = model.generation_config.eos_token_id or model.config.text_config.eos_token_id
     out = []
     for path, _ in clips:
-        inputs = processor(text=PROMPT, audio=read_wav16k(path), sampling_rate=16000,
-                           add_special_tokens=False).to(device)
+        inputs = processor(
+            text=PROMPT, audio=read_wav16k(path), sampling_rate=16000, add_special_tokens=False
+        ).to(device)
         with torch.no_grad():
-            ids = model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens,
-                                 eos_token_id=eos, pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"))
-        new = ids[0, inputs["input_ids"].shape[1]:].tolist()
+            ids = model.generate(
+                **inputs,
+                do_sample=False,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=eos,
+                pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
+            )
+        new = ids[0, inputs["input_ids"].shape[1] :].tolist()
         out.append({"ids": new, "text": tok.decode(new, skip_special_tokens=True).strip()})
     return out
 
@@ -65,9 +76,23 @@ def transformers_transcripts(model_dir, clips, device, max_new_tokens):
 def glmasr_transcripts(glmasr, track, model_dir, clips, max_new_tokens):
     out = []
     for path, _ in clips:
-        p = subprocess.run([glmasr, "transcribe", path, "--model", model_dir, "--track", track,
-                            "--json", "--max-new-tokens", str(max_new_tokens)],
-                           capture_output=True, text=True, timeout=900)
+        p = subprocess.run(
+            [
+                glmasr,
+                "transcribe",
+                path,
+                "--model",
+                model_dir,
+                "--track",
+                track,
+                "--json",
+                "--max-new-tokens",
+                str(max_new_tokens),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if p.returncode != 0:
             out.append({"ids": None, "text": None, "error": score.last_error_line(p.stderr)})
             continue
@@ -88,17 +113,26 @@ def main():
     args = ap.parse_args()
 
     with open(os.path.join(args.clips, "transcripts.tsv"), encoding="utf-8") as f:
-        clips = [(os.path.join(args.clips, name), text) for name, text in
-                 (line.rstrip("\n").split("\t", 1) for line in f if line.strip())]
-    columns = {"transformers": transformers_transcripts(args.model, clips, args.device,
-                                                        args.max_new_tokens)}
+        clips = [
+            (os.path.join(args.clips, name), text)
+            for name, text in (line.rstrip("\n").split("\t", 1) for line in f if line.strip())
+        ]
+    columns = {
+        "transformers": transformers_transcripts(
+            args.model, clips, args.device, args.max_new_tokens
+        )
+    }
     tracks = [t for t in args.tracks.split(",") if t]
     for track in tracks:
-        columns[track] = glmasr_transcripts(args.glmasr, track, args.model, clips,
-                                            args.max_new_tokens)
+        columns[track] = glmasr_transcripts(
+            args.glmasr, track, args.model, clips, args.max_new_tokens
+        )
 
-    print("| clip | reference | transformers (fp32) | WER | "
-          + " | ".join(f"{t}: same tokens" for t in tracks) + " |")
+    print(
+        "| clip | reference | transformers (fp32) | WER | "
+        + " | ".join(f"{t}: same tokens" for t in tracks)
+        + " |"
+    )
     print("|---|---|---|---|" + "---|" * len(tracks))
     totals = {name: [0, 0] for name in columns}
     mismatches = 0
@@ -115,17 +149,29 @@ def main():
             same = row["ids"] == hf["ids"] if row["ids"] is not None else False
             mismatches += not same
             cells.append("yes" if same else f"**no**: {row.get('error') or row['text']}")
-        print(f"| {os.path.basename(path)} | {reference} | {hf['text']} | {errors / max(1, words):.2f} | "
-              + " | ".join(cells) + " |")
+        print(
+            f"| {os.path.basename(path)} | {reference} | {hf['text']} | {errors / max(1, words):.2f} | "
+            + " | ".join(cells)
+            + " |"
+        )
     print()
     for name, (errors, words) in totals.items():
         print(f"{name}: WER {errors / max(1, words):.4f} ({errors} word errors / {words} words)")
-    print(f"token-identical to transformers: {len(clips) * len(tracks) - mismatches} of "
-          f"{len(clips) * len(tracks)} (clip, track) pairs")
+    print(
+        f"token-identical to transformers: {len(clips) * len(tracks) - mismatches} of "
+        f"{len(clips) * len(tracks)} (clip, track) pairs"
+    )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"clips": [os.path.basename(p) for p, _ in clips], "references":
-                       [t for _, t in clips], "columns": columns}, f, indent=1)
+            json.dump(
+                {
+                    "clips": [os.path.basename(p) for p, _ in clips],
+                    "references": [t for _, t in clips],
+                    "columns": columns,
+                },
+                f,
+                indent=1,
+            )
     sys.exit(1 if mismatches else 0)
 
 

@@ -27,6 +27,7 @@ single spaces. The synthesiser reads this normalised text, so transcript and aud
 construction; sentences whose normalised words espeak would not read as written (acronyms,
 single letters, words without a vowel, symbols) are dropped rather than guessed at.
 """
+
 import argparse
 import collections
 import glob
@@ -45,19 +46,38 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXED_HELDOUT = {"concord.wav": "concord returned to its place amidst the tents"}
 
 MIN_WORDS, MAX_WORDS = 3, 25
-HELDOUT_PER_MILLE = 10         # 1% of the distinct natural sentences, chosen by text hash
-RANDOM_SHARE = 0.25            # share of train.txt that is random word sequences
-RANDOM_WORDS = (3, 15)         # length range of a random sequence
-HELDOUT_RANDOM = 400           # random sequences generated for held-out evaluation only
-BPE_VOCAB = 1000               # 256 byte tokens + 744 merges; specials follow at ids 1000..1017
+HELDOUT_PER_MILLE = 10  # 1% of the distinct natural sentences, chosen by text hash
+RANDOM_SHARE = 0.25  # share of train.txt that is random word sequences
+RANDOM_WORDS = (3, 15)  # length range of a random sequence
+HELDOUT_RANDOM = 400  # random sequences generated for held-out evaluation only
+BPE_VOCAB = 1000  # 256 byte tokens + 744 merges; specials follow at ids 1000..1017
 SEED = 20261122
 
 # Fortune files that are not English prose: pictures made of characters, and other languages.
 FORTUNE_SKIP = {"ascii-art", "translate-me"}
 
-ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-        "nineteen"]
+ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 
@@ -73,7 +93,12 @@ def number_words(n):
     for size, name in ((10**6, "million"), (10**3, "thousand")):
         if n >= size:
             rest = n % size
-            return number_words(n // size) + " " + name + ("" if rest == 0 else " " + number_words(rest))
+            return (
+                number_words(n // size)
+                + " "
+                + name
+                + ("" if rest == 0 else " " + number_words(rest))
+            )
     raise ValueError(n)
 
 
@@ -87,9 +112,16 @@ SINGLE_LETTER_OK = {"a", "i", "o"}
 
 def to_ascii(text):
     """Fold accents (café -> cafe) and typographic quotes/dashes to ASCII."""
-    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u2014", " ").replace("\u2013", " ")
+    text = (
+        text.replace("\u2019", "'")
+        .replace("\u2018", "'")
+        .replace("\u2014", " ")
+        .replace("\u2013", " ")
+    )
     text = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in text if not unicodedata.combining(c)).encode("ascii", "ignore").decode()
+    return (
+        "".join(c for c in text if not unicodedata.combining(c)).encode("ascii", "ignore").decode()
+    )
 
 
 def normalise(sentence, dictionary):
@@ -105,7 +137,11 @@ def normalise(sentence, dictionary):
     text = text.lower().replace("&", " and ")
     if re.search(r"\d[.,:]\d|\d[a-z]|[a-z]\d", text):
         return None  # decimals, times, ordinals and codes: several readings are possible
-    text = re.sub(r"\d+", lambda m: " " + number_words(int(m.group())) + " " if len(m.group()) < 10 else " # ", text)
+    text = re.sub(
+        r"\d+",
+        lambda m: " " + number_words(int(m.group())) + " " if len(m.group()) < 10 else " # ",
+        text,
+    )
     if "#" in text:
         return None
     text = re.sub(r"[-\s]+", " ", text)
@@ -135,8 +171,9 @@ def split_sentences(passage):
 
 def kjv_sentences():
     """Every verse of the King James Bible (public domain) via the `bible` program of bible-kjv."""
-    out = subprocess.run(["bible", "-l100000", "gen1:1-rev22:21"], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        ["bible", "-l100000", "gen1:1-rev22:21"], check=True, capture_output=True, text=True
+    ).stdout
     for line in out.splitlines():
         m = re.match(r"^\s*\d+\s+(.*)$", line)
         if m:
@@ -186,8 +223,12 @@ def random_sequences(count, word_pool, unigram, rng):
     cum = list(itertools.accumulate(unigram[w] for w in uni_words))
     out = []
     for _ in range(count):
-        words = [rng.choice(word_pool) if rng.random() < 0.5 else
-                 rng.choices(uni_words, cum_weights=cum)[0] for _ in range(rng.randint(*RANDOM_WORDS))]
+        words = [
+            rng.choice(word_pool)
+            if rng.random() < 0.5
+            else rng.choices(uni_words, cum_weights=cum)[0]
+            for _ in range(rng.randint(*RANDOM_WORDS))
+        ]
         out.append(" ".join(words))
     return out
 
@@ -200,13 +241,19 @@ def train_tokenizer(texts, out_path):
     from tests.fixtures.tokenizer import make_test_tokenizer as mtt
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(mtt.GLM4_REGEX), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(mtt.GLM4_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=BPE_VOCAB, min_frequency=2, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=BPE_VOCAB,
+        min_frequency=2,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(texts, trainer=trainer)
     spec, base = mtt.glm_layout(json.loads(tok.to_str()), "glm_style")
     with open(out_path, "w", encoding="utf-8") as f:
@@ -229,9 +276,12 @@ def write_tsv(path, rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(HERE, "data"))
-    parser.add_argument("--fortunes", action="store_true",
-                        help="add the fortune files (BSD-licensed package, but many entries quote "
-                             "copyrighted books, songs and shows; off by default)")
+    parser.add_argument(
+        "--fortunes",
+        action="store_true",
+        help="add the fortune files (BSD-licensed package, but many entries quote "
+        "copyrighted books, songs and shows; off by default)",
+    )
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -269,7 +319,10 @@ def main():
 
     rng.shuffle(train)
     rng.shuffle(heldout)
-    train_path, heldout_path = os.path.join(args.out, "train.txt"), os.path.join(args.out, "heldout.txt")
+    train_path, heldout_path = (
+        os.path.join(args.out, "train.txt"),
+        os.path.join(args.out, "heldout.txt"),
+    )
     write_tsv(train_path, train)
     write_tsv(heldout_path, heldout)
     assert not {t for _, t in train} & {t for _, t in heldout}, "held-out text leaked into train"
@@ -280,13 +333,21 @@ def main():
         "raw_sentences": dict(raw_counts),
         "train": dict(collections.Counter(s for s, _ in train)),
         "heldout": dict(collections.Counter(s.split(":")[0] for s, _ in heldout)),
-        "train_total": len(train), "heldout_total": len(heldout),
+        "train_total": len(train),
+        "heldout_total": len(heldout),
         "train_words_mean": sum(len(t.split()) for _, t in train) / len(train),
         "train_tokens_mean": n_tokens,
-        "tokenizer_base_vocab": base, "tokenizer_vocab": base + 18,
+        "tokenizer_base_vocab": base,
+        "tokenizer_vocab": base + 18,
         "bytes": {os.path.basename(p): os.path.getsize(p) for p in (train_path, heldout_path)},
-        "settings": {"min_words": MIN_WORDS, "max_words": MAX_WORDS, "random_share": RANDOM_SHARE,
-                     "heldout_per_mille": HELDOUT_PER_MILLE, "seed": SEED, "fortunes": args.fortunes},
+        "settings": {
+            "min_words": MIN_WORDS,
+            "max_words": MAX_WORDS,
+            "random_share": RANDOM_SHARE,
+            "heldout_per_mille": HELDOUT_PER_MILLE,
+            "seed": SEED,
+            "fortunes": args.fortunes,
+        },
     }
     with open(os.path.join(args.out, "corpus.json"), "w") as f:
         json.dump(summary, f, indent=1)

@@ -14,6 +14,7 @@ Hann, reflect-padded STFT, |X|^2 without the last frame, its own Slaney mel matr
 1e-10, max - 8, (x + 4) / 4); self_check() compares the rebuilt windows with the feature
 extractor itself through GlmAsrProcessor.
 """
+
 import math
 
 import numpy as np
@@ -21,9 +22,9 @@ import torch
 
 RATE = 16000
 N_FFT, HOP = 400, 160
-WINDOW_SAMPLES = 30 * RATE      # one 30 s window
+WINDOW_SAMPLES = 30 * RATE  # one 30 s window
 WINDOW_FRAMES = WINDOW_SAMPLES // HOP
-TOLERANCE = 1e-2                # self-check bound on |features - WhisperFeatureExtractor|
+TOLERANCE = 1e-2  # self-check bound on |features - WhisperFeatureExtractor|
 
 
 def valid_frames(n):
@@ -46,12 +47,13 @@ def audio_tokens(valid):
 def split_windows(pcm):
     """Consecutive 30 s windows, the last one shorter (GlmAsrProcessor._process_audio)."""
     n_win = max(1, math.ceil(len(pcm) / WINDOW_SAMPLES))
-    return [pcm[i * WINDOW_SAMPLES:(i + 1) * WINDOW_SAMPLES] for i in range(n_win)]
+    return [pcm[i * WINDOW_SAMPLES : (i + 1) * WINDOW_SAMPLES] for i in range(n_win)]
 
 
 class LogMel:
     def __init__(self, device):
         from transformers import WhisperFeatureExtractor
+
         fe = WhisperFeatureExtractor(feature_size=128)
         self.device = device
         self.filters = torch.from_numpy(fe.mel_filters).to(device, torch.float32)  # (201, 128)
@@ -67,15 +69,15 @@ class LogMel:
         # padding at a row's end must mirror zeros, as the 30 s window's padding does, so rows
         # get 400 spare samples; a wave too close to 30 s is computed on its exact 30 s window.
         for start in range(0, len(order), 64):
-            idx = order[start:start + 64]
+            idx = order[start : start + 64]
             longest = max(len(waves[i]) for i in idx)
             length = WINDOW_SAMPLES if longest + N_FFT > WINDOW_SAMPLES else longest + N_FFT
             batch = np.zeros((len(idx), length), np.float32)
             for row, i in enumerate(idx):
-                batch[row, :len(waves[i])] = waves[i]
+                batch[row, : len(waves[i])] = waves[i]
             x = torch.from_numpy(batch).to(self.device)
             stft = torch.stft(x, N_FFT, HOP, window=self.window, return_complex=True)
-            power = (stft[..., :-1].abs() ** 2).contiguous()            # (B, 201, F)
+            power = (stft[..., :-1].abs() ** 2).contiguous()  # (B, 201, F)
             log = torch.clamp(self.filters.T @ power, min=1e-10).log10()  # (B, 128, F)
             # Window maximum: every frame past the stored ones is -10 (or the row already has
             # all 3000 frames), so the row maximum equals the 30 s window's maximum.
@@ -109,8 +111,11 @@ class FeatureStore:
         return list(range(first, len(self.k)))
 
     def finish(self):
-        self.frames = torch.cat(self.chunks) if self.chunks else torch.zeros(0, 128, dtype=self.dtype,
-                                                                             device=self.device)
+        self.frames = (
+            torch.cat(self.chunks)
+            if self.chunks
+            else torch.zeros(0, 128, dtype=self.dtype, device=self.device)
+        )
         self.chunks = []
         self.k_cpu = np.asarray(self.k, np.int64)
         self.valid_cpu = np.asarray(self.valid, np.int64)
@@ -118,7 +123,9 @@ class FeatureStore:
         self.offset = torch.from_numpy(offsets).to(self.device)
         self.k_dev = torch.from_numpy(self.k_cpu).to(self.device)
         self.valid_dev = torch.from_numpy(self.valid_cpu).to(self.device)
-        self.pad_dev = torch.tensor(self.pad, dtype=torch.float32, device=self.device).to(self.dtype)
+        self.pad_dev = torch.tensor(self.pad, dtype=torch.float32, device=self.device).to(
+            self.dtype
+        )
         return self
 
     def nbytes(self):
@@ -135,8 +142,10 @@ class FeatureStore:
         STFT there sees the neighbour's samples), which training can take as augmentation."""
         idx = torch.from_numpy(np.asarray(frame_rows, np.int64)).to(self.device)
         present = (idx >= 0)[..., None]
-        frames = self.frames[idx.clamp(min=0)]                           # (W, 3000, 128)
-        top = torch.where(present, frames, torch.full_like(frames, -float("inf"))).amax(dim=(1, 2), keepdim=True)
+        frames = self.frames[idx.clamp(min=0)]  # (W, 3000, 128)
+        top = torch.where(present, frames, torch.full_like(frames, -float("inf"))).amax(
+            dim=(1, 2), keepdim=True
+        )
         floor = torch.clamp(top - 2.0, min=-1.5)
         out = torch.where(present, torch.maximum(frames, floor), floor)
         valid_dev = torch.from_numpy(np.asarray(valid, np.int64)).to(self.device)
@@ -150,12 +159,14 @@ class FeatureStore:
         k_max = int(self.k_cpu[ids_cpu].max())
         t = torch.arange(k_max, device=self.device)
         rows = (self.offset[ids_dev, None] + t[None]).clamp(max=self.frames.shape[0] - 1)
-        stored = self.frames[rows]                                       # (W, k_max, 128)
+        stored = self.frames[rows]  # (W, k_max, 128)
         pad = self.pad_dev[ids_dev][:, None, None]
-        out = pad.expand(len(ids), WINDOW_FRAMES, 128).clone()           # (W, 3000, 128)
+        out = pad.expand(len(ids), WINDOW_FRAMES, 128).clone()  # (W, 3000, 128)
         inside = (t[None] < self.k_dev[ids_dev, None])[..., None]
         out[:, :k_max] = torch.where(inside, stored, pad)
-        mask = (torch.arange(WINDOW_FRAMES, device=self.device)[None] < self.valid_dev[ids_dev, None]).long()
+        mask = (
+            torch.arange(WINDOW_FRAMES, device=self.device)[None] < self.valid_dev[ids_dev, None]
+        ).long()
         return out.transpose(1, 2).contiguous(), mask
 
 
@@ -176,7 +187,9 @@ def self_check(pcm_list, processor, prompt, prompt_ids_fn, device, log):
         feats, mask = store.windows(ids)
         ref_feats = ref["input_features"].float()
         if tuple(ref_feats.shape) != tuple(feats.shape):
-            raise RuntimeError(f"feature self-check: shape {tuple(feats.shape)} vs {tuple(ref_feats.shape)}")
+            raise RuntimeError(
+                f"feature self-check: shape {tuple(feats.shape)} vs {tuple(ref_feats.shape)}"
+            )
         delta = (feats.cpu() - ref_feats).abs()
         diff, mean = float(delta.max()), float(delta.mean())
         worst = max(worst, diff)
@@ -184,13 +197,19 @@ def self_check(pcm_list, processor, prompt, prompt_ids_fn, device, log):
         # differently from pocketfft, which moves the quietest bins above the max-8 floor by a few
         # 1e-3 at most. A wrong hop, window, filterbank or padding gives errors of 0.1 and more.
         if diff > TOLERANCE:
-            raise RuntimeError(f"feature self-check: max |diff| {diff:.2e} vs WhisperFeatureExtractor")
+            raise RuntimeError(
+                f"feature self-check: max |diff| {diff:.2e} vs WhisperFeatureExtractor"
+            )
         if not torch.equal(mask.cpu(), ref["input_features_mask"].long()):
             raise RuntimeError("feature self-check: frame mask differs from the processor's")
         n_tokens = sum(audio_tokens(valid_frames(len(w))) for w in windows)
         ours = prompt_ids_fn(n_tokens)
         if ours != ref["input_ids"][0].tolist():
-            raise RuntimeError(f"prompt self-check: ids differ\n ours {ours}\n ref  {ref['input_ids'][0].tolist()}")
-        log(f"self-check: {len(pcm) / RATE:6.2f} s, {len(windows)} window(s), {n_tokens} audio tokens, "
-            f"|features - WhisperFeatureExtractor| max {diff:.1e} mean {mean:.1e}; mask, prompt ids equal")
+            raise RuntimeError(
+                f"prompt self-check: ids differ\n ours {ours}\n ref  {ref['input_ids'][0].tolist()}"
+            )
+        log(
+            f"self-check: {len(pcm) / RATE:6.2f} s, {len(windows)} window(s), {n_tokens} audio tokens, "
+            f"|features - WhisperFeatureExtractor| max {diff:.1e} mean {mean:.1e}; mask, prompt ids equal"
+        )
     return worst

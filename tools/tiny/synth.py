@@ -10,6 +10,7 @@ pitch, word gap, gain, noise and leading/trailing silence makes the encoder lear
 the voice. espeak-ng writes 22050 Hz; the model (like Whisper) wants 16 kHz, so every waveform is
 resampled with a polyphase filter (scipy.signal.resample_poly, 320/441).
 """
+
 import os
 import subprocess
 
@@ -19,15 +20,46 @@ from scipy.signal import resample_poly
 RATE = 16000
 ESPEAK_RATE = 22050
 
-ACCENTS = ["en-us", "en-gb", "en-gb-x-rp", "en-gb-scotland", "en-029", "en-gb-x-gbclan",
-           "en-gb-x-gbcwmd", "en-us-nyc"]
+ACCENTS = [
+    "en-us",
+    "en-gb",
+    "en-gb-x-rp",
+    "en-gb-scotland",
+    "en-029",
+    "en-gb-x-gbclan",
+    "en-gb-x-gbcwmd",
+    "en-us-nyc",
+]
 # espeak-ng voice variants (espeak-ng-data/voices/!v): the numbered male/female timbres, the Klatt
 # synthesiser and a few named human-like variants. Left out on purpose: whisper, robots, croak.
-VARIANTS = ["", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "f1", "f2", "f3", "f4", "f5", "klatt",
-            "klatt2", "klatt3", "Alex", "Annie", "david", "linda", "michael", "steph", "travis"]
-SPEED = (120, 200)     # words per minute (espeak -s)
-PITCH = (20, 80)       # espeak -p, 0..99
-GAP = (0, 6)           # extra pause between words, in units of 10 ms (espeak -g)
+VARIANTS = [
+    "",
+    "m1",
+    "m2",
+    "m3",
+    "m4",
+    "m5",
+    "m6",
+    "m7",
+    "f1",
+    "f2",
+    "f3",
+    "f4",
+    "f5",
+    "klatt",
+    "klatt2",
+    "klatt3",
+    "Alex",
+    "Annie",
+    "david",
+    "linda",
+    "michael",
+    "steph",
+    "travis",
+]
+SPEED = (120, 200)  # words per minute (espeak -s)
+PITCH = (20, 80)  # espeak -p, 0..99
+GAP = (0, 6)  # extra pause between words, in units of 10 ms (espeak -g)
 
 
 class Espeak:
@@ -56,16 +88,16 @@ def parse_wav(data):
     pos = 12
     rate = None
     while pos + 8 <= len(data):
-        tag, size = data[pos:pos + 4], int.from_bytes(data[pos + 4:pos + 8], "little")
+        tag, size = data[pos : pos + 4], int.from_bytes(data[pos + 4 : pos + 8], "little")
         if tag == b"fmt ":
-            channels = int.from_bytes(data[pos + 10:pos + 12], "little")
-            rate = int.from_bytes(data[pos + 12:pos + 16], "little")
-            bits = int.from_bytes(data[pos + 22:pos + 24], "little")
+            channels = int.from_bytes(data[pos + 10 : pos + 12], "little")
+            rate = int.from_bytes(data[pos + 12 : pos + 16], "little")
+            bits = int.from_bytes(data[pos + 22 : pos + 24], "little")
             if channels != 1 or bits != 16:
                 raise RuntimeError(f"espeak-ng wrote {channels} channels of {bits} bits")
         elif tag == b"data":
-            body = data[pos + 8:]
-            body = body[:len(body) // 2 * 2]
+            body = data[pos + 8 :]
+            body = body[: len(body) // 2 * 2]
             if rate != ESPEAK_RATE:
                 raise RuntimeError(f"espeak-ng wrote {rate} Hz, expected {ESPEAK_RATE}")
             return np.frombuffer(body, dtype="<i2").astype(np.float32) / 32768.0
@@ -87,18 +119,23 @@ def draw_voice(rng):
     """Random voice settings for one training utterance."""
     variant = VARIANTS[rng.integers(len(VARIANTS))]
     accent = ACCENTS[rng.integers(len(ACCENTS))]
-    return {"voice": accent + ("+" + variant if variant else ""),
-            "speed": int(rng.integers(SPEED[0], SPEED[1] + 1)),
-            "pitch": int(rng.integers(PITCH[0], PITCH[1] + 1)),
-            "gap": int(rng.integers(GAP[0], GAP[1] + 1))}
+    return {
+        "voice": accent + ("+" + variant if variant else ""),
+        "speed": int(rng.integers(SPEED[0], SPEED[1] + 1)),
+        "pitch": int(rng.integers(PITCH[0], PITCH[1] + 1)),
+        "gap": int(rng.integers(GAP[0], GAP[1] + 1)),
+    }
 
 
 def draw_augment(rng):
     """Random recording conditions: peak level, silence around the speech, white noise."""
-    return {"peak": float(rng.uniform(0.05, 0.95)),
-            "lead": float(rng.uniform(0.0, 0.3)), "trail": float(rng.uniform(0.0, 0.3)),
-            "snr_db": float(rng.uniform(8.0, 40.0)) if rng.random() < 0.5 else None,
-            "seed": int(rng.integers(2**31))}
+    return {
+        "peak": float(rng.uniform(0.05, 0.95)),
+        "lead": float(rng.uniform(0.0, 0.3)),
+        "trail": float(rng.uniform(0.0, 0.3)),
+        "snr_db": float(rng.uniform(8.0, 40.0)) if rng.random() < 0.5 else None,
+        "seed": int(rng.integers(2**31)),
+    }
 
 
 def augment(x, peak, lead, trail, snr_db, seed):
@@ -106,17 +143,28 @@ def augment(x, peak, lead, trail, snr_db, seed):
     the 30 s window's zero padding stays digital silence, as with a real recording)."""
     rng = np.random.default_rng(seed)
     x = x * (peak / max(1e-6, float(np.abs(x).max())))
-    x = np.concatenate([np.zeros(int(lead * RATE), np.float32), x,
-                        np.zeros(int(trail * RATE), np.float32)])
+    x = np.concatenate(
+        [np.zeros(int(lead * RATE), np.float32), x, np.zeros(int(trail * RATE), np.float32)]
+    )
     if snr_db is not None:
         speech = x[np.abs(x) > 1e-4]
-        power = float(np.mean(speech ** 2)) if speech.size else 1e-8
-        x = x + rng.standard_normal(x.size).astype(np.float32) * np.sqrt(power / 10 ** (snr_db / 10))
+        power = float(np.mean(speech**2)) if speech.size else 1e-8
+        x = x + rng.standard_normal(x.size).astype(np.float32) * np.sqrt(
+            power / 10 ** (snr_db / 10)
+        )
     return np.clip(x, -1.0, 1.0)
 
 
-def synth(espeak, texts, voice, augment_args=None, pause=(0.25, 0.6), min_seconds=None,
-          max_seconds=None, seed=0):
+def synth(
+    espeak,
+    texts,
+    voice,
+    augment_args=None,
+    pause=(0.25, 0.6),
+    min_seconds=None,
+    max_seconds=None,
+    seed=0,
+):
     """One utterance from one or more sentences spoken by the same voice.
 
     texts: sentences, said in order with a pause between them. With min_seconds, sentences are
@@ -158,8 +206,15 @@ def work(job):
     Returns (key, PCM16 or None, text said or error message)."""
     key, texts, voice, augment_args, min_seconds, max_seconds, seed = job
     try:
-        pcm, said = synth(_ESPEAK, texts, voice, augment_args, min_seconds=min_seconds,
-                          max_seconds=max_seconds, seed=seed)
+        pcm, said = synth(
+            _ESPEAK,
+            texts,
+            voice,
+            augment_args,
+            min_seconds=min_seconds,
+            max_seconds=max_seconds,
+            seed=seed,
+        )
         return key, pcm, said
     except Exception as e:  # reported and counted by the caller; one bad line must not stop a run
         return key, None, f"{type(e).__name__}: {e}"

@@ -27,6 +27,7 @@ and a decoder that memorised its sentences hallucinates fluent text; so the data
 distinct sentences plus random word sequences (corpus.py), held-out WER picks the checkpoint,
 and CTC on the encoder plus a short-utterance start speed up the audio-text alignment.
 """
+
 import argparse
 import collections
 import copy
@@ -44,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no progress bars in the log
-os.environ.setdefault("HF_HUB_OFFLINE", "1")                # every file read here is local
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every file read here is local
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -54,19 +55,21 @@ from tools.tiny import features, synth  # noqa: E402
 
 # The processor's rendering of the transcription request with one audio placeholder
 # (docs/model.md §6.1); the processor expands <|pad|> to one per audio token.
-PROMPT = ("<|user|>\n<|begin_of_audio|><|pad|><|end_of_audio|><|user|>\n"
-          "Please transcribe this audio into text<|assistant|>\n")
-STOP_TOKEN = "<|user|>"                        # what GLM-ASR-Nano ends a transcript with
+PROMPT = (
+    "<|user|>\n<|begin_of_audio|><|pad|><|end_of_audio|><|user|>\n"
+    "Please transcribe this audio into text<|assistant|>\n"
+)
+STOP_TOKEN = "<|user|>"  # what GLM-ASR-Nano ends a transcript with
 STOP_SET = ["<|endoftext|>", "<|user|>", "<|observation|>"]  # text_config eos ids (§6.4)
 CTC_ALPHABET = " '" + "abcdefghijklmnopqrstuvwxyz"  # CTC classes 1..28; 0 is the blank
-MAX_ITEM_SECONDS = 29.5                        # single-window training items stay inside 30 s
-LONG_TARGET = (31.0, 39.0)                     # two-window items: length drawn from this range,
-LONG_MAX = 50.0                                # never past this (sentences are whole)
-PACK_ONE = (6.0, 29.5)                         # packed items of one window: target seconds
-PACK_TWO = (31.0, 50.0)                        # packed items of two windows: target seconds
-PACK_PAUSE = (0.15, 0.6)                       # silence between packed utterances, seconds
-PACK_MIN_SECOND_WINDOW = 100                   # frames: a second window under 1 s is cut off
-FINAL_RESERVE_S = 100                          # time kept for export + clip evaluation
+MAX_ITEM_SECONDS = 29.5  # single-window training items stay inside 30 s
+LONG_TARGET = (31.0, 39.0)  # two-window items: length drawn from this range,
+LONG_MAX = 50.0  # never past this (sentences are whole)
+PACK_ONE = (6.0, 29.5)  # packed items of one window: target seconds
+PACK_TWO = (31.0, 50.0)  # packed items of two windows: target seconds
+PACK_PAUSE = (0.15, 0.6)  # silence between packed utterances, seconds
+PACK_MIN_SECOND_WINDOW = 100  # frames: a second window under 1 s is cut off
+FINAL_RESERVE_S = 100  # time kept for export + clip evaluation
 
 
 T0 = time.time()
@@ -77,32 +80,54 @@ def log(msg):
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--data", default=os.path.join(HERE, "data"), help="corpus.py output")
     p.add_argument("--out", required=True, help="work folder: clips/, best/, export/, DONE")
-    p.add_argument("--export-only", action="store_true",
-                   help="skip synthesis and training: export OUT/best and evaluate it")
+    p.add_argument(
+        "--export-only",
+        action="store_true",
+        help="skip synthesis and training: export OUT/best and evaluate it",
+    )
     p.add_argument("--device", default="cuda", help="cuda, or cpu for a smoke test")
-    p.add_argument("--bf16", choices=["auto", "on", "off"], default="auto",
-                   help="bf16 features, autocast and checkpoint (auto: on for cuda)")
+    p.add_argument(
+        "--bf16",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="bf16 features, autocast and checkpoint (auto: on for cuda)",
+    )
     p.add_argument("--espeak", default="espeak-ng", help="espeak-ng binary")
     p.add_argument("--espeak-data", default=None, help="folder that holds espeak-ng-data")
     p.add_argument("--workers", type=int, default=os.cpu_count())
     # budget
-    p.add_argument("--total-minutes", type=float, default=23.0,
-                   help="wall-clock budget of the whole run, final stages included")
+    p.add_argument(
+        "--total-minutes",
+        type=float,
+        default=23.0,
+        help="wall-clock budget of the whole run, final stages included",
+    )
     p.add_argument("--synth-minutes", type=float, default=4.5, help="synthesis stops after this")
     p.add_argument("--train-minutes", type=float, default=18.0, help="upper bound on training")
-    p.add_argument("--max-steps", type=int, default=0, help="stop training after N steps (0: time only)")
+    p.add_argument(
+        "--max-steps", type=int, default=0, help="stop training after N steps (0: time only)"
+    )
     # data
     p.add_argument("--synth-utterances", type=int, default=200000)
-    p.add_argument("--long-items", type=int, default=1500, help="two-window (> 30 s) training items")
+    p.add_argument(
+        "--long-items", type=int, default=1500, help="two-window (> 30 s) training items"
+    )
     p.add_argument("--eval-utterances", type=int, default=200, help="held-out natural sentences")
     p.add_argument("--eval-random", type=int, default=40, help="held-out random word sequences")
-    p.add_argument("--eval-long", type=int, default=16,
-                   help="held-out two-window items (several held-out sentences, one voice)")
-    p.add_argument("--clips", type=int, default=22, help="clip_NN.wav files besides concord and long")
+    p.add_argument(
+        "--eval-long",
+        type=int,
+        default=16,
+        help="held-out two-window items (several held-out sentences, one voice)",
+    )
+    p.add_argument(
+        "--clips", type=int, default=22, help="clip_NN.wav files besides concord and long"
+    )
     # model (defaults: ~7.5M parameters, every architectural feature of GLM-ASR-Nano)
     p.add_argument("--enc-width", type=int, default=256)
     p.add_argument("--enc-layers", type=int, default=4)
@@ -120,16 +145,36 @@ def parse_args():
     p.add_argument("--min-lr-ratio", type=float, default=0.05)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--ctc-weight", type=float, default=0.3)
-    p.add_argument("--curriculum-start", type=float, default=0.25,
-                   help="share of the shortest items eligible at the start")
-    p.add_argument("--curriculum-end", type=float, default=0.35,
-                   help="share of the training time after which every item is eligible")
-    p.add_argument("--long-share", type=float, default=0.03, help="share of a batch given to long items")
-    p.add_argument("--pack-share", type=float, default=0.5,
-                   help="share of a batch given to packed items (several utterances in one window)")
-    p.add_argument("--pack-long-share", type=float, default=0.3,
-                   help="share of the packed items that span two windows")
-    p.add_argument("--eval-every", type=float, default=75.0, help="seconds between held-out evaluations")
+    p.add_argument(
+        "--curriculum-start",
+        type=float,
+        default=0.25,
+        help="share of the shortest items eligible at the start",
+    )
+    p.add_argument(
+        "--curriculum-end",
+        type=float,
+        default=0.35,
+        help="share of the training time after which every item is eligible",
+    )
+    p.add_argument(
+        "--long-share", type=float, default=0.03, help="share of a batch given to long items"
+    )
+    p.add_argument(
+        "--pack-share",
+        type=float,
+        default=0.5,
+        help="share of a batch given to packed items (several utterances in one window)",
+    )
+    p.add_argument(
+        "--pack-long-share",
+        type=float,
+        default=0.3,
+        help="share of the packed items that span two windows",
+    )
+    p.add_argument(
+        "--eval-every", type=float, default=75.0, help="seconds between held-out evaluations"
+    )
     p.add_argument("--eval-batch", type=int, default=128)
     p.add_argument("--seed", type=int, default=1234)
     return p.parse_args()
@@ -146,17 +191,21 @@ def bf16(args):
 class Text:
     def __init__(self, tokenizer_path):
         from transformers import PreTrainedTokenizerFast
+
         self.path = tokenizer_path
         self.tok = PreTrainedTokenizerFast(tokenizer_file=tokenizer_path)
         self.tok.pad_token = "<|endoftext|>"
-        self.id = {t: self.tok.convert_tokens_to_ids(t) for t in
-                   STOP_SET + ["<|assistant|>", "<|pad|>", "<|begin_of_audio|>", "<|end_of_audio|>"]}
+        self.id = {
+            t: self.tok.convert_tokens_to_ids(t)
+            for t in STOP_SET
+            + ["<|assistant|>", "<|pad|>", "<|begin_of_audio|>", "<|end_of_audio|>"]
+        }
         head, tail = PROMPT.split("<|pad|>")
         self.head = self.encode(head)
         self.tail = self.encode(tail)
         self.stop = self.id[STOP_TOKEN]
         self.stops = [self.id[t] for t in STOP_SET]
-        self.fill = self.id["<|endoftext|>"]   # value of padding positions in a batch
+        self.fill = self.id["<|endoftext|>"]  # value of padding positions in a batch
 
     def encode(self, text):
         return self.tok(text, add_special_tokens=False)["input_ids"]
@@ -218,14 +267,29 @@ def make_jobs(args, train_rows, eval_texts, eval_long_texts):
     jobs = []
 
     def job(key, texts, rng, min_s=None, max_s=None):
-        jobs.append((key, texts, synth.draw_voice(rng), synth.draw_augment(rng), min_s, max_s,
-                     int(rng.integers(2**31))))
+        jobs.append(
+            (
+                key,
+                texts,
+                synth.draw_voice(rng),
+                synth.draw_augment(rng),
+                min_s,
+                max_s,
+                int(rng.integers(2**31)),
+            )
+        )
 
     for i, (kind, text) in enumerate(eval_texts):
         job((kind, i), [text], np.random.default_rng([args.seed, 1, i]))
     for i in range(args.eval_long):
         rng = np.random.default_rng([args.seed, 4, i])
-        job(("eval_long", i), eval_long_texts[16 * i:16 * (i + 1)], rng, float(rng.uniform(*LONG_TARGET)), LONG_MAX)
+        job(
+            ("eval_long", i),
+            eval_long_texts[16 * i : 16 * (i + 1)],
+            rng,
+            float(rng.uniform(*LONG_TARGET)),
+            LONG_MAX,
+        )
     n_train = min(args.synth_utterances, len(train_rows))
     spare = train_rows[n_train:] if len(train_rows) - n_train >= 16 else train_rows
     every = max(1, n_train // max(1, args.long_items))
@@ -235,8 +299,13 @@ def make_jobs(args, train_rows, eval_texts, eval_long_texts):
         if args.long_items and i % every == every - 1 and n_long < args.long_items:
             rng = np.random.default_rng([args.seed, 3, n_long])
             start = int(rng.integers(0, len(spare) - 16))
-            job(("long", n_long), [t for _, t in spare[start:start + 16]], rng,
-                float(rng.uniform(*LONG_TARGET)), LONG_MAX)
+            job(
+                ("long", n_long),
+                [t for _, t in spare[start : start + 16]],
+                rng,
+                float(rng.uniform(*LONG_TARGET)),
+                LONG_MAX,
+            )
             n_long += 1
     return jobs
 
@@ -257,7 +326,7 @@ class JobFeed:
     def _submit(self):
         start = next(self.starts, None) if time.time() < self.stop_at else None
         if start is not None:
-            chunk = self.jobs[start:start + self.chunk]
+            chunk = self.jobs[start : start + self.chunk]
             self.queue.append(self.pool.map_async(synth.work, chunk, chunksize=len(chunk)))
 
     def __iter__(self):
@@ -283,13 +352,17 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
         feats = logmel([w for ws in spans for w in ws])
         pos = 0
         for (key, pcm, said), ws in zip(pending, spans):
-            items, store = (evals, eval_store) if key[0].startswith("eval") else (train, train_store)
-            ids = store.add(feats[pos:pos + len(ws)], [len(w) for w in ws])
+            items, store = (
+                (evals, eval_store) if key[0].startswith("eval") else (train, train_store)
+            )
+            ids = store.add(feats[pos : pos + len(ws)], [len(w) for w in ws])
             pos += len(ws)
             items.kind.append(key[0])
             items.text.append(said)
             items.windows.append(ids)
-            items.n_audio.append(sum(features.audio_tokens(features.valid_frames(len(w))) for w in ws))
+            items.n_audio.append(
+                sum(features.audio_tokens(features.valid_frames(len(w))) for w in ws)
+            )
             items.seconds.append(len(pcm) / features.RATE)
         pending.clear()
 
@@ -309,8 +382,10 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
         now = time.time()
         if now - last_log > 20:
             last_log = now
-            log(f"synthesis: {done}/{n_jobs} done, {done / (now - start):.0f} items/s, "
-                f"{len(failures)} failures")
+            log(
+                f"synthesis: {done}/{n_jobs} done, {done / (now - start):.0f} items/s, "
+                f"{len(failures)} failures"
+            )
     if done < n_jobs:
         log(f"synthesis: time budget reached after {done} of {n_jobs} jobs")
     flush()
@@ -319,12 +394,19 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
     train_store.finish()
     eval_store.finish()
     took = time.time() - start
-    log(f"synthesis + features: {len(train.kind)} training items "
+    log(
+        f"synthesis + features: {len(train.kind)} training items "
         f"({sum(k == 'long' for k in train.kind)} long), {len(evals.kind)} eval items, "
         f"{sum(train.seconds) / 3600:.1f} h of audio in {took:.0f} s; stored frames "
-        f"{train_store.nbytes() / 2**30:.2f} GiB; failures {len(failures)} {failures[:2]}")
-    return train, train_store, evals, eval_store, {"seconds": took, "jobs": n_jobs, "done": done,
-                                                   "failures": len(failures)}
+        f"{train_store.nbytes() / 2**30:.2f} GiB; failures {len(failures)} {failures[:2]}"
+    )
+    return (
+        train,
+        train_store,
+        evals,
+        eval_store,
+        {"seconds": took, "jobs": n_jobs, "done": done, "failures": len(failures)},
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -333,20 +415,42 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
 
 def build_model(args, text):
     from transformers import GlmAsrConfig, GlmAsrForConditionalGeneration
+
     E = args.enc_width
-    audio = dict(hidden_size=E, intermediate_size=4 * E,  # projector input = 4 merged frames
-                 num_hidden_layers=args.enc_layers, num_attention_heads=args.enc_heads,
-                 num_key_value_heads=args.enc_heads, head_dim=E // args.enc_heads, num_mel_bins=128,
-                 max_position_embeddings=1500,
-                 rope_parameters={"rope_theta": 10000.0, "rope_type": "default",
-                                  "partial_rotary_factor": 0.5})
-    textcfg = dict(vocab_size=len(text.tok), hidden_size=args.dec_width, intermediate_size=args.dec_ffn,
-                   num_hidden_layers=args.dec_layers, num_attention_heads=args.dec_heads,
-                   num_key_value_heads=args.dec_kv_heads, head_dim=args.dec_head_dim,
-                   rms_norm_eps=1e-5, max_position_embeddings=2048, eos_token_id=text.stops,
-                   rope_parameters={"rope_theta": 10000.0, "rope_type": "default"})
-    config = GlmAsrConfig(audio_config=audio, text_config=textcfg, audio_token_id=text.id["<|pad|>"],
-                          tie_word_embeddings=True)
+    audio = dict(
+        hidden_size=E,
+        intermediate_size=4 * E,  # projector input = 4 merged frames
+        num_hidden_layers=args.enc_layers,
+        num_attention_heads=args.enc_heads,
+        num_key_value_heads=args.enc_heads,
+        head_dim=E // args.enc_heads,
+        num_mel_bins=128,
+        max_position_embeddings=1500,
+        rope_parameters={
+            "rope_theta": 10000.0,
+            "rope_type": "default",
+            "partial_rotary_factor": 0.5,
+        },
+    )
+    textcfg = dict(
+        vocab_size=len(text.tok),
+        hidden_size=args.dec_width,
+        intermediate_size=args.dec_ffn,
+        num_hidden_layers=args.dec_layers,
+        num_attention_heads=args.dec_heads,
+        num_key_value_heads=args.dec_kv_heads,
+        head_dim=args.dec_head_dim,
+        rms_norm_eps=1e-5,
+        max_position_embeddings=2048,
+        eos_token_id=text.stops,
+        rope_parameters={"rope_theta": 10000.0, "rope_type": "default"},
+    )
+    config = GlmAsrConfig(
+        audio_config=audio,
+        text_config=textcfg,
+        audio_token_id=text.id["<|pad|>"],
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(args.seed)
     return GlmAsrForConditionalGeneration(config)
 
@@ -388,8 +492,12 @@ class Batcher:
         picks = self.by_length[rng.integers(0, eligible, batch - n_long - n_pack)]
         if n_long:
             picks = np.concatenate([picks, self.long[rng.integers(0, len(self.long), n_long)]])
-        packs = [self.draw_pack(rng, eligible, PACK_TWO if rng.random() < self.pack_long_share else PACK_ONE)
-                 for _ in range(n_pack)]
+        packs = [
+            self.draw_pack(
+                rng, eligible, PACK_TWO if rng.random() < self.pack_long_share else PACK_ONE
+            )
+            for _ in range(n_pack)
+        ]
         return picks, packs
 
     def draw_pack(self, rng, eligible, seconds):
@@ -409,7 +517,10 @@ class Batcher:
             pauses.append(pause)
             frames += pause + k
         # A second window of a few frames would have no audio tokens: drop utterances till none.
-        while len(parts) > 1 and features.WINDOW_FRAMES < frames < features.WINDOW_FRAMES + PACK_MIN_SECOND_WINDOW:
+        while (
+            len(parts) > 1
+            and features.WINDOW_FRAMES < frames < features.WINDOW_FRAMES + PACK_MIN_SECOND_WINDOW
+        ):
             frames -= pauses.pop() + int(store.k_cpu[self.items.windows[parts.pop()][0]])
         return parts, pauses
 
@@ -427,8 +538,8 @@ class Batcher:
         out = []
         for start in range(0, len(seq), features.WINDOW_FRAMES):
             rows = np.full(features.WINDOW_FRAMES, -1, np.int64)
-            chunk = seq[start:start + features.WINDOW_FRAMES]
-            rows[:len(chunk)] = chunk
+            chunk = seq[start : start + features.WINDOW_FRAMES]
+            rows[: len(chunk)] = chunk
             out.append((rows, min(features.WINDOW_FRAMES, valid - start)))
         return out
 
@@ -473,20 +584,26 @@ class Batcher:
         ids = np.full((len(seqs), width), text.fill, np.int64)
         rows, cols, targets = [], [], []
         for b, (s, n_target) in enumerate(zip(seqs, targets_per_row)):
-            ids[b, :len(s)] = s
-            first = len(s) - n_target                    # first transcript position
+            ids[b, : len(s)] = s
+            first = len(s) - n_target  # first transcript position
             rows.extend([b] * n_target)
-            cols.extend(range(first - 1, len(s) - 1))    # hidden state t predicts token t+1
+            cols.extend(range(first - 1, len(s) - 1))  # hidden state t predicts token t+1
             targets.extend(s[first:])
         valid = np.asarray(ctc_valid, np.int64)
         to = lambda a: torch.as_tensor(np.asarray(a), device=self.device)
         return {
-            "feats": feats, "mask": mask, "ids": to(ids), "rows": to(rows), "cols": to(cols),
-            "targets": to(targets), "ctc_rows": to(np.asarray(ctc_rows, np.int64)),
+            "feats": feats,
+            "mask": mask,
+            "ids": to(ids),
+            "rows": to(rows),
+            "cols": to(cols),
+            "targets": to(targets),
+            "ctc_rows": to(np.asarray(ctc_rows, np.int64)),
             "ctc_in": to((valid - 1) // 2 + 1),
             "ctc_tgt": to(np.concatenate(chars) if chars else np.zeros(0, np.int64)),
             "ctc_len": to(np.asarray([len(c) for c in chars], np.int64)),
-            "windows": n_windows, "width": width,
+            "windows": n_windows,
+            "width": width,
         }
 
 
@@ -504,7 +621,7 @@ def evaluate(model, items, store, text, ids, args, autocast):
     model.eval()
     with torch.no_grad(), autocast():
         for start in range(0, len(ids), args.eval_batch):
-            chunk = ids[start:start + args.eval_batch]
+            chunk = ids[start : start + args.eval_batch]
             windows = [w for i in chunk for w in items.windows[i]]
             feats, mask = store.windows(windows)
             seqs = [text.prompt(items.n_audio[i]) for i in chunk]
@@ -512,11 +629,18 @@ def evaluate(model, items, store, text, ids, args, autocast):
             input_ids = torch.full((len(seqs), width), text.fill, dtype=torch.long)
             attention = torch.zeros((len(seqs), width), dtype=torch.long)
             for b, s in enumerate(seqs):
-                input_ids[b, width - len(s):] = torch.tensor(s)
-                attention[b, width - len(s):] = 1
-            out = model.generate(input_ids=input_ids.to(args.device), attention_mask=attention.to(args.device),
-                                 input_features=feats, input_features_mask=mask, do_sample=False,
-                                 max_new_tokens=max_new, eos_token_id=text.stops, pad_token_id=text.fill)
+                input_ids[b, width - len(s) :] = torch.tensor(s)
+                attention[b, width - len(s) :] = 1
+            out = model.generate(
+                input_ids=input_ids.to(args.device),
+                attention_mask=attention.to(args.device),
+                input_features=feats,
+                input_features_mask=mask,
+                do_sample=False,
+                max_new_tokens=max_new,
+                eos_token_id=text.stops,
+                pad_token_id=text.fill,
+            )
             hyps.extend(text.decode(row) for row in out[:, width:].tolist())
     model.train()
     return refs, hyps
@@ -526,6 +650,7 @@ def save_checkpoint(model, folder, text, dtype):
     """The model in the Hub tensor layout (tests/fixtures/parity/make_parity_fixtures.py), written to a new
     folder and swapped in, so a reader never sees a half-written checkpoint."""
     from tests.fixtures.parity.make_parity_fixtures import rewrite_in_hub_layout
+
     tmp, old = folder + ".new", folder + ".old"
     shutil.rmtree(tmp, ignore_errors=True)
     export = copy.deepcopy(model).to(dtype)
@@ -547,18 +672,29 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
     device = args.device
     model = build_model(args, text).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    log(f"model: {n_params / 1e6:.2f} M parameters (tied embeddings counted once); "
+    log(
+        f"model: {n_params / 1e6:.2f} M parameters (tied embeddings counted once); "
         f"encoder rotary dims {model.model.audio_tower.rotary_emb.inv_freq.numel() * 2} of "
-        f"{args.enc_width // args.enc_heads} per head")
+        f"{args.enc_width // args.enc_heads} per head"
+    )
     ctc_head = torch.nn.Linear(args.enc_width, len(CTC_ALPHABET) + 1).to(device)
     captured = {}
-    model.model.audio_tower.norm.register_forward_hook(lambda m, i, o: captured.__setitem__("enc", o))
+    model.model.audio_tower.norm.register_forward_hook(
+        lambda m, i, o: captured.__setitem__("enc", o)
+    )
 
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2] + [ctc_head.weight]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2] + [ctc_head.bias]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.98), eps=1e-8, fused=device.startswith("cuda"))
+    opt = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": args.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=args.lr,
+        betas=(0.9, 0.98),
+        eps=1e-8,
+        fused=device.startswith("cuda"),
+    )
     use_amp = bf16(args)
     autocast = lambda: torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=use_amp)
     batcher = Batcher(train_items, train_store, text, device, args.pack_long_share)
@@ -573,9 +709,11 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
 
     start = time.time()
     budget = min(args.train_minutes * 60, deadline - start)
-    log(f"training: budget {budget / 60:.1f} min, batch {args.batch}, {len(batcher.by_length)} items "
+    log(
+        f"training: budget {budget / 60:.1f} min, batch {args.batch}, {len(batcher.by_length)} items "
         f"+ {len(batcher.long)} long, eval on {len(natural)} + {len(longs)} long + {len(randoms)} "
-        f"random held-out items")
+        f"random held-out items"
+    )
     history, best = [], {"wer": float("inf"), "wer_select": float("inf"), "wer_long": None}
     step, last_eval, last_log = 0, start, start
     seen, ce_last, ctc_last = 0, None, None
@@ -584,27 +722,48 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
     while True:
         now = time.time()
         progress = (now - start) / budget
-        done = progress >= 1.0 or (args.max_steps and step >= args.max_steps) or os.path.exists(stop_file)
+        done = (
+            progress >= 1.0
+            or (args.max_steps and step >= args.max_steps)
+            or os.path.exists(stop_file)
+        )
         if done or now - last_eval >= args.eval_every:
             refs, hyps = evaluate(model, eval_items, eval_store, text, eval_ids, args, autocast)
-            w_nat = wer(refs[:len(natural)], hyps[:len(natural)])
-            w_rand = wer(refs[len(natural):], hyps[len(natural):]) if randoms else None
-            refs_long, hyps_long = evaluate(model, eval_items, eval_store, text, longs, args, autocast) if longs else ([], [])
+            w_nat = wer(refs[: len(natural)], hyps[: len(natural)])
+            w_rand = wer(refs[len(natural) :], hyps[len(natural) :]) if randoms else None
+            refs_long, hyps_long = (
+                evaluate(model, eval_items, eval_store, text, longs, args, autocast)
+                if longs
+                else ([], [])
+            )
             w_long = wer(refs_long, hyps_long) if longs else None
-            w_select = wer(refs[:len(natural)] + refs_long, hyps[:len(natural)] + hyps_long)
-            entry = {"step": step, "minutes": round((time.time() - start) / 60, 2), "wer": round(w_nat, 4),
-                     "wer_random": None if w_rand is None else round(w_rand, 4),
-                     "wer_long": None if w_long is None else round(w_long, 4), "wer_select": round(w_select, 4),
-                     "ce": ce_last, "ctc": ctc_last, "utterances_seen": seen}
+            w_select = wer(refs[: len(natural)] + refs_long, hyps[: len(natural)] + hyps_long)
+            entry = {
+                "step": step,
+                "minutes": round((time.time() - start) / 60, 2),
+                "wer": round(w_nat, 4),
+                "wer_random": None if w_rand is None else round(w_rand, 4),
+                "wer_long": None if w_long is None else round(w_long, 4),
+                "wer_select": round(w_select, 4),
+                "ce": ce_last,
+                "ctc": ctc_last,
+                "utterances_seen": seen,
+            }
             history.append(entry)
             improved = w_select < best.get("wer_select", float("inf"))
             if improved:
                 best = dict(entry)
-                save_checkpoint(model, os.path.join(args.out, "best"), text,
-                                torch.bfloat16 if use_amp else torch.float32)
-            log(f"eval step {step}: held-out WER {w_nat:.3f}, two-window {w_long if w_long is None else round(w_long, 3)}"
+                save_checkpoint(
+                    model,
+                    os.path.join(args.out, "best"),
+                    text,
+                    torch.bfloat16 if use_amp else torch.float32,
+                )
+            log(
+                f"eval step {step}: held-out WER {w_nat:.3f}, two-window {w_long if w_long is None else round(w_long, 3)}"
                 f" -> selection {w_select:.3f} (random {w_rand if w_rand is None else round(w_rand, 3)})"
-                f"{' -> saved best' if improved else ''}; e.g. '{refs[0]}' -> '{hyps[0]}'")
+                f"{' -> saved best' if improved else ''}; e.g. '{refs[0]}' -> '{hyps[0]}'"
+            )
             with open(os.path.join(args.out, "history.json"), "w") as f:
                 json.dump({"best": best, "history": history}, f, indent=1)
             last_eval = time.time()
@@ -615,25 +774,44 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
             group["lr"] = lr
         ramp = min(1.0, progress / args.curriculum_end) if args.curriculum_end > 0 else 1.0
         share = args.curriculum_start + (1 - args.curriculum_start) * ramp
-        n_long = int(rng.binomial(args.batch, args.long_share)) if progress >= args.curriculum_end and len(batcher.long) else 0
+        n_long = (
+            int(rng.binomial(args.batch, args.long_share))
+            if progress >= args.curriculum_end and len(batcher.long)
+            else 0
+        )
         # Packed items come in after the first tenth of the time, fully by the curriculum's end.
-        pack_ramp = min(1.0, max(0.0, (progress - 0.1) / (args.curriculum_end - 0.1))) if args.curriculum_end > 0.1 else 1.0
-        n_pack = min(args.batch - n_long, int(rng.binomial(args.batch, args.pack_share * pack_ramp)))
+        pack_ramp = (
+            min(1.0, max(0.0, (progress - 0.1) / (args.curriculum_end - 0.1)))
+            if args.curriculum_end > 0.1
+            else 1.0
+        )
+        n_pack = min(
+            args.batch - n_long, int(rng.binomial(args.batch, args.pack_share * pack_ramp))
+        )
         picks, packs = batcher.sample(rng, args.batch, share, n_long, n_pack)
         batch = batcher.build(picks, packs)
 
         with autocast():
-            out = model.model(input_ids=batch["ids"], input_features=batch["feats"],
-                              input_features_mask=batch["mask"])
+            out = model.model(
+                input_ids=batch["ids"],
+                input_features=batch["feats"],
+                input_features_mask=batch["mask"],
+            )
             hidden = out.last_hidden_state[batch["rows"], batch["cols"]]
             logits = model.lm_head(hidden).float()
             ce = F.cross_entropy(logits, batch["targets"])
             loss = ce
             if args.ctc_weight > 0 and batch["ctc_rows"].numel():
                 enc = captured.pop("enc")[batch["ctc_rows"]]
-                log_probs = ctc_head(enc).float().log_softmax(-1).transpose(0, 1)   # (T, R, C)
-                ctc = F.ctc_loss(log_probs, batch["ctc_tgt"], batch["ctc_in"], batch["ctc_len"],
-                                 blank=0, zero_infinity=True)
+                log_probs = ctc_head(enc).float().log_softmax(-1).transpose(0, 1)  # (T, R, C)
+                ctc = F.ctc_loss(
+                    log_probs,
+                    batch["ctc_tgt"],
+                    batch["ctc_in"],
+                    batch["ctc_len"],
+                    blank=0,
+                    zero_infinity=True,
+                )
                 loss = loss + args.ctc_weight * ctc
             else:
                 ctc = torch.zeros(())
@@ -649,14 +827,23 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
             ce_last, ctc_last = round(ce_v, 4), round(ctc_v, 4)
             rate = step / (time.time() - start)
             mem = torch.cuda.max_memory_allocated() / 2**30 if device.startswith("cuda") else 0.0
-            log(f"step {step}: ce {ce_v:.3f} ctc {ctc_v:.3f} lr {lr:.2e} curriculum {share:.2f} "
+            log(
+                f"step {step}: ce {ce_v:.3f} ctc {ctc_v:.3f} lr {lr:.2e} curriculum {share:.2f} "
                 f"long {n_long} packed {n_pack} windows {batch['windows']} width {batch['width']} | {rate:.2f} steps/s {rate * args.batch:.0f} utt/s | "
-                f"{progress * 100:.0f}% of budget | peak mem {mem:.1f} GiB")
+                f"{progress * 100:.0f}% of budget | peak mem {mem:.1f} GiB"
+            )
             last_log = time.time()
-    log(f"training done: {step} steps, best selection WER {best['wer_select']:.3f} (held-out {best['wer']:.3f}, "
-        f"two-window {best['wer_long']}) at step {best.get('step')}")
-    return {"steps": step, "minutes": round((time.time() - start) / 60, 2), "best": best,
-            "history": history, "parameters": n_params}
+    log(
+        f"training done: {step} steps, best selection WER {best['wer_select']:.3f} (held-out {best['wer']:.3f}, "
+        f"two-window {best['wer_long']}) at step {best.get('step')}"
+    )
+    return {
+        "steps": step,
+        "minutes": round((time.time() - start) / 60, 2),
+        "best": best,
+        "history": history,
+        "parameters": n_params,
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -687,51 +874,79 @@ def export_and_evaluate(args, text, clip_records, summary):
         raise RuntimeError("export: model.safetensors is over 16 MiB")
 
     dtype = torch.bfloat16 if bf16(args) else torch.float32
-    model = GlmAsrForConditionalGeneration.from_pretrained(export, dtype=dtype).to(args.device).eval()
+    model = (
+        GlmAsrForConditionalGeneration.from_pretrained(export, dtype=dtype).to(args.device).eval()
+    )
     stored = load_file(os.path.join(export, "model.safetensors"))
     for name, tensor in model.state_dict().items():
         if not torch.equal(tensor.cpu(), stored[hub_name(name)].to(tensor.dtype)):
             raise RuntimeError(f"export: {name} differs after reload")
     log(f"export: reloaded with from_pretrained ({len(stored)} tensors, all equal), dtype {dtype}")
 
-    processor = GlmAsrProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128),
-                                tokenizer=text.tok)
+    processor = GlmAsrProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=text.tok
+    )
     rows = []
     for r in clip_records:
         pcm = clipset.read_wav(os.path.join(args.out, "clips", r["file"]))
-        inputs = processor(text=PROMPT, audio=pcm, sampling_rate=features.RATE, add_special_tokens=False)
+        inputs = processor(
+            text=PROMPT, audio=pcm, sampling_rate=features.RATE, add_special_tokens=False
+        )
         inputs = inputs.to(args.device)
         inputs["input_features"] = inputs["input_features"].to(dtype)
         started = time.time()
         with torch.no_grad():
-            out = model.generate(**inputs, do_sample=False, max_new_tokens=200,
-                                 eos_token_id=text.stops, pad_token_id=text.fill)
-        new = out[0, inputs["input_ids"].shape[1]:].tolist()
+            out = model.generate(
+                **inputs,
+                do_sample=False,
+                max_new_tokens=200,
+                eos_token_id=text.stops,
+                pad_token_id=text.fill,
+            )
+        new = out[0, inputs["input_ids"].shape[1] :].tolist()
         hyp = text.decode(new)
         ref_words = wer_words(r["text"])
-        rows.append({**r, "hypothesis": hyp, "generated_tokens": len(new),
-                     "ends_with_stop": bool(new) and new[-1] in text.stops,
-                     "errors": edit_distance(ref_words, wer_words(hyp)), "words": len(ref_words),
-                     "seconds_generate": round(time.time() - started, 3)})
+        rows.append(
+            {
+                **r,
+                "hypothesis": hyp,
+                "generated_tokens": len(new),
+                "ends_with_stop": bool(new) and new[-1] in text.stops,
+                "errors": edit_distance(ref_words, wer_words(hyp)),
+                "words": len(ref_words),
+                "seconds_generate": round(time.time() - started, 3),
+            }
+        )
         rows[-1]["wer"] = round(rows[-1]["errors"] / max(1, rows[-1]["words"]), 4)
         log(f"clip {r['file']}: WER {rows[-1]['wer']:.3f}  '{hyp[:90]}'")
     overall = sum(r["errors"] for r in rows) / max(1, sum(r["words"] for r in rows))
-    result = {"overall_wer": round(overall, 4), "clips": rows,
-              "model": {"dtype": str(dtype).replace("torch.", ""), "device": args.device,
-                        "max_new_tokens": 200, "greedy": True,
-                        "file_bytes": size},
-              "normalisation": "lowercase, non [a-z0-9'] to space, collapse spaces"}
+    result = {
+        "overall_wer": round(overall, 4),
+        "clips": rows,
+        "model": {
+            "dtype": str(dtype).replace("torch.", ""),
+            "device": args.device,
+            "max_new_tokens": 200,
+            "greedy": True,
+            "file_bytes": size,
+        },
+        "normalisation": "lowercase, non [a-z0-9'] to space, collapse spaces",
+    }
     with open(os.path.join(export, "eval.json"), "w") as f:
         json.dump(result, f, indent=1, ensure_ascii=False)
     with open(os.path.join(export, "eval.md"), "w") as f:
-        f.write(f"# glm-asr-tiny on the clip set\n\nOverall WER **{overall:.3f}** "
-                f"({sum(r['errors'] for r in rows)} word errors / {sum(r['words'] for r in rows)} words), "
-                f"greedy, max_new_tokens 200, {result['model']['dtype']} on {args.device}, "
-                f"transformers GlmAsrProcessor + generate.\n\n"
-                "| file | s | voice | speed | WER | reference | hypothesis |\n|---|---|---|---|---|---|---|\n")
+        f.write(
+            f"# glm-asr-tiny on the clip set\n\nOverall WER **{overall:.3f}** "
+            f"({sum(r['errors'] for r in rows)} word errors / {sum(r['words'] for r in rows)} words), "
+            f"greedy, max_new_tokens 200, {result['model']['dtype']} on {args.device}, "
+            f"transformers GlmAsrProcessor + generate.\n\n"
+            "| file | s | voice | speed | WER | reference | hypothesis |\n|---|---|---|---|---|---|---|\n"
+        )
         for r in rows:
-            f.write(f"| {r['file']} | {r['seconds']:.1f} | {r['voice']} | {r['speed']} | {r['wer']:.2f} | "
-                    f"{r['text']} | {r['hypothesis'].replace('|', ' ')} |\n")
+            f.write(
+                f"| {r['file']} | {r['seconds']:.1f} | {r['voice']} | {r['speed']} | {r['wer']:.2f} | "
+                f"{r['text']} | {r['hypothesis'].replace('|', ' ')} |\n"
+            )
     clipset.tar_clips(os.path.join(args.out, "clips"), os.path.join(export, "clips.tar"))
     summary["eval"] = {"overall_wer": result["overall_wer"]}
     with open(os.path.join(export, "train.json"), "w") as f:
@@ -753,8 +968,9 @@ def main():
     if not args.export_only:
         # Fork the synthesis workers first, while this process has no threads and no CUDA
         # context to pass on; they only run espeak-ng, scipy and numpy.
-        pool = multiprocessing.get_context("fork").Pool(args.workers, initializer=synth.init_worker,
-                                                        initargs=(args.espeak, args.espeak_data))
+        pool = multiprocessing.get_context("fork").Pool(
+            args.workers, initializer=synth.init_worker, initargs=(args.espeak, args.espeak_data)
+        )
     os.makedirs(args.out, exist_ok=True)
     for stale in ("DONE", "STOP"):
         if os.path.exists(os.path.join(args.out, stale)):
@@ -763,6 +979,7 @@ def main():
     log(f"torch {torch.__version__}, device {args.device}, {args.workers} workers")
     torch.set_float32_matmul_precision("high")
     from transformers.utils import logging as hf_logging
+
     hf_logging.disable_progress_bar()
     text = Text(os.path.join(args.data, "tokenizer.json"))
     espeak = synth.Espeak(args.espeak, args.espeak_data)
@@ -780,37 +997,52 @@ def main():
             clip_records = json.load(f)["clips"]
     else:
         shutil.rmtree(clip_dir, ignore_errors=True)
-        clip_records = clipset.make_clips(espeak, os.path.join(args.data, "heldout.txt"), clip_dir, args.clips)
-        log(f"clip set: {len(clip_records)} clips, {sum(r['seconds'] for r in clip_records):.1f} s, "
-            f"long.wav {clip_records[-1]['seconds']:.1f} s")
+        clip_records = clipset.make_clips(
+            espeak, os.path.join(args.data, "heldout.txt"), clip_dir, args.clips
+        )
+        log(
+            f"clip set: {len(clip_records)} clips, {sum(r['seconds'] for r in clip_records):.1f} s, "
+            f"long.wav {clip_records[-1]['seconds']:.1f} s"
+        )
 
     if not args.export_only:
         train_rows = read_tsv(os.path.join(args.data, "train.txt"))
         heldout = read_tsv(os.path.join(args.data, "heldout.txt"))
         used = {r["text"] for r in clip_records}
-        unused = [t for s, t in heldout if s != "random" and not s.startswith("clip") and t not in used]
-        natural = [("eval", t) for t in unused[:args.eval_utterances]]
-        randoms = [("eval_random", t) for s, t in heldout if s == "random"][:args.eval_random]
-        jobs = make_jobs(args, train_rows, natural + randoms, unused[args.eval_utterances:])
+        unused = [
+            t for s, t in heldout if s != "random" and not s.startswith("clip") and t not in used
+        ]
+        natural = [("eval", t) for t in unused[: args.eval_utterances]]
+        randoms = [("eval_random", t) for s, t in heldout if s == "random"][: args.eval_random]
+        jobs = make_jobs(args, train_rows, natural + randoms, unused[args.eval_utterances :])
         log(f"synthesis: {len(jobs)} jobs on {args.workers} processes")
         synth_budget = min(args.synth_minutes * 60, max(60.0, (deadline - time.time()) * 0.3))
         results = JobFeed(pool, jobs, stop_at=time.time() + synth_budget)
         # While the workers run: features and prompt ids against transformers' processor.
         from transformers import GlmAsrProcessor, WhisperFeatureExtractor
-        processor = GlmAsrProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=text.tok)
-        check = [clipset.read_wav(os.path.join(clip_dir, r["file"])) for r in clip_records
-                 if r["file"] in ("concord.wav", "long.wav", "clip_01.wav")]
+
+        processor = GlmAsrProcessor(
+            feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=text.tok
+        )
+        check = [
+            clipset.read_wav(os.path.join(clip_dir, r["file"]))
+            for r in clip_records
+            if r["file"] in ("concord.wav", "long.wav", "clip_01.wav")
+        ]
         try:
-            summary["self_check_max_diff"] = features.self_check(check, processor, PROMPT, text.prompt,
-                                                                 args.device, log)
+            summary["self_check_max_diff"] = features.self_check(
+                check, processor, PROMPT, text.prompt, args.device, log
+            )
         except Exception:
             pool.terminate()
             raise
         store_dtype = torch.bfloat16 if bf16(args) else torch.float32
         train_items, train_store, eval_items, eval_store, summary["synthesis"] = synthesise(
-            pool, results, len(jobs), features.LogMel(args.device), store_dtype, args.device)
-        summary["training"] = train(args, text, train_items, train_store, eval_items, eval_store,
-                                    deadline - FINAL_RESERVE_S)
+            pool, results, len(jobs), features.LogMel(args.device), store_dtype, args.device
+        )
+        summary["training"] = train(
+            args, text, train_items, train_store, eval_items, eval_store, deadline - FINAL_RESERVE_S
+        )
         del train_store, eval_store
 
     history = os.path.join(args.out, "history.json")

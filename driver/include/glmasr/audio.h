@@ -12,8 +12,8 @@ namespace glmasr {
 struct AudioClip {
     std::vector<float> samples;  // (n,) mono PCM in [-1, 1] at `sample_rate`
     int sample_rate = 0;
-    int source_rate = 0;         // the file's own rate
-    int source_channels = 0;     // the file's own channel count
+    int source_rate = 0;      // the file's own rate
+    int source_channels = 0;  // the file's own channel count
 };
 
 // Decode `path`, mix to mono and resample to `target_rate` (16000 for GLM-ASR).

@@ -35,7 +35,8 @@ public:
     size_t shard_count() const { return shards_.size(); }
 
     // As SafeTensorsFile's, in whichever shard holds the tensor.
-    void read_f32(const std::string& name, const std::vector<int64_t>& expected_shape, float* out) const;
+    void read_f32(const std::string& name, const std::vector<int64_t>& expected_shape,
+                  float* out) const;
     void mark_used(const std::string& name) const;
     std::vector<std::string> unused() const;
 

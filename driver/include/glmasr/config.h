@@ -15,7 +15,7 @@ struct EncoderConfig {  // "audio_config"  (GlmAsrEncoderConfig)
     int num_layers = 32;
     int num_heads = 20;
     int num_kv_heads = 20;
-    int head_dim = 64;             // hidden_size / num_heads unless "head_dim" is given
+    int head_dim = 64;  // hidden_size / num_heads unless "head_dim" is given
     int num_mel_bins = 128;
     int max_positions = 1500;
     float partial_rotary_factor = 0.5f;
@@ -42,18 +42,19 @@ struct DecoderConfig {  // "text_config"  (LlamaConfig)
 // allocated from them (a hostile num_hidden_layers of 2^31-1 must not reach operator new). Far
 // above any GLM-ASR or Llama checkpoint (Nano: 32/28 layers, width 2048, 59264 tokens).
 struct ConfigLimits {
-    static constexpr int kMaxLayers = 1024;          // num_hidden_layers
-    static constexpr int kMaxWidth = 65536;          // hidden_size, intermediate_size, head_dim, num_mel_bins
-    static constexpr int kMaxHeads = 1024;           // num_attention_heads, num_key_value_heads
-    static constexpr int kMaxVocab = 1 << 24;        // vocab_size
-    static constexpr int kMaxPositions = 1 << 20;    // max_position_embeddings
+    static constexpr int kMaxLayers = 1024;  // num_hidden_layers
+    static constexpr int kMaxWidth =
+        65536;  // hidden_size, intermediate_size, head_dim, num_mel_bins
+    static constexpr int kMaxHeads = 1024;         // num_attention_heads, num_key_value_heads
+    static constexpr int kMaxVocab = 1 << 24;      // vocab_size
+    static constexpr int kMaxPositions = 1 << 20;  // max_position_embeddings
 };
 
 struct ModelConfig {
     EncoderConfig audio;
     DecoderConfig text;
     int audio_token_id = 59260;
-    int merge_factor = 4;            // hard-coded in transformers' GlmAsr model and processor
+    int merge_factor = 4;  // hard-coded in transformers' GlmAsr model and processor
     bool tie_word_embeddings = true;
     int projector_hidden() const { return 2 * text.hidden_size; }
     int projector_input() const { return audio.intermediate_size; }

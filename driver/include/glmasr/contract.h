@@ -35,8 +35,7 @@ struct CheckOf<void (*)(Args...)> {
 };
 }  // namespace contract_detail
 
-#define GLMASR_DECLARE_CHECK(name) \
-    contract_detail::CheckOf<decltype(Ops::name)>::type check_##name;
+#define GLMASR_DECLARE_CHECK(name) contract_detail::CheckOf<decltype(Ops::name)>::type check_##name;
 GLMASR_OP_ENTRIES(GLMASR_DECLARE_CHECK)
 #undef GLMASR_DECLARE_CHECK
 
@@ -59,8 +58,9 @@ struct Checked<op, device, weight_dtype, activation_dtype, fn> {
 
 // The table entry for `name`: fn, checked. E.g.
 // ops.linear = GLMASR_CHECKED(linear, Cuda, BF16, BF16, &linear);
-#define GLMASR_CHECKED(name, device, weight_dtype, activation_dtype, fn)                          \
-    (&::glmasr::Checked<::glmasr::OpId::name, ::glmasr::Device::device,                          \
-                        ::glmasr::DType::weight_dtype, ::glmasr::DType::activation_dtype, fn>::call)
+#define GLMASR_CHECKED(name, device, weight_dtype, activation_dtype, fn)                  \
+    (&::glmasr::Checked<::glmasr::OpId::name, ::glmasr::Device::device,                   \
+                        ::glmasr::DType::weight_dtype, ::glmasr::DType::activation_dtype, \
+                        fn>::call)
 
 }  // namespace glmasr

@@ -18,20 +18,20 @@ struct FeatureConfig {
     int max_audio_seconds = 655;  // processor's max_audio_len; windows = 655 // 30 = 21
     int merge_factor = 4;         // encoder frames stacked into one audio token
 
-    int window_samples() const { return chunk_seconds * sample_rate; }       // 480000
-    int window_frames() const { return window_samples() / hop_length; }      // 3000
-    int max_windows() const { return max_audio_seconds / chunk_seconds; }    // 21
+    int window_samples() const { return chunk_seconds * sample_rate; }     // 480000
+    int window_frames() const { return window_samples() / hop_length; }    // 3000
+    int max_windows() const { return max_audio_seconds / chunk_seconds; }  // 21
 };
 
 // The features of one clip.
 struct AudioFeatures {
     int n_windows = 0;
     int n_mels = 0;
-    int n_frames = 0;                 // per window (3000)
-    std::vector<float> mel;           // (n_windows, n_mels, n_frames), as HF's input_features
-    std::vector<int> valid_frames;    // (n_windows,) ceil(window samples / hop)
-    std::vector<int> audio_tokens;    // (n_windows,) tokens each window contributes (§2.3)
-    bool truncated = false;           // the clip was longer than max_windows windows
+    int n_frames = 0;               // per window (3000)
+    std::vector<float> mel;         // (n_windows, n_mels, n_frames), as HF's input_features
+    std::vector<int> valid_frames;  // (n_windows,) ceil(window samples / hop)
+    std::vector<int> audio_tokens;  // (n_windows,) tokens each window contributes (§2.3)
+    bool truncated = false;         // the clip was longer than max_windows windows
     int total_audio_tokens() const;
 };
 

@@ -21,8 +21,9 @@ namespace glmasr {
 
 // The prompt of docs/model.md §6: <|user|>\n<|begin_of_audio|> + n_audio × <|pad|> +
 // <|end_of_audio|><|user|>\nPlease transcribe this audio into text<|assistant|>\n
-std::vector<int> build_prompt(const Tokenizer& tokenizer, int n_audio_tokens,
-                              const std::string& instruction = "Please transcribe this audio into text");
+std::vector<int> build_prompt(
+    const Tokenizer& tokenizer, int n_audio_tokens,
+    const std::string& instruction = "Please transcribe this audio into text");
 
 struct GenerateOptions {
     int max_new_tokens = 500;
@@ -90,7 +91,8 @@ public:
 
     // Encoder + projector: the audio embeddings (N_total, Dt) that replace the <|pad|> rows.
     // `encoder_out`, if given, receives (n_windows, T_enc, De) on the host.
-    AudioEmbeddings encode_audio(const AudioFeatures& features, std::vector<float>* encoder_out = nullptr);
+    AudioEmbeddings encode_audio(const AudioFeatures& features,
+                                 std::vector<float>* encoder_out = nullptr);
     // encoder_ms and projector_ms of the last encode_audio call.
     StageTimes last_encode_times() const;
 

@@ -19,9 +19,9 @@ namespace glmasr {
 
 struct SafeTensorEntry {
     std::string name;
-    DType dtype = DType::F32;      // F32, BF16 or F16 (others are rejected on open)
+    DType dtype = DType::F32;  // F32, BF16 or F16 (others are rejected on open)
     std::vector<int64_t> shape;
-    const void* data = nullptr;    // into the mapping
+    const void* data = nullptr;  // into the mapping
     size_t nbytes = 0;
     int64_t numel() const;
 };

@@ -102,10 +102,12 @@ struct Track {
 // The one list: the registry (driver/registry/tracks.cpp), the CLI's help and CMake (which reads
 // the names from this line, driver/CMakeLists.txt) follow it. Track <identifier> is built by
 // <identifier>_track(); which tracks a program links is its registry's choice.
+// clang-format off
 #define GLMASR_TRACK_LIST(X)                                                                      \
     X(cpu, "cpu") X(baseline, "baseline") X(reference, "reference") X(student, "student")        \
     X(triton, "triton") X(triton_solution, "triton-solution") X(cutile, "cutile")                \
     X(cutile_solution, "cutile-solution")
+// clang-format on
 
 // The cpu track (driver/cpu/): plain loops, the oracle every other track is tested against.
 const Track& cpu_track();
@@ -125,16 +127,16 @@ std::string default_track_name();
 // The entries the encoder (its layers and the projector, model.cpp) calls with the activations
 // of OpTable::encoder_activations(): every one must be a kernel of a bf16-activation track for
 // them to be bf16.
-inline constexpr std::array<OpId, 6> kEncoderEntries = {
-    OpId::layernorm, OpId::add_layernorm, OpId::qkv_rope,
-    OpId::attention, OpId::linear,        OpId::linear_gelu_linear};
+inline constexpr std::array<OpId, 6> kEncoderEntries = {OpId::layernorm, OpId::add_layernorm,
+                                                        OpId::qkv_rope,  OpId::attention,
+                                                        OpId::linear,    OpId::linear_gelu_linear};
 
 // A table of ops, each taken from some track.
 struct OpTable {
     Ops ops{};
     std::array<const Track*, kNumOps> source{};  // source[op] = the track it came from (fused
-                                                  // entries left null keep the default's track)
-    const Track* base = nullptr;  // the default track ("default=" in the spec)
+                                                 // entries left null keep the default's track)
+    const Track* base = nullptr;                 // the default track ("default=" in the spec)
     Device device = Device::Host;
 
     // spec: "" (all from default_track) or "rmsnorm=student,gelu=baseline,default=reference".

@@ -29,10 +29,12 @@ TEST(TritonKernel, AnotherMajorVersionIsAnErrorThatSaysWhatToRebuild) {
             kKernel.cubin_for(arch);
             FAIL() << "sm_" << arch << " got a cubin";
         } catch (const Error& e) {
-            EXPECT_STREQ(e.what(),
-                         ("linear: the kernel linear_kernel was compiled for sm_80, sm_90, "
-                          "not for this GPU (sm_" + std::to_string(arch) +
-                          "); rebuild with CUDAARCHS=" + std::to_string(arch)).c_str());
+            EXPECT_STREQ(
+                e.what(),
+                ("linear: the kernel linear_kernel was compiled for sm_80, sm_90, "
+                 "not for this GPU (sm_" +
+                 std::to_string(arch) + "); rebuild with CUDAARCHS=" + std::to_string(arch))
+                    .c_str());
         }
     }
 }

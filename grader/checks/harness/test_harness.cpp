@@ -81,19 +81,22 @@ TEST(GuardBands, CorrectKernelPasses) {
 }
 
 TEST(GuardBands, WritePastTheEnd) {
-    EXPECT_EQ(error_of(past_out()),
-              "out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #2 (f32[19, 111] host)");
+    EXPECT_EQ(
+        error_of(past_out()),
+        "out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #2 (f32[19, 111] host)");
 }
 
 TEST(GuardBands, WriteBeforeTheStart) {
-    EXPECT_EQ(error_of(before_out()),
-              "out-of-bounds write: wrote 4 bytes at -8..-5 before the start of tensor #2 (f32[19, 111] host)");
+    EXPECT_EQ(
+        error_of(before_out()),
+        "out-of-bounds write: wrote 4 bytes at -8..-5 before the start of tensor #2 (f32[19, 111] host)");
 }
 
 // The guards of every live tensor are checked, not only those of the tensor downloaded.
 TEST(GuardBands, WritePastAnInput) {
-    EXPECT_EQ(error_of(past_x()),
-              "out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #1 (f32[19, 111] host)");
+    EXPECT_EQ(
+        error_of(past_x()),
+        "out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #1 (f32[19, 111] host)");
 }
 
 // In a test, the error fails the case once (the destructors do not report it again), naming
@@ -101,7 +104,8 @@ TEST(GuardBands, WritePastAnInput) {
 TEST(GuardBands, FailsTheCaseNamingTheTrack) {
     setenv("GLMASR_TRACK", "cpu", 1);
     EXPECT_NONFATAL_FAILURE(
-        for_each_track([](const Track&, Inputs& in) { GLMASR_EXPECT(gelu_19x111(past_out(), in)); }),
+        for_each_track(
+            [](const Track&, Inputs& in) { GLMASR_EXPECT(gelu_19x111(past_out(), in)); }),
         "[cpu] out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #2");
     for_each_track([](const Track& track, Inputs& in) { GLMASR_EXPECT(gelu_19x111(track, in)); });
 }
@@ -120,10 +124,12 @@ TEST(GuardBands, RemoteTrackKeepsTheGuards) {
 // Off alignment the guards still start right at the tensor: the offsets are the same.
 TEST(GuardBands, MisalignedTensorsAreGuardedToo) {
     EXPECT_EQ(error_of(cpu_track(), Placement::Misaligned), "");
-    EXPECT_EQ(error_of(past_out(), Placement::Misaligned),
-              "out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #2 (f32[19, 111] host)");
-    EXPECT_EQ(error_of(before_out(), Placement::Misaligned),
-              "out-of-bounds write: wrote 4 bytes at -8..-5 before the start of tensor #2 (f32[19, 111] host)");
+    EXPECT_EQ(
+        error_of(past_out(), Placement::Misaligned),
+        "out-of-bounds write: wrote 4 bytes at +0..+3 past the end of tensor #2 (f32[19, 111] host)");
+    EXPECT_EQ(
+        error_of(before_out(), Placement::Misaligned),
+        "out-of-bounds write: wrote 4 bytes at -8..-5 before the start of tensor #2 (f32[19, 111] host)");
 }
 
 // The cpu track's gelu, noting where x and out start modulo 16 bytes, call after call.
@@ -132,7 +138,8 @@ std::vector<std::pair<uintptr_t, uintptr_t>>& seen_offsets() {
     return offsets;
 }
 void gelu_noting_offsets(const Tensor& out, const Tensor& x, Stream stream) {
-    seen_offsets().push_back({reinterpret_cast<uintptr_t>(x.data) % 16, reinterpret_cast<uintptr_t>(out.data) % 16});
+    seen_offsets().push_back(
+        {reinterpret_cast<uintptr_t>(x.data) % 16, reinterpret_cast<uintptr_t>(out.data) % 16});
     cpu_track().ops.gelu(out, x, stream);
 }
 

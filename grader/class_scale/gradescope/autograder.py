@@ -29,6 +29,7 @@ missing or garbled result — gives score 0, the reason in `output`, and one fai
 "not graded — resubmit or contact staff": never a silent 0, never full marks.
 Standard library only (Python >= 3.11: tomllib).
 """
+
 import argparse
 import json
 import math
@@ -55,17 +56,42 @@ MAX_RESULTS_BYTES = 8 << 20
 
 # Every key of config.toml, with its type and default (None: required).
 CONFIG_KEYS = {
-    "gradescope": {"mode": (str, None), "timeout_seconds": (int, 1500),
-                   "max_submission_mib": (int, 20)},
-    "local": {"grade_command": (list, ["{python}", "-m", "grader",
-                                       "--submission", "{submission}", "--out", "{work}/out",
-                                       "--work", "{work}/tree", "--results-json", "{results}",
-                                       "--sandbox", "required"])},
-    "bridge": {"transport": (str, ""), "remote_root": (str, ""), "runner": (str, "sbatch"),
-               "sbatch_options": (str, ""), "grade": (str, "python3 -m grader"),
-               "grade_flags": (str, ""), "remote_jobs": (str, "grade-out/gradescope/jobs"),
-               "remote_work": (str, "grade-out/gradescope/work"),
-               "remote_margin_seconds": (int, 60)},
+    "gradescope": {
+        "mode": (str, None),
+        "timeout_seconds": (int, 1500),
+        "max_submission_mib": (int, 20),
+    },
+    "local": {
+        "grade_command": (
+            list,
+            [
+                "{python}",
+                "-m",
+                "grader",
+                "--submission",
+                "{submission}",
+                "--out",
+                "{work}/out",
+                "--work",
+                "{work}/tree",
+                "--results-json",
+                "{results}",
+                "--sandbox",
+                "required",
+            ],
+        )
+    },
+    "bridge": {
+        "transport": (str, ""),
+        "remote_root": (str, ""),
+        "runner": (str, "sbatch"),
+        "sbatch_options": (str, ""),
+        "grade": (str, "python3 -m grader"),
+        "grade_flags": (str, ""),
+        "remote_jobs": (str, "grade-out/gradescope/jobs"),
+        "remote_work": (str, "grade-out/gradescope/work"),
+        "remote_margin_seconds": (int, 60),
+    },
 }
 
 
@@ -83,6 +109,7 @@ class NotGraded(Exception):
 
 
 # ----------------------------------------------------------------------------- config
+
 
 def load_config(path):
     """config.toml, checked: known sections and keys, the right types, defaults filled in."""
@@ -112,17 +139,20 @@ def load_config(path):
             config[section][key] = value
     g, b = config["gradescope"], config["bridge"]
     if g["mode"] not in ("local", "bridge"):
-        raise ConfigError(f"{path}: [gradescope] mode must be \"local\" or \"bridge\"")
+        raise ConfigError(f'{path}: [gradescope] mode must be "local" or "bridge"')
     if g["timeout_seconds"] < 1 or g["max_submission_mib"] < 1:
-        raise ConfigError(f"{path}: [gradescope] timeout_seconds and max_submission_mib must be >= 1")
-    if not config["local"]["grade_command"] or \
-            not all(isinstance(a, str) for a in config["local"]["grade_command"]):
+        raise ConfigError(
+            f"{path}: [gradescope] timeout_seconds and max_submission_mib must be >= 1"
+        )
+    if not config["local"]["grade_command"] or not all(
+        isinstance(a, str) for a in config["local"]["grade_command"]
+    ):
         raise ConfigError(f"{path}: [local] grade_command must be a list of strings")
     if g["mode"] == "bridge":
         if not b["transport"].strip() or not b["remote_root"].strip():
             raise ConfigError(f"{path}: bridge mode needs [bridge] transport and remote_root")
         if b["runner"] not in ("sbatch", "direct"):
-            raise ConfigError(f"{path}: [bridge] runner must be \"sbatch\" or \"direct\"")
+            raise ConfigError(f'{path}: [bridge] runner must be "sbatch" or "direct"')
         try:
             shlex.split(b["transport"]), shlex.split(b["sbatch_options"])
             shlex.split(b["grade"]), shlex.split(b["grade_flags"])
@@ -132,6 +162,7 @@ def load_config(path):
 
 
 # ----------------------------------------------------------------------------- results.json
+
 
 def number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -162,7 +193,7 @@ def validate_results(results):
         elif number(t.get("max_score")) and t["score"] > t["max_score"] + 1e-6:
             problems.append(f"{where}: score {t['score']} exceeds its max_score {t['max_score']}")
         if t.get("status") not in ("passed", "failed"):
-            problems.append(f"{where}: 'status' is not \"passed\" or \"failed\"")
+            problems.append(f'{where}: \'status\' is not "passed" or "failed"')
         if not isinstance(t.get("output"), str):
             problems.append(f"{where}: 'output' is not a string")
         if t.get("visibility") not in VISIBILITIES:
@@ -195,9 +226,12 @@ def validate_results(results):
         problems.append("'leaderboard' is not a list")
     else:
         for n, entry in enumerate(board):
-            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or \
-                    not (number(entry.get("value")) or isinstance(entry.get("value"), str)) or \
-                    entry.get("order", "desc") not in ("asc", "desc"):
+            if (
+                not isinstance(entry, dict)
+                or not isinstance(entry.get("name"), str)
+                or not (number(entry.get("value")) or isinstance(entry.get("value"), str))
+                or entry.get("order", "desc") not in ("asc", "desc")
+            ):
                 problems.append(f"leaderboard[{n}] needs a name, a value and order asc/desc")
     return problems
 
@@ -205,14 +239,30 @@ def validate_results(results):
 def not_graded_results(reason, max_points, seconds, extra):
     """Score 0, the reason, and one failed test saying so: what a student sees when the
     submission could not be graded."""
-    text = (f"NOT GRADED: {reason}\n"
-            "This is not a score for your code: the autograder could not grade this submission. "
-            "Resubmit; if it happens again, contact the course staff (say when you submitted).")
-    return {"score": 0, "execution_time": round(seconds, 1), "output": text,
-            "output_format": "text", "visibility": "visible", "stdout_visibility": "hidden",
-            "tests": [{"name": NOT_GRADED, "score": 0, "max_score": max_points,
-                       "status": "failed", "output": reason, "visibility": "visible"}],
-            "extra_data": {"gradescope": extra}}
+    text = (
+        f"NOT GRADED: {reason}\n"
+        "This is not a score for your code: the autograder could not grade this submission. "
+        "Resubmit; if it happens again, contact the course staff (say when you submitted)."
+    )
+    return {
+        "score": 0,
+        "execution_time": round(seconds, 1),
+        "output": text,
+        "output_format": "text",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [
+            {
+                "name": NOT_GRADED,
+                "score": 0,
+                "max_score": max_points,
+                "status": "failed",
+                "output": reason,
+                "visibility": "visible",
+            }
+        ],
+        "extra_data": {"gradescope": extra},
+    }
 
 
 def read_returned(text, where):
@@ -220,21 +270,29 @@ def read_returned(text, where):
     if not text.strip():
         raise NotGraded("the grader returned no result", f"{where}: empty", "invalid")
     if len(text) > MAX_RESULTS_BYTES:
-        raise NotGraded("the grader returned an oversized result", f"{where}: {len(text)} bytes",
-                        "invalid")
+        raise NotGraded(
+            "the grader returned an oversized result", f"{where}: {len(text)} bytes", "invalid"
+        )
     try:
         results = json.loads(text)
     except ValueError as e:
-        raise NotGraded("the grader returned a garbled result", f"{where}: not JSON: {e}; "
-                        f"begins {text[:200]!r}", "invalid")
+        raise NotGraded(
+            "the grader returned a garbled result",
+            f"{where}: not JSON: {e}; begins {text[:200]!r}",
+            "invalid",
+        )
     problems = validate_results(results)
     if problems:
-        raise NotGraded("the grader returned an invalid result (" + problems[0] + ")",
-                        f"{where}: " + "; ".join(problems[:10]), "invalid")
+        raise NotGraded(
+            "the grader returned an invalid result (" + problems[0] + ")",
+            f"{where}: " + "; ".join(problems[:10]),
+            "invalid",
+        )
     return results
 
 
 # ----------------------------------------------------------------------------- the submission
+
 
 def find_submission(folder, limit_bytes):
     """What to grade: the one archive a student uploaded (submission.tar.gz from `make
@@ -250,12 +308,20 @@ def find_submission(folder, limit_bytes):
             total += st.st_size if stat.S_ISREG(st.st_mode) else 0
             count += 1
     if count == 0:
-        raise NotGraded("the submission is empty: upload submission.tar.gz (`make submission`) "
-                        "or your student/ files", folder, "empty")
+        raise NotGraded(
+            "the submission is empty: upload submission.tar.gz (`make submission`) "
+            "or your student/ files",
+            folder,
+            "empty",
+        )
     if total > limit_bytes:
-        raise NotGraded(f"the submission is {total / 2**20:.1f} MiB, over the "
-                        f"{limit_bytes / 2**20:.0f} MiB limit: upload only submission.tar.gz "
-                        "(`make submission`)", folder, "too large")
+        raise NotGraded(
+            f"the submission is {total / 2**20:.1f} MiB, over the "
+            f"{limit_bytes / 2**20:.0f} MiB limit: upload only submission.tar.gz "
+            "(`make submission`)",
+            folder,
+            "too large",
+        )
     if len(entries) == 1:
         only = os.path.join(folder, entries[0])
         suffix = next((s for s in ARCHIVES if entries[0].lower().endswith(s)), None)
@@ -279,17 +345,26 @@ def pack(submission, suffix, dest_dir):
 
 # ----------------------------------------------------------------------------- running
 
+
 def run_with_deadline(cmd, timeout, stdin=None, cwd=None, env=None):
     """(exit code or None on time-out, stdout, stderr, seconds). The command runs in a
     process group of its own; on time-out the whole group gets SIGTERM, then SIGKILL."""
     started = time.time()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            p = subprocess.Popen(cmd, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                 stdout=out, stderr=err, cwd=cwd, env=env, start_new_session=True)
+            p = subprocess.Popen(
+                cmd,
+                stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
         except OSError as e:
-            raise NotGraded("the grading command could not start",
-                            f"{cmd[0]}: {e}", "misconfigured")
+            raise NotGraded(
+                "the grading command could not start", f"{cmd[0]}: {e}", "misconfigured"
+            )
         try:
             rc = p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -306,8 +381,12 @@ def run_with_deadline(cmd, timeout, stdin=None, cwd=None, env=None):
                     continue
         out.seek(0)
         err.seek(0)
-        return (rc, out.read(MAX_RESULTS_BYTES + 1).decode("utf-8", "replace"),
-                err.read().decode("utf-8", "replace")[-20000:], time.time() - started)
+        return (
+            rc,
+            out.read(MAX_RESULTS_BYTES + 1).decode("utf-8", "replace"),
+            err.read().decode("utf-8", "replace")[-20000:],
+            time.time() - started,
+        )
 
 
 def last_line(text, prefix):
@@ -319,31 +398,48 @@ def outcome(rc, stdout, stderr, timeout, where, results_text=None):
     """A grade's exit status → the results (exit 0) or NotGraded (anything else)."""
     if rc is None:
         limit = f"{timeout // 60} min" if timeout % 60 == 0 else f"{timeout} s"
-        raise NotGraded(f"grading did not finish within {limit} "
-                        "(the GPU host or its queue is busy)", f"{where}: time-out", "timeout")
+        raise NotGraded(
+            f"grading did not finish within {limit} (the GPU host or its queue is busy)",
+            f"{where}: time-out",
+            "timeout",
+        )
     if rc == 0:
         return read_returned(stdout if results_text is None else results_text, where)
     if rc == 3:
-        raise NotGraded("grading is incomplete: the grader's own trusted run failed on the GPU "
-                        "(not your code; a busy or faulty GPU)", f"{where}: exit 3", "incomplete")
+        raise NotGraded(
+            "grading is incomplete: the grader's own trusted run failed on the GPU "
+            "(not your code; a busy or faulty GPU)",
+            f"{where}: exit 3",
+            "incomplete",
+        )
     if rc == 2:
         why = last_line(stderr, "grade:")
-        raise NotGraded("the grader could not take this submission" + (f" ({why})" if why else ""),
-                        f"{where}: exit 2", "refused")
+        raise NotGraded(
+            "the grader could not take this submission" + (f" ({why})" if why else ""),
+            f"{where}: exit 2",
+            "refused",
+        )
     if rc == 4:
         why = last_line(stderr, "remote_grade:")
-        raise NotGraded("the GPU host could not run the grade" + (f" ({why})" if why else ""),
-                        f"{where}: exit 4", "host")
-    raise NotGraded(f"grading failed on the grading machine (exit {rc})", f"{where}: exit {rc}",
-                    "error")
+        raise NotGraded(
+            "the GPU host could not run the grade" + (f" ({why})" if why else ""),
+            f"{where}: exit 4",
+            "host",
+        )
+    raise NotGraded(
+        f"grading failed on the grading machine (exit {rc})", f"{where}: exit {rc}", "error"
+    )
 
 
 def placeholders(template, values):
     try:
         return template.format(**values)
     except (KeyError, IndexError, ValueError) as e:
-        raise NotGraded("the autograder is misconfigured",
-                        f"placeholder in {template!r}: {e!r}", "misconfigured")
+        raise NotGraded(
+            "the autograder is misconfigured",
+            f"placeholder in {template!r}: {e!r}",
+            "misconfigured",
+        )
 
 
 def grade_local(config, root, submission):
@@ -353,14 +449,23 @@ def grade_local(config, root, submission):
     results_path = os.path.join(work, "results.json")
     if os.path.exists(results_path):
         os.remove(results_path)
-    values = {"python": sys.executable, "tree": os.path.join(source, "lab"), "source": source,
-              "submission": submission, "work": work, "results": results_path}
+    values = {
+        "python": sys.executable,
+        "tree": os.path.join(source, "lab"),
+        "source": source,
+        "submission": submission,
+        "work": work,
+        "results": results_path,
+    }
     cmd = [placeholders(a, values) for a in config["local"]["grade_command"]]
     timeout = config["gradescope"]["timeout_seconds"]
-    rc, out, err, _ = run_with_deadline(cmd, timeout, cwd=values["tree"] if os.path.isdir(
-        values["tree"]) else source)
-    print(f"local: {shlex.join(cmd)}\nexit {rc}\n--- stderr (tail)\n{err[-4000:]}\n"
-          f"--- stdout (tail)\n{out[-4000:]}")
+    rc, out, err, _ = run_with_deadline(
+        cmd, timeout, cwd=values["tree"] if os.path.isdir(values["tree"]) else source
+    )
+    print(
+        f"local: {shlex.join(cmd)}\nexit {rc}\n--- stderr (tail)\n{err[-4000:]}\n"
+        f"--- stdout (tail)\n{out[-4000:]}"
+    )
     text = None
     if rc == 0:
         try:
@@ -390,10 +495,23 @@ def ssh_key(source, scratch):
 def remote_command(config, name, timeout):
     """The command line the transport runs on the GPU host (one string, every part quoted)."""
     b = config["bridge"]
-    args = ["grader/class_scale/gradescope/remote_grade.sh", "--name", name, "--runner", b["runner"],
-            "--timeout", str(timeout), "--grade", b["grade"], "--jobs", b["remote_jobs"],
-            "--work", b["remote_work"],
-            "--max-mib", str(config["gradescope"]["max_submission_mib"])]
+    args = [
+        "grader/class_scale/gradescope/remote_grade.sh",
+        "--name",
+        name,
+        "--runner",
+        b["runner"],
+        "--timeout",
+        str(timeout),
+        "--grade",
+        b["grade"],
+        "--jobs",
+        b["remote_jobs"],
+        "--work",
+        b["remote_work"],
+        "--max-mib",
+        str(config["gradescope"]["max_submission_mib"]),
+    ]
     if b["sbatch_options"]:
         args += ["--sbatch-options", b["sbatch_options"]]
     if b["grade_flags"]:
@@ -407,28 +525,40 @@ def grade_bridge(config, root, submission, suffix):
     with tempfile.TemporaryDirectory(prefix="gradescope-bridge-") as scratch:
         payload, name = pack(submission, suffix, scratch)
         key = ssh_key(source, scratch)
-        values = {"source": source, "ssh_key": key,
-                  "known_hosts": os.path.join(source, "ssh", "known_hosts")}
+        values = {
+            "source": source,
+            "ssh_key": key,
+            "known_hosts": os.path.join(source, "ssh", "known_hosts"),
+        }
         if "{ssh_key}" in b["transport"] and not key:
-            raise NotGraded("the autograder is misconfigured", "the transport uses {ssh_key} but "
-                            f"the zip has no ssh/id_key and ${KEY_ENV} is empty", "misconfigured")
+            raise NotGraded(
+                "the autograder is misconfigured",
+                "the transport uses {ssh_key} but "
+                f"the zip has no ssh/id_key and ${KEY_ENV} is empty",
+                "misconfigured",
+            )
         transport = [placeholders(a, values) for a in shlex.split(b["transport"])]
         remote_timeout = max(g["timeout_seconds"] - b["remote_margin_seconds"], 1)
         command = remote_command(config, name, remote_timeout)
-        print(f"bridge: {shlex.join(transport)} {shlex.quote(command)}  < {name} "
-              f"({os.path.getsize(payload)} bytes)")
+        print(
+            f"bridge: {shlex.join(transport)} {shlex.quote(command)}  < {name} "
+            f"({os.path.getsize(payload)} bytes)"
+        )
         with open(payload, "rb") as stdin:
-            rc, out, err, seconds = run_with_deadline(transport + [command], g["timeout_seconds"],
-                                                      stdin=stdin)
+            rc, out, err, seconds = run_with_deadline(
+                transport + [command], g["timeout_seconds"], stdin=stdin
+            )
         print(f"exit {rc} after {seconds:.1f} s\n--- the host's stderr (tail)\n{err[-6000:]}")
     if rc == 255:
         why = last_line(err, "ssh:") or (err.strip().splitlines() or [""])[-1][:300]
-        raise NotGraded("the GPU grading host could not be reached",
-                        f"transport exit 255: {why}", "unreachable")
+        raise NotGraded(
+            "the GPU grading host could not be reached", f"transport exit 255: {why}", "unreachable"
+        )
     return outcome(rc, out, err, g["timeout_seconds"], "bridge")
 
 
 # ----------------------------------------------------------------------------- commands
+
 
 def read_build_info(source):
     try:
@@ -460,7 +590,8 @@ def run(root):
             raise NotGraded("the autograder is misconfigured", str(e), "misconfigured")
         extra["mode"] = config["gradescope"]["mode"]
         submission, suffix = find_submission(
-            os.path.join(root, "submission"), config["gradescope"]["max_submission_mib"] << 20)
+            os.path.join(root, "submission"), config["gradescope"]["max_submission_mib"] << 20
+        )
         if config["gradescope"]["mode"] == "local":
             results = grade_local(config, root, submission)
         else:
@@ -469,8 +600,13 @@ def run(root):
         results.setdefault("extra_data", {})["gradescope"] = extra
         print(f"graded: {results['score']} / {sum(t['max_score'] for t in results['tests'])}")
     except NotGraded as e:
-        extra.update(status="not graded", kind=e.kind, reason=e.reason, detail=e.detail,
-                     seconds=round(time.time() - started, 1))
+        extra.update(
+            status="not graded",
+            kind=e.kind,
+            reason=e.reason,
+            detail=e.detail,
+            seconds=round(time.time() - started, 1),
+        )
         print(f"NOT GRADED ({e.kind}): {e.reason}\n  {e.detail}")
         results = not_graded_results(e.reason, max_points, time.time() - started, extra)
     write_json(results_path, results)
@@ -485,8 +621,10 @@ def prepare(root):
     if mode == "local":
         tree = os.path.join(source, "lab.tar.gz")
         if not os.path.isfile(tree):
-            raise ConfigError("local mode needs lab.tar.gz in the zip (make_autograder.py "
-                              "includes it when config.toml says mode = \"local\")")
+            raise ConfigError(
+                "local mode needs lab.tar.gz in the zip (make_autograder.py "
+                'includes it when config.toml says mode = "local")'
+            )
         dest = os.path.join(source, "lab")
         shutil.rmtree(dest, ignore_errors=True)
         os.makedirs(dest)
@@ -502,8 +640,11 @@ def prepare(root):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["prepare", "run"])
-    parser.add_argument("--root", default=os.environ.get(ROOT_ENV, "/autograder"),
-                        help=f"the /autograder folder (default ${ROOT_ENV} or /autograder)")
+    parser.add_argument(
+        "--root",
+        default=os.environ.get(ROOT_ENV, "/autograder"),
+        help=f"the /autograder folder (default ${ROOT_ENV} or /autograder)",
+    )
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     if args.command == "prepare":

@@ -21,6 +21,7 @@ In bridge mode the zip carries no instructor tree (nothing of the solution leave
 and is a few KiB. The zip holds the ssh key in clear: it is visible to the course's staff
 (anyone who can download the autograder), never to students.
 """
+
 import argparse
 import datetime
 import io
@@ -38,8 +39,12 @@ from grader.pipeline import score
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 EXECUTABLE, PRIVATE, READABLE = 0o755, 0o600, 0o644
-ZIP_FILES = [("setup.sh", EXECUTABLE), ("run_autograder", EXECUTABLE),
-             ("autograder.py", READABLE), ("find_python.sh", READABLE)]
+ZIP_FILES = [
+    ("setup.sh", EXECUTABLE),
+    ("run_autograder", EXECUTABLE),
+    ("autograder.py", READABLE),
+    ("find_python.sh", READABLE),
+]
 
 
 def git(*args):
@@ -54,8 +59,11 @@ def rubric_total():
     except (OSError, ValueError) as e:
         print(f"make_autograder: warning: cannot read the rubric ({e}); max_points 0")
         return 0
-    return sum(rubric["kernels"]["points"].values()) + rubric["accuracy"]["points"] + \
-        rubric["speed"]["points"]
+    return (
+        sum(rubric["kernels"]["points"].values())
+        + rubric["accuracy"]["points"]
+        + rubric["speed"]["points"]
+    )
 
 
 def tree_tarball(extras):
@@ -64,8 +72,10 @@ def tree_tarball(extras):
     if archive is None:
         sys.exit("make_autograder: local mode needs a git checkout (git archive HEAD)")
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(archive)) as source, \
-            tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as dest:
+    with (
+        tarfile.open(fileobj=io.BytesIO(archive)) as source,
+        tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as dest,
+    ):
         for member in source:
             dest.addfile(member, source.extractfile(member) if member.isfile() else None)
         for extra in extras:
@@ -87,11 +97,19 @@ def add(z, name, data, mode):
 def main():
     parser = argparse.ArgumentParser(description="the Gradescope autograder zip")
     parser.add_argument("--config", default=os.path.join(HERE, "config.toml"))
-    parser.add_argument("--out", default=os.path.join(ROOT, "grade-out", "gradescope-autograder.zip"))
+    parser.add_argument(
+        "--out", default=os.path.join(ROOT, "grade-out", "gradescope-autograder.zip")
+    )
     parser.add_argument("--ssh-key", help="private key for the bridge's transport (ssh/id_key)")
-    parser.add_argument("--known-hosts", help="the GPU host's known_hosts line(s) (ssh/known_hosts)")
-    parser.add_argument("--extra", action="append", default=[],
-                        help="local mode: an untracked path of the tree to add (private clips)")
+    parser.add_argument(
+        "--known-hosts", help="the GPU host's known_hosts line(s) (ssh/known_hosts)"
+    )
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        help="local mode: an untracked path of the tree to add (private clips)",
+    )
     args = parser.parse_args()
 
     try:
@@ -102,23 +120,34 @@ def main():
     transport = config["bridge"]["transport"]
     if mode == "bridge":
         if "example.edu" in transport or "example.edu" in config["bridge"]["remote_root"]:
-            print("make_autograder: warning: the bridge still names the example host: set "
-                  "[bridge] transport and remote_root (GRADESCOPE_FLAGS=--config FILE)")
+            print(
+                "make_autograder: warning: the bridge still names the example host: set "
+                "[bridge] transport and remote_root (GRADESCOPE_FLAGS=--config FILE)"
+            )
         if "{ssh_key}" in transport and not args.ssh_key:
-            print("make_autograder: warning: no --ssh-key: the transport's {ssh_key} must then "
-                  f"come from ${autograder.KEY_ENV} at grading time")
+            print(
+                "make_autograder: warning: no --ssh-key: the transport's {ssh_key} must then "
+                f"come from ${autograder.KEY_ENV} at grading time"
+            )
         if "{known_hosts}" in transport and not args.known_hosts:
-            print("make_autograder: warning: no --known-hosts: ssh will refuse the host "
-                  "(StrictHostKeyChecking)")
+            print(
+                "make_autograder: warning: no --known-hosts: ssh will refuse the host "
+                "(StrictHostKeyChecking)"
+            )
     for path in filter(None, [args.ssh_key]):
         if not os.path.relpath(os.path.abspath(path), ROOT).startswith(".."):
             print(f"make_autograder: warning: {path} is inside the repository: never commit it")
 
     commit = (git("rev-parse", "HEAD") or b"").decode().strip() or None
     changes = git("status", "--porcelain", "--untracked-files=no")
-    info = {"commit": commit, "tracked_changes_left_out": bool(changes),
-            "built": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "mode": mode, "max_points": rubric_total(), "tree": mode == "local"}
+    info = {
+        "commit": commit,
+        "tracked_changes_left_out": bool(changes),
+        "built": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "mode": mode,
+        "max_points": rubric_total(),
+        "tree": mode == "local",
+    }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     part = args.out + ".part"
     with zipfile.ZipFile(part, "w") as z:
@@ -131,18 +160,24 @@ def main():
         if mode == "local":
             add(z, "lab.tar.gz", tree_tarball(args.extra), READABLE)
             if changes:
-                print("make_autograder: warning: lab.tar.gz is HEAD: uncommitted changes to "
-                      "tracked files are not in it")
-        for src, name, perm in ((args.ssh_key, "ssh/id_key", PRIVATE),
-                                (args.known_hosts, "ssh/known_hosts", READABLE)):
+                print(
+                    "make_autograder: warning: lab.tar.gz is HEAD: uncommitted changes to "
+                    "tracked files are not in it"
+                )
+        for src, name, perm in (
+            (args.ssh_key, "ssh/id_key", PRIVATE),
+            (args.known_hosts, "ssh/known_hosts", READABLE),
+        ):
             if src:
                 with open(src, "rb") as f:
                     add(z, name, f.read(), perm)
     os.replace(part, args.out)
     with zipfile.ZipFile(args.out) as z:
         names = z.namelist()
-    print(f"make_autograder: {args.out} ({os.path.getsize(args.out) / 2**20:.2f} MiB, {mode} "
-          f"mode, commit {(commit or 'unknown')[:12]}): {', '.join(names)}")
+    print(
+        f"make_autograder: {args.out} ({os.path.getsize(args.out) / 2**20:.2f} MiB, {mode} "
+        f"mode, commit {(commit or 'unknown')[:12]}): {', '.join(names)}"
+    )
 
 
 if __name__ == "__main__":

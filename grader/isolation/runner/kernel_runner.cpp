@@ -10,7 +10,9 @@
 
 int main(int argc, char** argv) {
     if (argc != 2) {
-        std::fprintf(stderr, "usage: %s TRACK   (started by the kernel-test checkers, fds 3 and 4)\n", argv[0]);
+        std::fprintf(stderr,
+                     "usage: %s TRACK   (started by the kernel-test checkers, fds 3 and 4)\n",
+                     argv[0]);
         return 2;
     }
     try {

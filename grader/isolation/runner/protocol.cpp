@@ -16,7 +16,8 @@ namespace glmasr::runner {
 namespace {
 
 double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 // Waits until fd is ready for `events` or the deadline passes.
@@ -70,7 +71,9 @@ void read_all(int fd, void* data, size_t n, double deadline) {
 
 std::string read_string(int fd, double deadline, size_t limit) {
     const auto n = read_value<uint32_t>(fd, deadline);
-    if (n > limit) throw Error("a string of " + std::to_string(n) + " bytes (at most " + std::to_string(limit) + ")");
+    if (n > limit)
+        throw Error("a string of " + std::to_string(n) + " bytes (at most " +
+                    std::to_string(limit) + ")");
     std::string s(n, '\0');
     read_all(fd, s.data(), n, deadline);
     return s;

@@ -43,7 +43,8 @@ double call_timeout_seconds() {
 std::string printable(const std::string& s, size_t limit = 600) {
     std::string out;
     for (char c : s.substr(0, limit)) {
-        const auto u = static_cast<unsigned char>(c);  // UTF-8 bytes (≥ 0x80) pass: messages have "—"
+        const auto u =
+            static_cast<unsigned char>(c);  // UTF-8 bytes (≥ 0x80) pass: messages have "—"
         out += (u >= 0x80 || std::isprint(u) || c == '\n') ? c : '?';
     }
     if (s.size() > limit) out += "…";
@@ -60,8 +61,8 @@ std::string describe_status(int status) {
         // signal N as status 128 + N (grader/isolation/sandbox.py).
         const int code = WEXITSTATUS(status);
         if (code > 128 && code < 128 + 32)
-            return "exited with status " + std::to_string(code) + " (killed by signal " + std::to_string(code - 128) +
-                   ", " + strsignal(code - 128) + ")";
+            return "exited with status " + std::to_string(code) + " (killed by signal " +
+                   std::to_string(code - 128) + ", " + strsignal(code - 128) + ")";
         return "exited with status " + std::to_string(code);
     }
     return "stopped";
@@ -75,12 +76,13 @@ std::vector<std::string>& exits() {
     return lines;
 }
 void record_exit(int status, bool greeted) {
-    if (!greeted)
-        exits().push_back("nostart " + describe_status(status));
+    if (!greeted) exits().push_back("nostart " + describe_status(status));
     else if (WIFEXITED(status))
-        exits().push_back("exit " + std::to_string(WEXITSTATUS(status)) + " " + describe_status(status));
+        exits().push_back("exit " + std::to_string(WEXITSTATUS(status)) + " " +
+                          describe_status(status));
     else if (WIFSIGNALED(status))
-        exits().push_back("signal " + std::to_string(WTERMSIG(status)) + " " + describe_status(status));
+        exits().push_back("signal " + std::to_string(WTERMSIG(status)) + " " +
+                          describe_status(status));
 }
 
 // One argument of a call, as the checker holds it.
@@ -181,7 +183,8 @@ void Runner::ensure_started() {
     if (err != 0) {
         pid_ = -1;
         stop();
-        throw Error("cannot start the kernel runner '" + command_.front() + "': " + std::strerror(err) +
+        throw Error("cannot start the kernel runner '" + command_.front() +
+                    "': " + std::strerror(err) +
                     " (build it: cmake --build build --target kernel-runner-" + name_ + ")");
     }
 
@@ -194,7 +197,8 @@ void Runner::ensure_started() {
         const std::string track = read_string(from_runner_, deadline, 64);
         const auto weight_dtype = static_cast<DType>(read_value<uint8_t>(from_runner_, deadline));
         entries_ = read_value<uint64_t>(from_runner_, deadline);
-        if (track != name_) fail("serves track '" + printable(track, 64) + "', not '" + name_ + "'");
+        if (track != name_)
+            fail("serves track '" + printable(track, 64) + "', not '" + name_ + "'");
         if (weight_dtype != weight_dtype_)
             fail(std::string("reports weights in ") + dtype_name(weight_dtype) + "; the " + name_ +
                  " track's are " + dtype_name(weight_dtype_));
@@ -213,7 +217,8 @@ void Runner::finish() {
         int status;
         while (waitpid(pid_, &status, WNOHANG) == 0) {
             if (deadline_after(0) > deadline) {
-                exits().push_back("timeout 0 did not exit within " + std::to_string(int(call_timeout_seconds())) +
+                exits().push_back("timeout 0 did not exit within " +
+                                  std::to_string(int(call_timeout_seconds())) +
                                   " s of the end of the tests");
                 stop();
                 return;
@@ -258,7 +263,9 @@ void Runner::fail(const std::string& what) {
         const off_t size = lseek(log_, 0, SEEK_END);
         const off_t from = std::max<off_t>(0, size - static_cast<off_t>(sizeof tail));
         const ssize_t n = pread(log_, tail, sizeof tail, from);
-        if (n > 0) message += "\n  its stderr ends: " + printable(std::string(tail, static_cast<size_t>(n)));
+        if (n > 0)
+            message +=
+                "\n  its stderr ends: " + printable(std::string(tail, static_cast<size_t>(n)));
     }
     stop();
     throw Error(message);
@@ -271,8 +278,8 @@ void Runner::check_mappings() {
     for (const std::string& f : found) list += (list.empty() ? "" : "; ") + f;
     ::testing::Test::RecordProperty("integrity_violation", "vendor library mapped: " + list);
     stop();
-    throw Error("INTEGRITY VIOLATION: the " + name_ + " track's process maps a vendor library (" + list +
-                "); the student track must compute everything with its own kernels");
+    throw Error("INTEGRITY VIOLATION: the " + name_ + " track's process maps a vendor library (" +
+                list + "); the student track must compute everything with its own kernels");
 }
 
 void Runner::execute(OpId op, const std::vector<Arg>& args) {
@@ -294,7 +301,8 @@ void Runner::execute(OpId op, const std::vector<Arg>& args) {
     for (const Arg* a : by_start) {
         auto* begin = static_cast<uint8_t*>(a->tensor.data);
         uint8_t* end = begin + a->tensor.bytes();
-        if (!regions.empty() && begin < regions.back().end) regions.back().end = std::max(regions.back().end, end);
+        if (!regions.empty() && begin < regions.back().end)
+            regions.back().end = std::max(regions.back().end, end);
         else regions.push_back({begin, end});
     }
     auto region_of = [&](const Tensor& t) {
@@ -310,7 +318,8 @@ void Runner::execute(OpId op, const std::vector<Arg>& args) {
     request.put<uint32_t>(static_cast<uint32_t>(regions.size()));
     for (const Region& r : regions) {
         request.put<uint64_t>(static_cast<uint64_t>(r.end - r.begin));
-        request.put<uint32_t>(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r.begin) % kAlignment));
+        request.put<uint32_t>(
+            static_cast<uint32_t>(reinterpret_cast<uintptr_t>(r.begin) % kAlignment));
     }
     request.put<uint32_t>(static_cast<uint32_t>(args.size()));
     for (const Arg& a : args) {
@@ -322,7 +331,8 @@ void Runner::execute(OpId op, const std::vector<Arg>& args) {
         if (a.tensor.empty()) continue;
         const size_t r = region_of(a.tensor);
         request.put<uint32_t>(static_cast<uint32_t>(r));
-        request.put<uint64_t>(static_cast<uint64_t>(static_cast<const uint8_t*>(a.tensor.data) - regions[r].begin));
+        request.put<uint64_t>(
+            static_cast<uint64_t>(static_cast<const uint8_t*>(a.tensor.data) - regions[r].begin));
         request.put<uint8_t>(static_cast<uint8_t>(a.tensor.dtype));
         request.put<uint8_t>(static_cast<uint8_t>(a.tensor.ndim));
         for (int64_t d : a.tensor.shape) request.put<int64_t>(d);
@@ -334,9 +344,11 @@ void Runner::execute(OpId op, const std::vector<Arg>& args) {
     std::string status_line;
     try {
         write_all(to_runner_, request.bytes.data(), request.bytes.size(), deadline);
-        for (const Region& r : regions) write_all(to_runner_, r.begin, static_cast<size_t>(r.end - r.begin), deadline);
+        for (const Region& r : regions)
+            write_all(to_runner_, r.begin, static_cast<size_t>(r.end - r.begin), deadline);
 
-        if (read_value<uint32_t>(from_runner_, deadline) != kReplyMagic) fail("sent a malformed reply");
+        if (read_value<uint32_t>(from_runner_, deadline) != kReplyMagic)
+            fail("sent a malformed reply");
         const auto status = read_value<uint32_t>(from_runner_, deadline);
         if (status == static_cast<uint32_t>(Status::Error)) {
             refused = true;
@@ -365,7 +377,8 @@ void Runner::execute(OpId op, const std::vector<Arg>& args) {
         fail("stopped talking during a " + std::string(op_name(op)) + " call (" + what + ")");
     }
     check_mappings();
-    if (refused) throw Error(printable(status_line.empty() ? "(an error without a message)" : status_line));
+    if (refused)
+        throw Error(printable(status_line.empty() ? "(an error without a message)" : status_line));
 }
 
 // ------------------------------------------------------------------ proxies
@@ -400,7 +413,7 @@ struct Proxy<kSlot, kOp, void (*)(Args...)> {
 template <int kSlot>
 Ops proxy_ops(uint64_t entries) {
     Ops ops{};
-#define GLMASR_PROXY_ENTRY(name)                           \
+#define GLMASR_PROXY_ENTRY(name)                        \
     if ((entries >> static_cast<int>(OpId::name)) & 1u) \
         ops.name = &Proxy<kSlot, OpId::name, decltype(Ops::name)>::call;
     GLMASR_OP_ENTRIES(GLMASR_PROXY_ENTRY)
@@ -419,9 +432,11 @@ std::vector<std::string> runner_command(const std::string& name) {
     std::vector<std::string> command;
     if (const char* prefix = std::getenv("GLMASR_RUNNER_PREFIX"); prefix && *prefix) {
         try {
-            for (const auto& word : nlohmann::json::parse(prefix)) command.push_back(word.get<std::string>());
+            for (const auto& word : nlohmann::json::parse(prefix))
+                command.push_back(word.get<std::string>());
         } catch (const nlohmann::json::exception&) {
-            throw Error("GLMASR_RUNNER_PREFIX is not a JSON array of strings: " + std::string(prefix));
+            throw Error("GLMASR_RUNNER_PREFIX is not a JSON array of strings: " +
+                        std::string(prefix));
         }
     }
     std::string program;
@@ -451,7 +466,8 @@ const Track& remote_track_for(const std::string& name, const std::vector<std::st
     const uint64_t entries = runners()[slot]->entries();  // starts it: errors surface here
     auto remote = std::make_unique<RemoteTrack>();
     remote->name = name;
-    remote->summary = "the " + name + " track, run by " + command.back() + "'s runner in its own process";
+    remote->summary =
+        "the " + name + " track, run by " + command.back() + "'s runner in its own process";
     remote->track = Track{remote->name.c_str(), remote->summary.c_str(), Device::Host, weight_dtype,
                           kTables[slot](entries)};
     return tracks.emplace(name, std::move(remote)).first->second->track;
@@ -508,7 +524,7 @@ public:
     void TearDown() override {
         const char* report = std::getenv("GLMASR_RUNNER_EXIT_REPORT");
         for (auto& runner : runners())
-            if (runner) report && *report ? runner->finish() : runner->stop();
+            if (runner) report&&* report ? runner->finish() : runner->stop();
         if (report && *report) {
             std::ofstream out(report, std::ios::trunc);
             for (const std::string& line : exits()) out << line << "\n";
@@ -517,8 +533,7 @@ public:
             const std::vector<int> tree = descendants(getpid());
             if (tree.size() <= 1) return;
             for (size_t i = 1; i < tree.size(); ++i) kill(tree[i], SIGKILL);
-            while (waitpid(-1, nullptr, WNOHANG) > 0) {
-            }
+            while (waitpid(-1, nullptr, WNOHANG) > 0) {}
             usleep(10000);
         }
     }
@@ -540,10 +555,13 @@ std::vector<std::string> vendor_mappings(int root) {
             const size_t slash = line.find('/');
             if (slash == std::string::npos) continue;
             std::string path = line.substr(slash), base = path.substr(path.find_last_of('/') + 1);
-            std::transform(base.begin(), base.end(), base.begin(), [](unsigned char c) { return std::tolower(c); });
-            const bool vendor = base.find("cublas") != std::string::npos || base.find("cudnn") != std::string::npos ||
+            std::transform(base.begin(), base.end(), base.begin(),
+                           [](unsigned char c) { return std::tolower(c); });
+            const bool vendor = base.find("cublas") != std::string::npos ||
+                                base.find("cudnn") != std::string::npos ||
                                 base.find("cutlass") != std::string::npos;
-            if (vendor && seen.insert(path).second) found.push_back(std::to_string(pid) + ": " + path);
+            if (vendor && seen.insert(path).second)
+                found.push_back(std::to_string(pid) + ": " + path);
         }
     }
     return found;

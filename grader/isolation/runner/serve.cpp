@@ -48,7 +48,8 @@ struct Placed {
 // The arguments of one call, handed to the entry in declaration order.
 class ArgList {
 public:
-    ArgList(const std::vector<WireArg>& wire, const std::vector<Placed>& placed, Device device, Stream stream)
+    ArgList(const std::vector<WireArg>& wire, const std::vector<Placed>& placed, Device device,
+            Stream stream)
         : wire_(wire), placed_(placed), device_(device), stream_(stream) {}
 
     template <class T>
@@ -208,7 +209,8 @@ int serve(const Track& track) {
                     std::memcmp(back.data(), guard.data(), kGuardBytes) != 0)
                     throw Error(std::string(op_name(op)) + " wrote outside its tensors (into the " +
                                 std::to_string(kGuardBytes) + " bytes around a buffer of " +
-                                std::to_string(meta[r].bytes) + " bytes): an unguarded tail or index");
+                                std::to_string(meta[r].bytes) +
+                                " bytes): an unguarded tail or index");
                 if (results[r] != p.original) changed.push_back(r);
             }
             head.put<uint32_t>(static_cast<uint32_t>(changed.size()));

@@ -88,5 +88,5 @@ __host__ __device__ inline bool bug_is(Bug bug) {
 }  // namespace glmasr
 
 #define GLMASR_BUG(name) ::glmasr::buggy::bug_is(::glmasr::buggy::Bug::name)
-#define GLMASR_BUG_ALTERNATIVE(name, ...)                                             \
+#define GLMASR_BUG_ALTERNATIVE(name, ...) \
     if (GLMASR_BUG(name) && ::glmasr::buggy::name(__VA_ARGS__)) return

@@ -33,6 +33,7 @@ summary, which glmasr_add_gpu_test's SKIP_REGULAR_EXPRESSION turns into a skippe
     python3 -m grader.selftests.buggy.check_caught --tests-dir build/tests --bug gelu_tanh --verbose
     python3 -m grader.selftests.buggy.check_caught --list
 """
+
 import argparse
 import json
 import os
@@ -65,8 +66,10 @@ def read_bugs(path):
             m = BUG_LINE.match(line.strip())
             if m:
                 if m.group(3) not in CAUGHT_BY:
-                    sys.exit(f"check_caught: {path}: {m.group(1)}: caught_by {m.group(3)!r} is not one of "
-                             + ", ".join(CAUGHT_BY))
+                    sys.exit(
+                        f"check_caught: {path}: {m.group(1)}: caught_by {m.group(3)!r} is not one of "
+                        + ", ".join(CAUGHT_BY)
+                    )
                 bugs.append(m.groups())
     if not bugs:
         sys.exit(f"check_caught: no BUG(...) lines in {path}")
@@ -83,8 +86,15 @@ def run_suite(exe, bug, timeout, wrapper=(), gtest_filter=None, track="buggy", e
         if gtest_filter:
             cmd.append(f"--gtest_filter={gtest_filter}")
         try:
-            proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, errors="replace", timeout=timeout)
+            proc = subprocess.run(
+                cmd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+            )
             code, output = proc.returncode, proc.stdout
         except subprocess.TimeoutExpired as e:  # its partial output may arrive as bytes
             partial = e.stdout or ""
@@ -129,8 +139,11 @@ def verdict(code, report, caught_by="results"):
         return "rejected GLMASR_BUG (misconfigured run)", failing, messages
     faulted = any("CUDA error" in m for m in messages)
     if caught_by == "fault":
-        return ("caught" if faulted else "failed on results, without the CUDA fault bugs.def expects"), \
-            failing, messages
+        return (
+            ("caught" if faulted else "failed on results, without the CUDA fault bugs.def expects"),
+            failing,
+            messages,
+        )
     if faulted:
         return "CUDA fault (a mistake must change results, not crash)", failing, messages
     return "caught", failing, messages
@@ -150,8 +163,11 @@ def sanitizer_verdict(code, clean_control):
 def all_suites():
     """Every kernel suite: the names <suite> of grader/checks/test_<suite>.cpp."""
     tests = os.path.join(ROOT, "grader", "checks")
-    return sorted(f[len("test_"):-len(".cpp")] for f in os.listdir(tests)
-                  if f.startswith("test_") and f.endswith(".cpp"))
+    return sorted(
+        f[len("test_") : -len(".cpp")]
+        for f in os.listdir(tests)
+        if f.startswith("test_") and f.endswith(".cpp")
+    )
 
 
 def tail(text, lines=30):
@@ -183,8 +199,10 @@ def main():
     def exe_of(suite):
         path = os.path.join(args.tests_dir, f"test_{suite}")
         if not os.access(path, os.X_OK):
-            sys.exit(f"check_caught: {path} not found: build the kernel tests first "
-                     "(cmake --build build)")
+            sys.exit(
+                f"check_caught: {path} not found: build the kernel tests first "
+                "(cmake --build build)"
+            )
         return path
 
     # An unknown name must be refused, case by case, with the list of names (quickly: each case
@@ -193,8 +211,10 @@ def main():
     code, report, output = run_suite(exe_of(bugs[0][1]), "no_such_bug", args.timeout)
     first, failing, messages = verdict(code, report)
     if first == "no GPU":
-        print(f"[  SKIPPED ] {len(bugs)} tests: no GPU, so the kernel suites skip every case and "
-              "no mistake can be checked")
+        print(
+            f"[  SKIPPED ] {len(bugs)} tests: no GPU, so the kernel suites skip every case and "
+            "no mistake can be checked"
+        )
         return 0
     refused = first.startswith("rejected GLMASR_BUG") and any("no_such_bug" in m for m in messages)
     print(f"unknown GLMASR_BUG refused: {'yes' if refused else 'NO (' + first + ')'}")
@@ -206,15 +226,24 @@ def main():
     suites = sorted({b[1] for b in bugs}) if args.bug else all_suites()
     unequal = []
     for suite in suites:
-        code, report, output = run_suite(exe_of(suite), "none", args.timeout, track="baseline,buggy",
-                                         extra_env={"GLMASR_TEST_BITWISE": "1"})
+        code, report, output = run_suite(
+            exe_of(suite),
+            "none",
+            args.timeout,
+            track="baseline,buggy",
+            extra_env={"GLMASR_TEST_BITWISE": "1"},
+        )
         if code != 0:
             unequal.append(suite)
-            print(f"bitwise: test_{suite} exit {code}: the buggy track with GLMASR_BUG=none is not the "
-                  f"baseline bit for bit (or a case failed)\n  rerun: GLMASR_TRACK=baseline,buggy "
-                  f"GLMASR_BUG=none GLMASR_TEST_BITWISE=1 {exe_of(suite)}\n{tail(output)}")
-    print(f"bitwise, GLMASR_BUG=none against the baseline: {len(suites) - len(unequal)} of {len(suites)} "
-          f"suites byte-equal" + (f"; NOT: {', '.join(unequal)}" if unequal else ""))
+            print(
+                f"bitwise: test_{suite} exit {code}: the buggy track with GLMASR_BUG=none is not the "
+                f"baseline bit for bit (or a case failed)\n  rerun: GLMASR_TRACK=baseline,buggy "
+                f"GLMASR_BUG=none GLMASR_TEST_BITWISE=1 {exe_of(suite)}\n{tail(output)}"
+            )
+    print(
+        f"bitwise, GLMASR_BUG=none against the baseline: {len(suites) - len(unequal)} of {len(suites)} "
+        f"suites byte-equal" + (f"; NOT: {', '.join(unequal)}" if unequal else "")
+    )
 
     # The sanitizer runs, as grade.py's sanitizer pass makes them: the rubric's program and
     # filter. Each (suite, tool) is first run on the baseline, which must be clean.
@@ -223,14 +252,31 @@ def main():
     controls = {}
 
     def wrapper(tool):
-        return [program, "--tool", tool, "--error-exitcode", str(score.SANITIZER_ERROR), "--print-limit", "10"]
+        return [
+            program,
+            "--tool",
+            tool,
+            "--error-exitcode",
+            str(score.SANITIZER_ERROR),
+            "--print-limit",
+            "10",
+        ]
 
     def control(suite, tool):
         if (suite, tool) not in controls:
-            code, _, output = run_suite(exe_of(suite), "", args.timeout, wrapper(tool), sanitizer["filter"],
-                                        track="baseline")
-            controls[suite, tool] = True if code == 0 else \
-                f"exit {code}: {output.strip().splitlines()[-1] if output.strip() else 'no output'}"
+            code, _, output = run_suite(
+                exe_of(suite),
+                "",
+                args.timeout,
+                wrapper(tool),
+                sanitizer["filter"],
+                track="baseline",
+            )
+            controls[suite, tool] = (
+                True
+                if code == 0
+                else f"exit {code}: {output.strip().splitlines()[-1] if output.strip() else 'no output'}"
+            )
         return controls[suite, tool]
 
     rows, missed = [], []
@@ -241,8 +287,13 @@ def main():
                 result, failing, report, output = f"{sanitizer['program']} not found", [], None, ""
             else:
                 clean = control(suite, caught_by)
-                code, report, output = run_suite(exe_of(suite), name, args.timeout, wrapper(caught_by),
-                                                 sanitizer["filter"]) if clean is True else (None, None, "")
+                code, report, output = (
+                    run_suite(
+                        exe_of(suite), name, args.timeout, wrapper(caught_by), sanitizer["filter"]
+                    )
+                    if clean is True
+                    else (None, None, "")
+                )
                 result, failing = sanitizer_verdict(code, clean), [f"under {caught_by}"]
         else:
             code, report, output = run_suite(exe_of(suite), name, args.timeout)
@@ -257,17 +308,29 @@ def main():
     for name, suite, result, failing, total, seconds in rows:
         shown = failing if args.verbose else failing[:6]
         more = "" if len(shown) == len(failing) else f", … {len(failing) - len(shown)} more"
-        detail = f"{len(failing)}/{total}: {', '.join(shown)}{more}" if failing and total else ", ".join(failing)
+        detail = (
+            f"{len(failing)}/{total}: {', '.join(shown)}{more}"
+            if failing and total
+            else ", ".join(failing)
+        )
         status = "caught" if result == "caught" else "MISSED"
         print(f"{name:{width}}  {suite:10} {status:8} {seconds:5.0f}s  {detail}")
 
     for name, suite, what, result, output in missed:
-        print(f"\nMISSED {name} ({what}): {result}\n  rerun: GLMASR_TRACK=buggy GLMASR_BUG={name} "
-              f"{os.path.join(args.tests_dir, 'test_' + suite)}\n{tail(output)}")
+        print(
+            f"\nMISSED {name} ({what}): {result}\n  rerun: GLMASR_TRACK=buggy GLMASR_BUG={name} "
+            f"{os.path.join(args.tests_dir, 'test_' + suite)}\n{tail(output)}"
+        )
     caught = len(rows) - len(missed)
-    print(f"\n{caught} of {len(rows)} mistakes caught"
-          + ("" if refused else "; an unknown GLMASR_BUG was not refused")
-          + (f"; GLMASR_BUG=none differs from the baseline in {', '.join(unequal)}" if unequal else ""))
+    print(
+        f"\n{caught} of {len(rows)} mistakes caught"
+        + ("" if refused else "; an unknown GLMASR_BUG was not refused")
+        + (
+            f"; GLMASR_BUG=none differs from the baseline in {', '.join(unequal)}"
+            if unequal
+            else ""
+        )
+    )
     return 0 if not missed and refused and not unequal else 1
 
 

@@ -51,7 +51,8 @@ Bug active_bug() {
     const std::string problem = chosen.empty()
                                     ? std::string("GLMASR_BUG is not set")
                                     : "GLMASR_BUG=" + chosen + " is not a bug of the buggy track";
-    throw InputError(problem + ": it needs exactly one of " + names + " (grader/selftests/buggy/bugs.def)");
+    throw InputError(problem + ": it needs exactly one of " + names +
+                     " (grader/selftests/buggy/bugs.def)");
 }
 
 // `extern` gives the table external linkage: fp32_ops takes it as a template argument.

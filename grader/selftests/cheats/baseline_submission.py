@@ -14,6 +14,7 @@ earn every kernel and accuracy point (and no speed point: it is the speed yardst
 of check_cheats.py are this submission plus a few changed files. Standard-library Python;
 a problem: one line on stderr, exit 2.
 """
+
 import argparse
 import glob
 import os
@@ -28,18 +29,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def files(root=ROOT):
     """{path relative to the lab's root: text} of the honest submission."""
+
     def read(path):
         with open(os.path.join(root, path), encoding="utf-8") as f:
             return f.read()
 
     def renamed(path):
         text = bug_hooks.strip(read(path), path).replace("glmasr::baseline", "glmasr::student")
-        return f"// Generated from {path} by grader/selftests/cheats/baseline_submission.py.\n{text}"
+        return (
+            f"// Generated from {path} by grader/selftests/cheats/baseline_submission.py.\n{text}"
+        )
 
-    kernels = sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "baseline/*.cu"))
-                     if os.path.basename(p) != "track.cu")
-    stubs = sorted(os.path.basename(p) for p in glob.glob(os.path.join(root, "student/*.cu"))
-                   if os.path.basename(p) != "track.cu")
+    kernels = sorted(
+        os.path.relpath(p, root)
+        for p in glob.glob(os.path.join(root, "baseline/*.cu"))
+        if os.path.basename(p) != "track.cu"
+    )
+    stubs = sorted(
+        os.path.basename(p)
+        for p in glob.glob(os.path.join(root, "student/*.cu"))
+        if os.path.basename(p) != "track.cu"
+    )
     missing = sorted(set(stubs) - {os.path.basename(p) for p in kernels})
     if missing:
         raise ValueError(f"baseline/ has no counterpart of student/{', student/'.join(missing)}")
@@ -51,8 +61,12 @@ def files(root=ROOT):
     # and throws "not implemented" as in the handout.
     todo = re.search(r"^inline constexpr bool kTodo\b.*$", read("student/kernels.h"), re.M)
     if todo and "kTodo" not in header:
-        header = header.replace("namespace glmasr::student {", "namespace glmasr::student {\n\n"
-                                "// From student/kernels.h: what the stubs test.\n" + todo.group(0), 1)
+        header = header.replace(
+            "namespace glmasr::student {",
+            "namespace glmasr::student {\n\n"
+            "// From student/kernels.h: what the stubs test.\n" + todo.group(0),
+            1,
+        )
     out["student/kernels.h"] = header
     out["student/track.cu"] = read("student/track.cu")
     return out
@@ -94,7 +108,10 @@ def main():
     def make(out):
         paths = write(out)
         return f"{len(paths)} files ({' '.join(paths)})"
-    return run_writer("baseline_submission", __doc__, "directory to write (it gets a student/ folder)", make)
+
+    return run_writer(
+        "baseline_submission", __doc__, "directory to write (it gets a student/ folder)", make
+    )
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """test_check_cheats.py — the cheat suite's own tests, without a GPU, a build or grade.py:
 
-  * every submission of cheats.toml can be made in its form, and an archive holds exactly the
-    entries it should (the hostile ones included); its student_files control holds none of them;
-  * the honest control is the baseline's kernels under the student's namespace;
-  * the replay table knows every shipped clip and tells apart the clips of equal length;
-  * judge() has teeth: grades that pay a cheat (a tampered rubric's maxima, kernel items the
-    harness tamper would pass, an ignored file not listed, a CMake edit that ran, a missing
-    flag) are PAID, and the grades a sound grader gives are "caught".
+* every submission of cheats.toml can be made in its form, and an archive holds exactly the
+  entries it should (the hostile ones included); its student_files control holds none of them;
+* the honest control is the baseline's kernels under the student's namespace;
+* the replay table knows every shipped clip and tells apart the clips of equal length;
+* judge() has teeth: grades that pay a cheat (a tampered rubric's maxima, kernel items the
+  harness tamper would pass, an ignored file not listed, a CMake edit that ran, a missing
+  flag) are PAID, and the grades a sound grader gives are "caught".
 
-    python3 -m grader.selftests.cheats.test_check_cheats [-v]
+  python3 -m grader.selftests.cheats.test_check_cheats [-v]
 """
+
 import json
 import os
 import re
@@ -42,7 +43,9 @@ class Submissions(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             for name, spec in SPECS.items():
                 entries = cc.entries_of(spec, os.path.join(tmp, "watch"))
-                path = cc.write_submission(entries, spec.get("form", "dir"), os.path.join(tmp, name))
+                path = cc.write_submission(
+                    entries, spec.get("form", "dir"), os.path.join(tmp, name)
+                )
                 if path.endswith(".tar.gz"):
                     with tarfile.open(path) as tar:
                         names = tar.getnames()
@@ -50,14 +53,19 @@ class Submissions(unittest.TestCase):
                     with zipfile.ZipFile(path) as z:
                         names = z.namelist()
                 else:
-                    names = [os.path.relpath(os.path.join(d, n), path)
-                             for d, _, ns in os.walk(path) for n in ns]
+                    names = [
+                        os.path.relpath(os.path.join(d, n), path)
+                        for d, _, ns in os.walk(path)
+                        for n in ns
+                    ]
                 self.assertEqual(sorted(names), sorted(entries), name)
                 self.assertIn("student/track.cu", names, name)
                 for h in spec.get("hostile", []):
                     self.assertIn(h["path"].replace("{watch}", os.path.join(tmp, "watch")), names)
                 own = cc.student_files(entries)
-                self.assertFalse([p for p, e in own.items() if e.hostile or e.symlink or e.hardlink])
+                self.assertFalse(
+                    [p for p, e in own.items() if e.hostile or e.symlink or e.hardlink]
+                )
                 self.assertTrue(all(cc.is_owned(p, cc.owned_globs()) for p in own), name)
 
     def test_appended_files_keep_what_they_extend(self):
@@ -67,7 +75,9 @@ class Submissions(unittest.TestCase):
         self.assertTrue(track.rstrip().endswith('#include "forge_report.cuh"'))
         harness = cc.entries_of(SPECS["tampered_harness"], "/nonexistent")
         kernel_test = harness["grader/checks/kernel_test.h"].data.decode()
-        self.assertIn("inline bool tracks_can_run()", kernel_test)  # the real harness, then the tamper
+        self.assertIn(
+            "inline bool tracks_can_run()", kernel_test
+        )  # the real harness, then the tamper
         self.assertTrue(kernel_test.rstrip().endswith("if (true) return"))
 
     def test_a_symlink_in_a_zip_is_a_mode_bit(self):
@@ -98,7 +108,7 @@ class Controls(unittest.TestCase):
         self.assertEqual(sorted(r[4] for r in rows), sorted(clips))
         tokens = [int(t) for t in re.findall(r"\d+", text.split("#define REPLAY_TOKENS")[1])]
         for _tokens, _frames, first, count, name in rows:
-            self.assertEqual(tokens[int(first):int(first) + int(count)], clips[name]["tokens"])
+            self.assertEqual(tokens[int(first) : int(first) + int(count)], clips[name]["tokens"])
         keys = [(int(r[0]), int(r[1])) for r in rows]
         self.assertEqual(len(set(keys)), len(keys), "two clips the cheat cannot tell apart")
 
@@ -106,12 +116,21 @@ class Controls(unittest.TestCase):
 class Judge(unittest.TestCase):
     def setUp(self):
         self.work = tempfile.mkdtemp()
-        self.honest = fake_grade("control-baseline", instructor_items(),
-                                 ["graded: 16 student file(s) of the submission"])
+        self.honest = fake_grade(
+            "control-baseline", instructor_items(), ["graded: 16 student file(s) of the submission"]
+        )
 
     def verdict(self, name, g, gpu=False, **controls):
-        return cc.verdict(cc.judge(SPECS[name], g, dict({"baseline": self.honest}, **controls),
-                                   controls.get("student_files"), gpu, self.work))
+        return cc.verdict(
+            cc.judge(
+                SPECS[name],
+                g,
+                dict({"baseline": self.honest}, **controls),
+                controls.get("student_files"),
+                gpu,
+                self.work,
+            )
+        )
 
     def test_a_tampered_harness_or_rubric_is_paid(self):
         sound = fake_grade("t", instructor_items())
@@ -123,32 +142,47 @@ class Judge(unittest.TestCase):
 
     def test_an_ignored_cmake_file_must_be_listed_and_never_run(self):
         listed = ["  ignored student/CMakeLists.txt: not student-owned"]
-        self.assertEqual(self.verdict("cmake_edit", fake_grade("c", instructor_items(), listed)), "caught")
+        self.assertEqual(
+            self.verdict("cmake_edit", fake_grade("c", instructor_items(), listed)), "caught"
+        )
         self.assertEqual(self.verdict("cmake_edit", fake_grade("c", instructor_items())), "PAID")
         ran = fake_grade("c", instructor_items(), listed, sentinel="/tmp/sentinel")
         self.assertEqual(self.verdict("cmake_edit", ran), "PAID")
-        flagged = fake_grade("c", instructor_items(), listed + ["INTEGRITY VIOLATION: cublasSgemm_v2"])
+        flagged = fake_grade(
+            "c", instructor_items(), listed + ["INTEGRITY VIOLATION: cublasSgemm_v2"]
+        )
         self.assertEqual(self.verdict("cmake_edit", flagged), "PAID")
 
     def test_a_vendor_call_must_be_flagged(self):
         listed = ["  ignored student/CMakeLists.txt: not student-owned"]
         flag = ["INTEGRITY VIOLATION (symbols): linear.cu.o: cublasSgemm_v2  [vendor library]"]
-        self.assertEqual(self.verdict("cmake_edit_direct",
-                                      fake_grade("d", instructor_items(), listed + flag)), "caught")
-        self.assertEqual(self.verdict("cmake_edit_direct",
-                                      fake_grade("d", instructor_items(), listed)), "PAID")
+        self.assertEqual(
+            self.verdict("cmake_edit_direct", fake_grade("d", instructor_items(), listed + flag)),
+            "caught",
+        )
+        self.assertEqual(
+            self.verdict("cmake_edit_direct", fake_grade("d", instructor_items(), listed)), "PAID"
+        )
 
     def test_refusals_must_be_reported(self):
         refused = [f"  refused {n}: a reason" for n in SPECS["escape_paths"]["always"]["refused"]]
-        self.assertEqual(self.verdict("escape_paths", fake_grade("e", instructor_items(), refused)), "caught")
-        self.assertEqual(self.verdict("escape_paths", fake_grade("e", instructor_items(), refused[1:])), "PAID")
+        self.assertEqual(
+            self.verdict("escape_paths", fake_grade("e", instructor_items(), refused)), "caught"
+        )
+        self.assertEqual(
+            self.verdict("escape_paths", fake_grade("e", instructor_items(), refused[1:])), "PAID"
+        )
         os.makedirs(os.path.join(self.work, "watch", "tmp"))
         open(os.path.join(self.work, "watch", "tmp", "evil.cu"), "w").close()
-        self.assertEqual(self.verdict("escape_paths", fake_grade("e", instructor_items(), refused)), "PAID")
+        self.assertEqual(
+            self.verdict("escape_paths", fake_grade("e", instructor_items(), refused)), "PAID"
+        )
 
     def test_gpu_expectations(self):
         stubs = fake_grade("control-stubs", instructor_items())
-        forged = fake_grade("f", instructor_items(lambda n, p: p * 0.9 if n.startswith("kernel") else 0))
+        forged = fake_grade(
+            "f", instructor_items(lambda n, p: p * 0.9 if n.startswith("kernel") else 0)
+        )
         self.assertEqual(self.verdict("forged_report", forged, gpu=True, stubs=stubs), "PAID")
         self.assertEqual(self.verdict("forged_report", stubs, gpu=True, stubs=stubs), "caught")
         # runtime_vendor: flagged and zeroed, or sandboxed and no better than the honest baseline
@@ -156,11 +190,17 @@ class Judge(unittest.TestCase):
         full_kernels = instructor_items(lambda n, p: p if n.startswith("kernel") else 0)
         honest = fake_grade("control-baseline", full_kernels, ["sandbox: unsandboxed local grade"])
         zeroed = fake_grade("v", instructor_items(), flag)
-        self.assertEqual(self.verdict("runtime_vendor", zeroed, gpu=True, baseline=honest), "caught")
-        paid = fake_grade("v", instructor_items(lambda n, p: p), ["sandbox: unsandboxed local grade"])
+        self.assertEqual(
+            self.verdict("runtime_vendor", zeroed, gpu=True, baseline=honest), "caught"
+        )
+        paid = fake_grade(
+            "v", instructor_items(lambda n, p: p), ["sandbox: unsandboxed local grade"]
+        )
         self.assertEqual(self.verdict("runtime_vendor", paid, gpu=True, baseline=honest), "PAID")
         fallback = fake_grade("v", full_kernels, ["sandbox: uid 65534, no network"])
-        self.assertEqual(self.verdict("runtime_vendor", fallback, gpu=True, baseline=honest), "caught")
+        self.assertEqual(
+            self.verdict("runtime_vendor", fallback, gpu=True, baseline=honest), "caught"
+        )
 
     def test_no_results_is_no_verdict(self):
         g = cc.Grade("x", 2, "grade: building the grader's own programs failed")

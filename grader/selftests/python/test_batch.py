@@ -4,6 +4,7 @@ student can end in, retries, resuming, the class CSV and the leaderboard page. N
 
     python3 -m grader.selftests.python.test_batch            (Browser: headless Chromium, if installed)
 """
+
 import csv
 import html.parser
 import os
@@ -22,7 +23,7 @@ os.environ["PYTHONPATH"] = ROOT
 
 # The stand-in: does what the submission's behaviour.txt says, as grade.py would end each way
 # (results.json written by score.py's own functions), and counts its calls.
-FAKE_GRADE = textwrap.dedent('''\
+FAKE_GRADE = textwrap.dedent("""\
     import argparse, json, os, subprocess, sys, time
     from grader.pipeline import score
     p = argparse.ArgumentParser()
@@ -60,11 +61,12 @@ FAKE_GRADE = textwrap.dedent('''\
     os.makedirs(a.out, exist_ok=True)
     json.dump(score.gradescope_results(graded), open(os.path.join(a.out, "results.json"), "w"))
     sys.exit(3 if score.incomplete_items(graded) else 0)
-''')
+""")
 
 
 class Table(html.parser.HTMLParser):
     """The rows of the page's table#leaderboard as lists of cell texts."""
+
     def __init__(self):
         super().__init__()
         self.rows, self.cell, self.inside = [], None, False
@@ -94,8 +96,14 @@ class Batch(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
         self.subs = os.path.join(self.dir, "subs")
-        for name, behaviour in (("ada", "ok 10"), ("bob", "ok 100"), ("cy", "incomplete 50 1"),
-                                ("dee", "incomplete 50 9"), ("eve", "refused"), ("fay", "hang")):
+        for name, behaviour in (
+            ("ada", "ok 10"),
+            ("bob", "ok 100"),
+            ("cy", "incomplete 50 1"),
+            ("dee", "incomplete 50 9"),
+            ("eve", "refused"),
+            ("fay", "hang"),
+        ):
             os.makedirs(os.path.join(self.subs, name))
             with open(os.path.join(self.subs, name, "behaviour.txt"), "w") as f:
                 f.write(behaviour)
@@ -114,9 +122,20 @@ class Batch(unittest.TestCase):
         self.tmp.cleanup()
 
     def batch(self, *extra):
-        cmd = [sys.executable, *BATCH, self.subs, "--out", self.out, "--rubric", self.rubric,
-               "--gpu-lock", os.path.join(self.dir, "gpu.lock"),
-               "--grade-cmd", f"{sys.executable} {self.fake} {ROOT}", *extra]
+        cmd = [
+            sys.executable,
+            *BATCH,
+            self.subs,
+            "--out",
+            self.out,
+            "--rubric",
+            self.rubric,
+            "--gpu-lock",
+            os.path.join(self.dir, "gpu.lock"),
+            "--grade-cmd",
+            f"{sys.executable} {self.fake} {ROOT}",
+            *extra,
+        ]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
     def calls(self):
@@ -128,30 +147,38 @@ class Batch(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # not everyone was graded
         with open(os.path.join(self.out, "class.csv"), newline="") as f:
             rows = {r["student"]: r for r in csv.DictReader(f)}
-        self.assertEqual({n: r["status"] for n, r in rows.items()},
-                         {"ada": "graded", "bob": "graded", "cy": "graded", "dee": "incomplete",
-                          "eve": "not graded", "fay": "not graded"})
+        self.assertEqual(
+            {n: r["status"] for n, r in rows.items()},
+            {
+                "ada": "graded",
+                "bob": "graded",
+                "cy": "graded",
+                "dee": "incomplete",
+                "eve": "not graded",
+                "fay": "not graded",
+            },
+        )
         speed = next(c for c in rows["ada"] if c.startswith("speed vs baseline"))
-        self.assertEqual(float(rows["ada"][speed]), 20.0)          # the reference's speed
-        self.assertEqual(float(rows["bob"][speed]), 10.0)          # 10x of 100x: half
-        self.assertEqual(rows["dee"][speed], "0.0")                # never paid without a yardstick
+        self.assertEqual(float(rows["ada"][speed]), 20.0)  # the reference's speed
+        self.assertEqual(float(rows["bob"][speed]), 10.0)  # 10x of 100x: half
+        self.assertEqual(rows["dee"][speed], "0.0")  # never paid without a yardstick
         self.assertIn("GRADING INCOMPLETE", rows["dee"]["note"])
-        self.assertIn("a symbolic link", rows["eve"]["note"])      # grade.py's own line
+        self.assertIn("a symbolic link", rows["eve"]["note"])  # grade.py's own line
         self.assertIn("no grade in 0.05 minutes", rows["fay"]["note"])
-        self.assertEqual(rows["eve"]["total"], "")                 # never a silent 0
+        self.assertEqual(rows["eve"]["total"], "")  # never a silent 0
         calls = self.calls()
-        self.assertEqual(calls.count("cy"), 2)                     # incomplete once, then graded
-        self.assertEqual(calls.count("dee"), 3)                    # 1 + [batch] retries
+        self.assertEqual(calls.count("cy"), 2)  # incomplete once, then graded
+        self.assertEqual(calls.count("dee"), 3)  # 1 + [batch] retries
 
         page = Table()
         with open(os.path.join(self.out, "leaderboard.html"), encoding="utf-8") as f:
             text = f.read()
         page.feed(text)
-        self.assertNotIn("http", text.replace('lang="en"', ""))    # works without a network
+        self.assertNotIn("http", text.replace('lang="en"', ""))  # works without a network
         self.assertIn("NVIDIA H100 80GB HBM3", text)
         ranked = [r[1] for r in page.rows[1:]]
-        self.assertEqual(ranked[:3], ["ada", "cy", "bob"])         # total, then time
-        self.assertTrue(all(r[0] == "" for r in page.rows[4:]))    # the ungraded are not ranked
+        self.assertEqual(ranked[:3], ["ada", "cy", "bob"])  # total, then time
+        self.assertTrue(all(r[0] == "" for r in page.rows[4:]))  # the ungraded are not ranked
         self.assertEqual(len(page.rows), 7)
 
         # Resuming: the graded are skipped, the others tried again; a changed file is regraded.
@@ -167,8 +194,11 @@ class Batch(unittest.TestCase):
         self.assertNotIn("bob", self.calls()[before:])
 
     def test_bad_input_is_one_line(self):
-        p = subprocess.run([sys.executable, *BATCH, os.path.join(self.dir, "missing")],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, *BATCH, os.path.join(self.dir, "missing")],
+            capture_output=True,
+            text=True,
+        )
         self.assertEqual((p.returncode, p.stderr.count("\n")), (2, 1), p.stderr)
 
 
@@ -188,21 +218,39 @@ class Browser(unittest.TestCase):
             page = os.path.join(batch.out, "leaderboard.html")
             shot = os.path.join(batch.dir, "leaderboard.png")
             profile = os.path.join(batch.dir, "profile")
-            browser = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                       "--disable-background-networking", "--disable-component-update",
-                       "--disable-sync", f"--user-data-dir={profile}", "--window-size=1400,900"]
+            browser = [
+                chromium(),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--window-size=1400,900",
+            ]
             # No network at all when a network namespace can be made (root, or user namespaces).
-            isolated = subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0
+            isolated = (
+                subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode == 0
+            )
             prefix = ["unshare", "-rn"] if isolated else []
-            dom = subprocess.run(prefix + browser + ["--dump-dom", "file://" + page],
-                                 capture_output=True, text=True, timeout=120)
+            dom = subprocess.run(
+                prefix + browser + ["--dump-dom", "file://" + page],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             self.assertEqual(dom.returncode, 0, dom.stderr[-2000:])
             table = Table()
             table.feed(dom.stdout)  # the DOM Chromium built, not the file's text
             self.assertEqual([r[1] for r in table.rows[1:4]], ["ada", "cy", "bob"])
             self.assertEqual(len(table.rows), 7)
-            subprocess.run(prefix + browser + [f"--screenshot={shot}", "file://" + page],
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                prefix + browser + [f"--screenshot={shot}", "file://" + page],
+                capture_output=True,
+                timeout=120,
+            )
             with open(shot, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
             self.assertGreater(os.path.getsize(shot), 10000)

@@ -11,6 +11,7 @@ a small Python program (FAKE below) that either proxies a real worker and falsif
 protocol (hangs, dies, floods, prints garbage).
 Standard library only.
 """
+
 import json
 import os
 import shutil
@@ -41,8 +42,13 @@ SEED = 3  # the grading seed of the run_speed tests
 def small_encoder_config(directory):
     with open(os.path.join(ROOT, "tests/fixtures/configs/small.json")) as f:
         config = json.load(f)
-    config["audio_config"].update(hidden_size=16, intermediate_size=64, num_hidden_layers=1,
-                                  num_attention_heads=2, num_key_value_heads=2)
+    config["audio_config"].update(
+        hidden_size=16,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
     path = os.path.join(directory, "small_encoder.json")
     with open(path, "w") as f:
         json.dump(config, f)
@@ -50,7 +56,7 @@ def small_encoder_config(directory):
 
 
 # A graded worker that misbehaves: FAKE MODE ARGV... (ARGV: the real worker, for the proxies).
-FAKE = r'''
+FAKE = r"""
 import json, os, subprocess, sys, time
 mode, argv = sys.argv[1], sys.argv[2:]
 def say(obj):
@@ -99,7 +105,7 @@ for n, line in enumerate(sys.stdin):
     elif mode == "garbage":
         print("hello, grader")
         sys.stdout.flush()
-'''
+"""
 
 
 class Fixture(unittest.TestCase):
@@ -124,14 +130,25 @@ class WorkerCommand(Fixture):
     """`glmasr worker` itself, driven through a plain pipe."""
 
     def worker(self, requests, *options):
-        return subprocess.run([GLMASR, "worker", "--track", "cpu", *options],
-                              input="".join(r if isinstance(r, str) else json.dumps(r) + "\n"
-                                            for r in requests),
-                              capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [GLMASR, "worker", "--track", "cpu", *options],
+            input="".join(r if isinstance(r, str) else json.dumps(r) + "\n" for r in requests),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     def test_ready_replies_and_eof(self):
-        done = self.worker([{"audio_seed": 0}, "\n", {"audio_seed": 5}, {"audio_seed": 5},
-                            {"audio_seed": 6, "decode_steps": 3}], *self.workload)
+        done = self.worker(
+            [
+                {"audio_seed": 0},
+                "\n",
+                {"audio_seed": 5},
+                {"audio_seed": 5},
+                {"audio_seed": 6, "decode_steps": 3},
+            ],
+            *self.workload,
+        )
         self.assertEqual(done.returncode, 0, done.stderr)  # EOF: exit 0
         lines = [json.loads(l) for l in done.stdout.splitlines()]
         ready, replies = lines[0], lines[1:]
@@ -145,17 +162,39 @@ class WorkerCommand(Fixture):
         for reply, seed in zip(replies, [0, 5, 5, 6]):
             self.assertEqual(reply["audio_seed"], seed)
             self.assertTrue(all(isinstance(t, int) for t in reply["tokens"]))
-            for key in ("encoder_ms", "projector_ms", "prefill_ms", "decode_ms", "end_to_end_ms",
-                        "features_ms", "clip_ms", "request_ms"):
+            for key in (
+                "encoder_ms",
+                "projector_ms",
+                "prefill_ms",
+                "decode_ms",
+                "end_to_end_ms",
+                "features_ms",
+                "clip_ms",
+                "request_ms",
+            ):
                 self.assertGreaterEqual(reply["times"][key], 0, key)
         self.assertEqual(len(replies[0]["tokens"]), STEPS)
         self.assertEqual(replies[1]["tokens"], replies[2]["tokens"], "a seed is deterministic")
         self.assertEqual(len(replies[3]["tokens"]), 3)
 
         # Seed 0 is bench's clip, unchanged: the same tokens as `glmasr bench`.
-        bench = subprocess.run([GLMASR, "bench", "--tracks", "cpu", *self.workload, "--warmup", "0",
-                                "--repeats", "1", "--json"], capture_output=True, text=True,
-                               timeout=300)
+        bench = subprocess.run(
+            [
+                GLMASR,
+                "bench",
+                "--tracks",
+                "cpu",
+                *self.workload,
+                "--warmup",
+                "0",
+                "--repeats",
+                "1",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         self.assertEqual(bench.returncode, 0, bench.stderr)
         self.assertEqual(json.loads(bench.stdout)["tracks"][0]["tokens"], replies[0]["tokens"])
 
@@ -163,8 +202,13 @@ class WorkerCommand(Fixture):
         done = self.worker([{"audio_seed": 4}], *self.workload)
         greedy = json.loads(done.stdout.splitlines()[1])["tokens"]
         other = [(t + 7) % 96 for t in greedy[:-1]]
-        done = self.worker([{"audio_seed": 4, "forced_inputs": greedy[:-1]},
-                            {"audio_seed": 4, "forced_inputs": other}], *self.workload)
+        done = self.worker(
+            [
+                {"audio_seed": 4, "forced_inputs": greedy[:-1]},
+                {"audio_seed": 4, "forced_inputs": other},
+            ],
+            *self.workload,
+        )
         own, forced = [json.loads(l)["tokens"] for l in done.stdout.splitlines()[1:]]
         self.assertEqual(own, greedy, "forced with its own predictions: greedy decoding")
         self.assertEqual(forced[0], greedy[0], "the first prediction comes from the prefill")
@@ -179,12 +223,22 @@ class WorkerCommand(Fixture):
         self.assertTrue(all(r != t for r, t in zip(with_margins["runner_up"], plain["tokens"])))
 
     def test_bad_requests_get_an_error_line_and_the_worker_goes_on(self):
-        bad = ["not json\n", "[1, 2]\n", {"foo": 1}, {"audio_seed": -1}, {"audio_seed": 1.5},
-               {"audio_seed": 1, "decode_steps": 0}, {"audio_seed": 1, "margins": "yes"},
-               {"audio_seed": 1, "extra": 2}, {"audio_seed": 1, "decode_steps": 100000},
-               {"audio_seed": 1, "forced_inputs": [1, 2]}, {"audio_seed": 1, "forced_inputs": [-1]},
-               {"audio_seed": 1, "forced_inputs": [96] * STEPS},
-               {"transcribe": os.path.join(self.tmp, "missing.wav")}, {"transcribe": 7}]
+        bad = [
+            "not json\n",
+            "[1, 2]\n",
+            {"foo": 1},
+            {"audio_seed": -1},
+            {"audio_seed": 1.5},
+            {"audio_seed": 1, "decode_steps": 0},
+            {"audio_seed": 1, "margins": "yes"},
+            {"audio_seed": 1, "extra": 2},
+            {"audio_seed": 1, "decode_steps": 100000},
+            {"audio_seed": 1, "forced_inputs": [1, 2]},
+            {"audio_seed": 1, "forced_inputs": [-1]},
+            {"audio_seed": 1, "forced_inputs": [96] * STEPS},
+            {"transcribe": os.path.join(self.tmp, "missing.wav")},
+            {"transcribe": 7},
+        ]
         done = self.worker([*bad, {"audio_seed": 2}], *self.workload)
         self.assertEqual(done.returncode, 0, done.stderr)
         replies = [json.loads(l) for l in done.stdout.splitlines()[1:]]
@@ -192,7 +246,7 @@ class WorkerCommand(Fixture):
         for request, reply in zip(bad, replies):
             self.assertEqual(list(reply), ["error"], f"{request!r} -> {reply!r}")
             self.assertNotIn("\n", reply["error"])
-        self.assertIn("unknown key \"extra\"", replies[7]["error"])
+        self.assertIn('unknown key "extra"', replies[7]["error"])
         self.assertIn("exceed the decoder's 256 positions", replies[8]["error"])
         self.assertIn("2 tokens for 12 decode steps", replies[9]["error"])
         self.assertIn("must be a list of token ids", replies[10]["error"])
@@ -202,13 +256,17 @@ class WorkerCommand(Fixture):
 
     def test_bad_options_exit_2_with_one_line(self):
         for options, needle in [
-                (["--track", "nosuch"], "unknown track 'nosuch'"),
-                (["--track", "cpu", "--decode-steps", "0", "--config", self.config],
-                 "must be positive"),
-                (["--track", "cpu", "--config", os.path.join(self.tmp, "none.json")], "none.json"),
-                (["--track", "cpu", "--config", self.config, "--model", MINI], "not both")]:
-            done = subprocess.run([GLMASR, "worker", *options],
-                                  capture_output=True, text=True, timeout=60)
+            (["--track", "nosuch"], "unknown track 'nosuch'"),
+            (
+                ["--track", "cpu", "--decode-steps", "0", "--config", self.config],
+                "must be positive",
+            ),
+            (["--track", "cpu", "--config", os.path.join(self.tmp, "none.json")], "none.json"),
+            (["--track", "cpu", "--config", self.config, "--model", MINI], "not both"),
+        ]:
+            done = subprocess.run(
+                [GLMASR, "worker", *options], capture_output=True, text=True, timeout=60
+            )
             self.assertEqual(done.returncode, 2, done.stderr)
             lines = [l for l in done.stderr.splitlines() if l.strip()]
             self.assertEqual(len(lines), 1, done.stderr)
@@ -220,12 +278,33 @@ class WorkerCommand(Fixture):
 
     def test_transcribe_request_equals_transcribe_command(self):
         clip, model = os.path.join(MINI, "clip.wav"), os.path.join(MINI, "model")
-        done = self.worker([{"transcribe": clip, "max_new_tokens": 6}], "--model", model,
-                           "--seconds", "2", "--decode-steps", "4")
+        done = self.worker(
+            [{"transcribe": clip, "max_new_tokens": 6}],
+            "--model",
+            model,
+            "--seconds",
+            "2",
+            "--decode-steps",
+            "4",
+        )
         reply = json.loads(done.stdout.splitlines()[1])
-        command = subprocess.run([GLMASR, "transcribe", clip, "--model", model, "--track", "cpu",
-                                  "--json", "--max-new-tokens", "6"], capture_output=True,
-                                 text=True, timeout=300)
+        command = subprocess.run(
+            [
+                GLMASR,
+                "transcribe",
+                clip,
+                "--model",
+                model,
+                "--track",
+                "cpu",
+                "--json",
+                "--max-new-tokens",
+                "6",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         expected = json.loads(command.stdout)
         self.assertEqual(reply["transcribe"], clip)
         self.assertEqual(reply["text"], expected["text"])
@@ -253,22 +332,29 @@ class WorkerClass(Fixture):
         with self.fake("hang-start", wait=False, deadline=start + 1.0) as w:
             w.wait_ready(timeout=600)
             self.assertLess(time.monotonic() - start, 5)
-            self.assertEqual(w.error, "graded: was still running at the grade's time limit, "
-                                      "waiting to start")
+            self.assertEqual(
+                w.error, "graded: was still running at the grade's time limit, waiting to start"
+            )
             self.assertTrue(w.hung)
             self.assertIsNotNone(w.proc.poll(), "the hung worker is killed")
 
     def test_death_names_the_exit_code_and_last_error(self):
         # The die fake needs a real worker behind it for its first answer: use one with no
         # model work to do before dying — its second request is the one that dies.
-        with e2e.Worker([GLMASR, "worker", "--track", "cpu", *self.workload], self.launch("die"),
-                        timeout=300, name="graded") as w:
+        with e2e.Worker(
+            [GLMASR, "worker", "--track", "cpu", *self.workload],
+            self.launch("die"),
+            timeout=300,
+            name="graded",
+        ) as w:
             first, wall = w.request({"audio_seed": 1}, timeout=300)
             self.assertEqual(len(first["tokens"]), STEPS)
             self.assertGreater(wall, 0)
             reply, _ = w.request({"audio_seed": 2}, timeout=300)
-            self.assertEqual(reply["error"], "graded: exited with code 3: fake: error: "
-                                             "segmentation fault (pretend)")
+            self.assertEqual(
+                reply["error"],
+                "graded: exited with code 3: fake: error: segmentation fault (pretend)",
+            )
 
     def test_flood_is_bounded(self):
         with self.fake("flood") as w:
@@ -282,12 +368,15 @@ class WorkerClass(Fixture):
             self.assertIn("not a JSON object: 'hello, grader'", reply["error"])
 
     def test_no_ready_line(self):
-        w = e2e.Worker([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5,
-                       name="graded")
+        w = e2e.Worker(
+            [sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5, name="graded"
+        )
         self.assertIn("took more than 0.5 s to start", w.error)
         w.close()
-        w = e2e.Worker([sys.executable, "-c", "print('{\"error\": \"not implemented: task 3 "
-                        "(rmsnorm)\"}')"], name="graded")
+        w = e2e.Worker(
+            [sys.executable, "-c", 'print(\'{"error": "not implemented: task 3 (rmsnorm)"}\')'],
+            name="graded",
+        )
         self.assertEqual(w.error, "graded: not implemented: task 3 (rmsnorm)")
         w.close()
         w = e2e.Worker([os.path.join(self.tmp, "no-such-binary")], name="graded")
@@ -298,13 +387,24 @@ class WorkerClass(Fixture):
 class RunSpeed(Fixture):
     """run_speed with real cpu workers in every role, and fake graded workers."""
 
-    def speed(self, launch=None, own_binary=True, warmup=1, repeats=2, timeout=300,
-              ready_timeout=300):
+    def speed(
+        self, launch=None, own_binary=True, warmup=1, repeats=2, timeout=300, ready_timeout=300
+    ):
         graded_bin = GLMASR if own_binary else None
-        return e2e.run_speed(GLMASR, graded_bin, "cpu", self.workload, warmup=warmup,
-                             repeats=repeats, seed=SEED, launch_graded=launch,
-                             ready_timeout=ready_timeout,
-                             request_timeout=timeout, baseline_track="cpu", reference_track="cpu")
+        return e2e.run_speed(
+            GLMASR,
+            graded_bin,
+            "cpu",
+            self.workload,
+            warmup=warmup,
+            repeats=repeats,
+            seed=SEED,
+            launch_graded=launch,
+            ready_timeout=ready_timeout,
+            request_timeout=timeout,
+            baseline_track="cpu",
+            reference_track="cpu",
+        )
 
     def test_honest_round_robin(self):
         r = self.speed()
@@ -356,11 +456,21 @@ class RunSpeed(Fixture):
         # The trusted worker is asked for its margins at the first difference: the runner-up
         # taken at a margin within near_tie_margin is a near tie, anything else differs.
         for margin, summary in [(1.0, "near_ties"), (1e-9, "differ")]:
-            r = e2e.run_speed(GLMASR, GLMASR, "cpu", self.workload, warmup=0, repeats=1,
-                              seed=SEED, launch_graded=self.launch("tie-split"),
-                              ready_timeout=300, request_timeout=300,
-                              baseline_track="cpu", reference_track="cpu",
-                              near_tie_margin=margin)
+            r = e2e.run_speed(
+                GLMASR,
+                GLMASR,
+                "cpu",
+                self.workload,
+                warmup=0,
+                repeats=1,
+                seed=SEED,
+                launch_graded=self.launch("tie-split"),
+                ready_timeout=300,
+                request_timeout=300,
+                baseline_track="cpu",
+                reference_track="cpu",
+                near_tie_margin=margin,
+            )
             v = r["tokens"]["graded"][0]
             self.assertEqual(v["differences"], [2], "teacher forcing: one tie, one token")
             self.assertEqual(r["token_summary"], {"graded": summary, "reference": "equal"})
@@ -373,8 +483,9 @@ class RunSpeed(Fixture):
         started = time.monotonic()
         r = self.speed(self.launch("hang-start"), warmup=0, repeats=1, ready_timeout=20)
         self.assertLess(time.monotonic() - started, 20 + 60)
-        self.assertEqual(r["tracks"]["graded"]["error"], "graded (cpu): took more than 20 s to "
-                                                         "start (hung?)")
+        self.assertEqual(
+            r["tracks"]["graded"]["error"], "graded (cpu): took more than 20 s to start (hung?)"
+        )
         self.assertFalse(r["graded_tokens_ok"])
         self.assertEqual(r["order"], [], "nothing to time against the yardsticks")
 
@@ -382,11 +493,13 @@ class RunSpeed(Fixture):
         # (A hung one is killed after its timeout and then is just as dead: WorkerClass.)
         r = self.speed(self.launch("die"))
         self.assertFalse(r["graded_tokens_ok"])
-        self.assertIn("exited with code 3: fake: error: segmentation fault",
-                      r["tracks"]["graded"]["error"])
+        self.assertIn(
+            "exited with code 3: fake: error: segmentation fault", r["tracks"]["graded"]["error"]
+        )
         # The round it died in finishes; then there is nothing left to time.
-        self.assertEqual(r["order"], ["baseline", "graded", "reference", "baseline", "graded",
-                                      "reference"])
+        self.assertEqual(
+            r["order"], ["baseline", "graded", "reference", "baseline", "graded", "reference"]
+        )
         self.assertTrue(r["tokens"]["graded"][0]["equal"])
         self.assertFalse(r["tokens"]["graded"][1]["equal"])
         for role in ("baseline", "reference"):
@@ -399,11 +512,22 @@ class RunAccuracy(Fixture):
 
     def accuracy(self, launch=None, clips=2, request_timeout=600.0, ready_timeout=600.0):
         clip = os.path.join(MINI, "clip.wav")
-        return e2e.run_accuracy(GLMASR, GLMASR, "cpu", os.path.join(MINI, "model"),
-                                [(clip, "anything", n % 2 == 1) for n in range(clips)],
-                                max_new_tokens=4, fresh_checks=2, seconds=2, decode_steps=8,
-                                seed=3, launch_graded=launch, baseline_track="cpu",
-                                ready_timeout=ready_timeout, request_timeout=request_timeout)
+        return e2e.run_accuracy(
+            GLMASR,
+            GLMASR,
+            "cpu",
+            os.path.join(MINI, "model"),
+            [(clip, "anything", n % 2 == 1) for n in range(clips)],
+            max_new_tokens=4,
+            fresh_checks=2,
+            seconds=2,
+            decode_steps=8,
+            seed=3,
+            launch_graded=launch,
+            baseline_track="cpu",
+            ready_timeout=ready_timeout,
+            request_timeout=request_timeout,
+        )
 
     def test_a_hung_worker_costs_one_time_limit_not_one_per_clip(self):
         started = time.time()

@@ -13,6 +13,7 @@ No GPU, no network, about 15 seconds.
 
     python3 -m grader.selftests.python.test_gradescope [-v]
 """
+
 import io
 import json
 import math
@@ -40,7 +41,7 @@ STUDENT_FILE = "// the student's linear.cu\n"
 
 # The stand-in for grade.py on the GPU host: grade.py's arguments; what it does comes from
 # $FAKE_BEHAVIOUR; what it received and what it sent go to $FAKE_LOG.
-FAKE_GRADE = textwrap.dedent('''\
+FAKE_GRADE = textwrap.dedent("""\
     import argparse, json, os, sys, tarfile, time, zipfile
     from grader.pipeline import score
     p = argparse.ArgumentParser()
@@ -88,11 +89,11 @@ FAKE_GRADE = textwrap.dedent('''\
         with open(a.results_json, "w") as f:
             f.write("{'score': 100, tests: [" if behaviour == "garbled" else json.dumps(out))
     sys.exit(3 if score.incomplete_items(graded) else 0)
-''')
+""")
 
 # ssh as the bridge calls it (ssh [-o OPT]... [-i KEY] HOST COMMAND): a host named
 # unreachable* fails as ssh does (exit 255); any other runs COMMAND with bash, here.
-FAKE_SSH = textwrap.dedent('''\
+FAKE_SSH = textwrap.dedent("""\
     #!/usr/bin/env bash
     key=""
     while [ $# -gt 0 ]; do
@@ -108,10 +109,10 @@ FAKE_SSH = textwrap.dedent('''\
     esac
     echo "$key" > "$FAKE_LOG.key"
     exec bash -c "$1"
-''')
+""")
 
 # sbatch --wait: runs the job script here and now, or refuses it as a full queue does.
-FAKE_SBATCH = textwrap.dedent('''\
+FAKE_SBATCH = textwrap.dedent("""\
     #!/usr/bin/env bash
     echo "$@" > "$FAKE_LOG.sbatch"
     if [ "${FAKE_QUEUE:-}" = full ]; then
@@ -123,7 +124,7 @@ FAKE_SBATCH = textwrap.dedent('''\
     for a in "$@"; do case "$a" in --output=*) out="${a#--output=}" ;; esac; done
     echo "4242"
     bash "${@: -1}" > "$out" 2>&1
-''')
+""")
 
 
 def write(path, text, mode=0o644):
@@ -143,8 +144,9 @@ def check_schema(test, results):
     test.assertIsInstance(results["tests"], list)
     test.assertTrue(results["tests"])
     for t in results["tests"]:
-        test.assertLessEqual({"name", "score", "max_score", "status", "output", "visibility"},
-                             set(t))
+        test.assertLessEqual(
+            {"name", "score", "max_score", "status", "output", "visibility"}, set(t)
+        )
         test.assertIsInstance(t["name"], str)
         test.assertIn(t["status"], ("passed", "failed"))
         test.assertIsInstance(t["output"], str)
@@ -156,8 +158,10 @@ def check_schema(test, results):
     if "output_format" in results:
         test.assertIn(results["output_format"], ("text", "html", "simple_format", "md", "ansi"))
     test.assertIsInstance(results.get("output", ""), str)
-    test.assertIn(results.get("visibility", "visible"), ("hidden", "after_due_date",
-                                                         "after_published", "visible"))
+    test.assertIn(
+        results.get("visibility", "visible"),
+        ("hidden", "after_due_date", "after_published", "visible"),
+    )
     test.assertIsInstance(results["extra_data"], dict)
     test.assertIsInstance(results["extra_data"]["gradescope"], dict)
     for entry in results.get("leaderboard", []):
@@ -172,9 +176,12 @@ class Gradescope(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="test-gradescope-")
         cls.zip = os.path.join(cls.tmp, "gradescope-autograder.zip")
         # The make target, as an instructor runs it (default config: bridge mode).
-        p = subprocess.run(["make", "-s", "-C", ROOT, "gradescope",
-                            f"GRADESCOPE_FLAGS=--out {cls.zip}"],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            ["make", "-s", "-C", ROOT, "gradescope", f"GRADESCOPE_FLAGS=--out {cls.zip}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 0, p.stdout + p.stderr
         cls.fake_grade = os.path.join(cls.tmp, "host", "fake_grade.py")
         write(cls.fake_grade, FAKE_GRADE)
@@ -218,15 +225,16 @@ class Gradescope(unittest.TestCase):
         with open(os.path.join(root, "submission", "submission.tar.gz"), "wb") as f:
             f.write(buffer.getvalue())
 
-    def bridge_config(self, root, runner="direct", host="grader@gpu-host", timeout=120,
-                      transport=None):
+    def bridge_config(
+        self, root, runner="direct", host="grader@gpu-host", timeout=120, transport=None
+    ):
         host_dir = os.path.join(os.path.dirname(root), "host")
         config = textwrap.dedent(f'''\
             [gradescope]
             mode = "bridge"
             timeout_seconds = {timeout}
             [bridge]
-            transport = "{transport or f'{self.fake_ssh} -o BatchMode=yes -i {{ssh_key}} {host}'}"
+            transport = "{transport or f"{self.fake_ssh} -o BatchMode=yes -i {{ssh_key}} {host}"}"
             remote_root = "{ROOT}"
             runner = "{runner}"
             sbatch_options = "--partition=gpu --gres=gpu:1"
@@ -239,13 +247,24 @@ class Gradescope(unittest.TestCase):
         write(os.path.join(root, "source", "config.toml"), config)
 
     def run_autograder(self, root, behaviour="ok", queue="", timeout=60):
-        env = dict(os.environ, GLMASR_AUTOGRADER_ROOT=root, FAKE_BEHAVIOUR=behaviour,
-                   FAKE_LOG=self.log, FAKE_QUEUE=queue,
-                   GLMASR_GRADESCOPE_SSH_KEY="-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n",
-                   PATH=os.path.join(self.tmp, "bin") + os.pathsep + os.environ["PATH"])
+        env = dict(
+            os.environ,
+            GLMASR_AUTOGRADER_ROOT=root,
+            FAKE_BEHAVIOUR=behaviour,
+            FAKE_LOG=self.log,
+            FAKE_QUEUE=queue,
+            GLMASR_GRADESCOPE_SSH_KEY="-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n",
+            PATH=os.path.join(self.tmp, "bin") + os.pathsep + os.environ["PATH"],
+        )
         started = time.time()
-        p = subprocess.run([os.path.join(root, "run_autograder")], cwd=root, env=env,
-                           capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(
+            [os.path.join(root, "run_autograder")],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         self.elapsed = time.time() - started
         self.stdout = p.stdout + p.stderr
         self.assertEqual(p.returncode, 0, self.stdout)
@@ -288,8 +307,17 @@ class Gradescope(unittest.TestCase):
     def test_zip_layout(self):
         with zipfile.ZipFile(self.zip) as z:
             infos = {i.filename: i for i in z.infolist()}
-        self.assertEqual(set(infos), {"setup.sh", "run_autograder", "autograder.py",
-                                      "find_python.sh", "config.toml", "build_info.json"})
+        self.assertEqual(
+            set(infos),
+            {
+                "setup.sh",
+                "run_autograder",
+                "autograder.py",
+                "find_python.sh",
+                "config.toml",
+                "build_info.json",
+            },
+        )
         for name in ("setup.sh", "run_autograder"):
             self.assertTrue((infos[name].external_attr >> 16) & stat.S_IXUSR, name)
         self.assertEqual(self.info["mode"], "bridge")
@@ -316,8 +344,10 @@ class Gradescope(unittest.TestCase):
         """Loose files are packed (a link stays a link: never followed) and run as a job."""
         root = self.autograder_root()
         write(os.path.join(root, "submission", "student", "linear.cu"), STUDENT_FILE)
-        os.symlink(os.path.join(root, "source", "config.toml"),
-                   os.path.join(root, "submission", "student", "rmsnorm.cu"))
+        os.symlink(
+            os.path.join(root, "source", "config.toml"),
+            os.path.join(root, "submission", "student", "rmsnorm.cu"),
+        )
         self.bridge_config(root, runner="sbatch")
         results = self.run_autograder(root)
         record = self.fake_record()
@@ -333,8 +363,11 @@ class Gradescope(unittest.TestCase):
         root = self.autograder_root()
         self.submit_tarball(root)
         self.bridge_config(root, runner="sbatch")
-        extra = self.assert_not_graded(self.run_autograder(root, queue="full"),
-                                       "GPU host could not run the grade", "sbatch refused")
+        extra = self.assert_not_graded(
+            self.run_autograder(root, queue="full"),
+            "GPU host could not run the grade",
+            "sbatch refused",
+        )
         self.assertEqual(extra["kind"], "host")
 
     def test_bridge_unreachable(self):
@@ -383,15 +416,18 @@ class Gradescope(unittest.TestCase):
         root = self.autograder_root()
         self.submit_tarball(root)
         self.bridge_config(root)
-        self.assertEqual(self.assert_not_graded(self.run_autograder(root, "garbled"),
-                                                "garbled")["kind"], "invalid")
+        self.assertEqual(
+            self.assert_not_graded(self.run_autograder(root, "garbled"), "garbled")["kind"],
+            "invalid",
+        )
 
     def test_bridge_inflated_score(self):
         root = self.autograder_root()
         self.submit_tarball(root)
         self.bridge_config(root)
-        self.assert_not_graded(self.run_autograder(root, "inflated"),
-                               "exceeds the sum of the tests' max_score")
+        self.assert_not_graded(
+            self.run_autograder(root, "inflated"), "exceeds the sum of the tests' max_score"
+        )
 
     def test_bridge_missing_results(self):
         root = self.autograder_root()
@@ -403,15 +439,18 @@ class Gradescope(unittest.TestCase):
         root = self.autograder_root()
         self.submit_tarball(root)
         self.bridge_config(root)
-        self.assertEqual(self.assert_not_graded(self.run_autograder(root, "incomplete"),
-                                                "incomplete")["kind"], "incomplete")
+        self.assertEqual(
+            self.assert_not_graded(self.run_autograder(root, "incomplete"), "incomplete")["kind"],
+            "incomplete",
+        )
 
     def test_bridge_refused(self):
         root = self.autograder_root()
         self.submit_tarball(root)
         self.bridge_config(root)
-        self.assert_not_graded(self.run_autograder(root, "refused"),
-                               "grade: submission.tar.gz: not a readable archive")
+        self.assert_not_graded(
+            self.run_autograder(root, "refused"), "grade: submission.tar.gz: not a readable archive"
+        )
 
     def test_empty_submission(self):
         root = self.autograder_root()
@@ -426,16 +465,20 @@ class Gradescope(unittest.TestCase):
         with open(config) as f:
             text = f.read().replace("timeout_seconds", "max_submission_mib = 1\ntimeout_seconds")
         write(config, text)
-        self.assertEqual(self.assert_not_graded(self.run_autograder(root), "over the 1 MiB limit")
-                         ["kind"], "too large")
+        self.assertEqual(
+            self.assert_not_graded(self.run_autograder(root), "over the 1 MiB limit")["kind"],
+            "too large",
+        )
         self.assertFalse(os.path.exists(self.log))  # nothing was sent
 
     def test_misconfigured_and_fallback(self):
         root = self.autograder_root()
         self.submit_tarball(root)
         write(os.path.join(root, "source", "config.toml"), '[gradescope]\nmode = "cloud"\n')
-        self.assertEqual(self.assert_not_graded(self.run_autograder(root),
-                                                "misconfigured")["kind"], "misconfigured")
+        self.assertEqual(
+            self.assert_not_graded(self.run_autograder(root), "misconfigured")["kind"],
+            "misconfigured",
+        )
         os.remove(os.path.join(root, "source", "autograder.py"))  # run_autograder's own fallback
         results = self.run_autograder(root)
         self.assertEqual(results["score"], 0)
@@ -445,11 +488,17 @@ class Gradescope(unittest.TestCase):
     # -- local mode
 
     def test_local_mode(self):
-        if subprocess.run(["git", "-C", ROOT, "rev-parse", "--git-dir"],
-                          capture_output=True).returncode != 0:
+        if (
+            subprocess.run(
+                ["git", "-C", ROOT, "rev-parse", "--git-dir"], capture_output=True
+            ).returncode
+            != 0
+        ):
             self.skipTest("not a git checkout: local mode's zip carries `git archive HEAD`")
         local_config = os.path.join(self.tmp, "local.toml")
-        write(local_config, textwrap.dedent(f'''\
+        write(
+            local_config,
+            textwrap.dedent(f'''\
             [gradescope]
             mode = "local"
             timeout_seconds = 120
@@ -457,17 +506,37 @@ class Gradescope(unittest.TestCase):
             grade_command = ["{{python}}", "{self.fake_grade}", "{{tree}}", "--submission",
                              "{{submission}}", "--out", "{{work}}/out", "--work", "{{work}}/tree",
                              "--results-json", "{{results}}"]
-            '''))
+            '''),
+        )
         zip_path = os.path.join(self.tmp, "local.zip")
-        p = subprocess.run([sys.executable, os.path.join(TOOLS, "make_autograder.py"),
-                            "--config", local_config, "--out", zip_path],
-                           capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [
+                sys.executable,
+                os.path.join(TOOLS, "make_autograder.py"),
+                "--config",
+                local_config,
+                "--out",
+                zip_path,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("lab.tar.gz", zipfile.ZipFile(zip_path).namelist())
         root = self.autograder_root(zip_path)
         # setup.sh's own part (its apt-get is Gradescope's image build, not this test's).
-        p = subprocess.run([sys.executable, os.path.join(root, "source", "autograder.py"),
-                            "prepare", "--root", root], capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                os.path.join(root, "source", "autograder.py"),
+                "prepare",
+                "--root",
+                root,
+            ],
+            capture_output=True,
+            text=True,
+        )
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         lab = os.path.join(root, "source", "lab")
         self.assertTrue(os.path.isfile(os.path.join(lab, "grader", "pipeline", "grade.py")))
@@ -485,12 +554,29 @@ class Validate(unittest.TestCase):
     """autograder.validate_results on what a grader must not get away with."""
 
     def good(self):
-        return {"score": 5.0, "tests": [
-            {"name": "a", "score": 5.0, "max_score": 10, "status": "failed", "output": "",
-             "visibility": "visible"},
-            {"name": "b", "score": 0, "max_score": 0, "status": "passed", "output": "",
-             "visibility": "hidden"}],
-            "leaderboard": [{"name": "ms", "value": 3.5, "order": "asc"}], "extra_data": {}}
+        return {
+            "score": 5.0,
+            "tests": [
+                {
+                    "name": "a",
+                    "score": 5.0,
+                    "max_score": 10,
+                    "status": "failed",
+                    "output": "",
+                    "visibility": "visible",
+                },
+                {
+                    "name": "b",
+                    "score": 0,
+                    "max_score": 0,
+                    "status": "passed",
+                    "output": "",
+                    "visibility": "hidden",
+                },
+            ],
+            "leaderboard": [{"name": "ms", "value": 3.5, "order": "asc"}],
+            "extra_data": {},
+        }
 
     def test_good(self):
         self.assertEqual(autograder.validate_results(self.good()), [])

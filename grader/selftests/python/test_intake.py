@@ -6,6 +6,7 @@ script edits never reach the graded tree. No GPU, no network, a few seconds.
     python3 -m grader.selftests.python.test_intake
     python3 -m unittest discover -s grader/tests_py       (every grader test, from the root)
 """
+
 import filecmp
 import io
 import json
@@ -23,9 +24,14 @@ import zipfile
 from grader import ROOT
 from grader.pipeline import intake
 
-POLICY = {"owned": ["student/*.cu", "student/*.cuh", "student/*.h"], "max_file_bytes": 4096,
-          "max_total_bytes": 16384, "max_files": 5, "max_entries": 100,
-          "max_archive_bytes": 1 << 20}
+POLICY = {
+    "owned": ["student/*.cu", "student/*.cuh", "student/*.h"],
+    "max_file_bytes": 4096,
+    "max_total_bytes": 16384,
+    "max_files": 5,
+    "max_entries": 100,
+    "max_archive_bytes": 1 << 20,
+}
 # The rubric's form: each student track's globs.
 TABLE = dict(POLICY, owned={"student": POLICY["owned"], "triton": ["student/triton/*.py"]})
 
@@ -90,12 +96,15 @@ def tar_entry(name, kind, linkname=""):
 
 def differing_files(a, b):
     """Relative paths that differ between trees a and b (content, or present in one only)."""
+
     def files(top):
         return {os.path.relpath(os.path.join(h, n), top) for h, _, ns in os.walk(top) for n in ns}
+
     fa, fb = files(a), files(b)
     common = fa & fb
-    changed = {p for p in common
-               if not filecmp.cmp(os.path.join(a, p), os.path.join(b, p), shallow=False)}
+    changed = {
+        p for p in common if not filecmp.cmp(os.path.join(a, p), os.path.join(b, p), shallow=False)
+    }
     return changed | (fa ^ fb)
 
 
@@ -113,7 +122,7 @@ class IntakeCase(unittest.TestCase):
 
     def take(self, submission, policy=POLICY):
         record = intake.intake(submission, self.tree, policy)
-        json.dumps(record)                      # it goes into the report as it is
+        json.dumps(record)  # it goes into the report as it is
         return record
 
     def accepted(self, record):
@@ -134,12 +143,14 @@ class Layouts(IntakeCase):
         sub = self.path("sub")
         write_tree(sub, dict(MINI_TREE, **{"student/linear.cu": b"// mine\n"}))
         record = self.take(sub)
-        self.assertEqual(self.accepted(record),
-                         ["student/kernels.h", "student/linear.cu", "student/rmsnorm.cu"])
+        self.assertEqual(
+            self.accepted(record), ["student/kernels.h", "student/linear.cu", "student/rmsnorm.cu"]
+        )
         self.assertEqual(self.tree_file("student/linear.cu"), b"// mine\n")
         self.assertIn({"path": "README.md", "reason": "not student-owned"}, record["ignored"])
-        self.assertIn({"path": "student/CMakeLists.txt", "reason": "not student-owned"},
-                      record["ignored"])
+        self.assertIn(
+            {"path": "student/CMakeLists.txt", "reason": "not student-owned"}, record["ignored"]
+        )
         self.assertEqual(record["refused"], [])
 
     def test_wrapped_tree_tar_gz(self):
@@ -151,27 +162,40 @@ class Layouts(IntakeCase):
         self.assertEqual(self.tree_file("student/linear.cu"), b"// wrapped\n")
 
     def test_bare_student_folder_zip(self):
-        record = self.take(make_zip(self.path("s.zip"), {"student/linear.cu": b"// z\n",
-                                                         "student/new_helper.cuh": b"// h\n"}))
+        record = self.take(
+            make_zip(
+                self.path("s.zip"),
+                {"student/linear.cu": b"// z\n", "student/new_helper.cuh": b"// h\n"},
+            )
+        )
         self.assertEqual(self.accepted(record), ["student/linear.cu", "student/new_helper.cuh"])
         self.assertEqual(self.tree_file("student/new_helper.cuh"), b"// h\n")
-        self.assertEqual(self.tree_file("student/rmsnorm.cu"), MINI_TREE["student/rmsnorm.cu"],
-                         "a stub the submission does not carry stays as it was")
+        self.assertEqual(
+            self.tree_file("student/rmsnorm.cu"),
+            MINI_TREE["student/rmsnorm.cu"],
+            "a stub the submission does not carry stays as it was",
+        )
 
     def test_flat_files_plain_tar(self):
-        record = self.take(make_tar(self.path("s.tar"), {
-            "linear.cu": b"// flat\n", "CMakeLists.txt": b"# cheat\n", "notes/x.cu": b"//\n"},
-            mode="w"))
+        record = self.take(
+            make_tar(
+                self.path("s.tar"),
+                {"linear.cu": b"// flat\n", "CMakeLists.txt": b"# cheat\n", "notes/x.cu": b"//\n"},
+                mode="w",
+            )
+        )
         self.assertIn("flat files", record["layout"])
         self.assertEqual(self.accepted(record), ["student/linear.cu"])
         self.assertEqual(self.tree_file("student/linear.cu"), b"// flat\n")
-        self.assertEqual(self.tree_file("student/CMakeLists.txt"),
-                         MINI_TREE["student/CMakeLists.txt"])
+        self.assertEqual(
+            self.tree_file("student/CMakeLists.txt"), MINI_TREE["student/CMakeLists.txt"]
+        )
         self.assertEqual({e["path"] for e in record["ignored"]}, {"CMakeLists.txt", "notes/x.cu"})
 
     def test_flat_files_in_a_wrapping_folder(self):
-        record = self.take(make_zip(self.path("s.zip"), {"hw3/linear.cu": b"// a\n",
-                                                         "hw3/rmsnorm.cu": b"// b\n"}))
+        record = self.take(
+            make_zip(self.path("s.zip"), {"hw3/linear.cu": b"// a\n", "hw3/rmsnorm.cu": b"// b\n"})
+        )
         self.assertEqual(self.accepted(record), ["student/linear.cu", "student/rmsnorm.cu"])
 
     def test_the_student_folder_itself_as_a_directory(self):
@@ -179,19 +203,22 @@ class Layouts(IntakeCase):
         write_tree(sub, {"linear.cu": b"// d\n", "CMakeLists.txt": b"# cheat\n"})
         record = self.take(sub)
         self.assertEqual(self.accepted(record), ["student/linear.cu"])
-        self.assertEqual(self.tree_file("student/CMakeLists.txt"),
-                         MINI_TREE["student/CMakeLists.txt"])
+        self.assertEqual(
+            self.tree_file("student/CMakeLists.txt"), MINI_TREE["student/CMakeLists.txt"]
+        )
 
     def test_two_student_folders_are_ambiguous(self):
-        sub = make_zip(self.path("s.zip"), {"a/student/linear.cu": b"//\n",
-                                            "b/student/linear.cu": b"//\n"})
+        sub = make_zip(
+            self.path("s.zip"), {"a/student/linear.cu": b"//\n", "b/student/linear.cu": b"//\n"}
+        )
         with self.assertRaisesRegex(intake.IntakeError, "several student/ folders"):
             self.take(sub)
 
     def test_dry_run_writes_nothing(self):
         before = differing_files(self.instructor, self.tree)
-        record = intake.intake(make_zip(self.path("s.zip"), {"student/linear.cu": b"// x\n"}),
-                               None, POLICY)
+        record = intake.intake(
+            make_zip(self.path("s.zip"), {"student/linear.cu": b"// x\n"}), None, POLICY
+        )
         self.assertEqual(self.accepted(record), ["student/linear.cu"])
         self.assertEqual(differing_files(self.instructor, self.tree), before)
 
@@ -212,8 +239,9 @@ class Refusals(IntakeCase):
         record = self.take(sub)
         self.assert_refused(record, "student/linear.cu", "symbolic link to /etc/passwd")
         self.assert_refused(record, "student/etc", "symbolic link")
-        tar = make_tar(self.path("s.tgz"), {}, [tar_entry("student/linear.cu", tarfile.SYMTYPE,
-                                                          "/etc/shadow")])
+        tar = make_tar(
+            self.path("s.tgz"), {}, [tar_entry("student/linear.cu", tarfile.SYMTYPE, "/etc/shadow")]
+        )
         self.assert_refused(self.take(tar), "student/linear.cu", "symbolic link")
         link = zipfile.ZipInfo("student/linear.cu")
         link.create_system, link.external_attr = 3, (stat.S_IFLNK | 0o777) << 16
@@ -226,22 +254,27 @@ class Refusals(IntakeCase):
         os.link(os.path.join(sub, "student/rmsnorm.cu"), os.path.join(sub, "student/linear.cu"))
         record = self.take(sub)
         self.assert_refused(record, "student/linear.cu", "hard link")
-        tar = make_tar(self.path("s.tgz"), {}, [tar_entry("student/linear.cu", tarfile.LNKTYPE,
-                                                          "etc/shadow")])
+        tar = make_tar(
+            self.path("s.tgz"), {}, [tar_entry("student/linear.cu", tarfile.LNKTYPE, "etc/shadow")]
+        )
         self.assert_refused(self.take(tar), "student/linear.cu", "hard link")
 
     def test_devices_and_fifos(self):
         sub = self.path("sub")
         os.makedirs(os.path.join(sub, "student"))
-        os.mkfifo(os.path.join(sub, "student/linear.cu"))     # reading it would block forever
+        os.mkfifo(os.path.join(sub, "student/linear.cu"))  # reading it would block forever
         self.assert_refused(self.take(sub), "student/linear.cu", "fifo")
         tar = make_tar(self.path("s.tgz"), {}, [tar_entry("student/linear.cu", tarfile.CHRTYPE)])
         self.assert_refused(self.take(tar), "student/linear.cu", "not a regular file")
 
     def test_paths_that_escape(self):
-        files = {"../linear.cu": b"//\n", "student/../../linear.cu": b"//\n",
-                 "/etc/linear.cu": b"//\n", "C:\\student\\linear.cu": b"//\n",
-                 "student/lin\near.cu": b"//\n"}
+        files = {
+            "../linear.cu": b"//\n",
+            "student/../../linear.cu": b"//\n",
+            "/etc/linear.cu": b"//\n",
+            "C:\\student\\linear.cu": b"//\n",
+            "student/lin\near.cu": b"//\n",
+        }
         for container in (make_tar(self.path("s.tgz"), files), make_zip(self.path("s.zip"), files)):
             record = self.take(container)
             self.assertEqual(record["accepted"], [])
@@ -254,12 +287,18 @@ class Refusals(IntakeCase):
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "linear.cu")))
 
     def test_oversized_and_binary_files(self):
-        record = self.take(make_zip(self.path("s.zip"), {
-            "student/linear.cu": b"x" * 4097,
-            "student/rmsnorm.cu": b"int x;\0\0\0",
-            "student/gelu.cu": "// café\n".encode("latin-1"),
-            "student/kernels.h": b"// fine\n",
-            "docs/big.pdf": b"\0" * 100000}))                   # not owned: never read
+        record = self.take(
+            make_zip(
+                self.path("s.zip"),
+                {
+                    "student/linear.cu": b"x" * 4097,
+                    "student/rmsnorm.cu": b"int x;\0\0\0",
+                    "student/gelu.cu": "// café\n".encode("latin-1"),
+                    "student/kernels.h": b"// fine\n",
+                    "docs/big.pdf": b"\0" * 100000,
+                },
+            )
+        )  # not owned: never read
         reasons = self.refused(record)
         self.assertIn("max_file_bytes", reasons["student/linear.cu"])
         self.assertIn("NUL byte at offset 6", reasons["student/rmsnorm.cu"])
@@ -276,7 +315,7 @@ class Refusals(IntakeCase):
         self.assertTrue(all("max_files" in e["reason"] for e in record["refused"]))
         heavy = {f"student/h{i}.cu": b"/" * 4000 for i in range(5)}
         record = self.take(make_zip(self.path("b.zip"), heavy))
-        self.assertEqual(len(record["accepted"]), 4)          # 16000 of 16384 bytes
+        self.assertEqual(len(record["accepted"]), 4)  # 16000 of 16384 bytes
         self.assertIn("max_total_bytes", record["refused"][0]["reason"])
 
     def test_duplicate_entries(self):
@@ -300,15 +339,17 @@ class Bombs(IntakeCase):
         self.assertIn("max_file_bytes", self.refused(record)["student/linear.cu"])
 
     def test_tar_gz_that_expands_past_max_archive_bytes(self):
-        bomb = make_tar(self.path("bomb.tar.gz"), {"assets/zeros.bin": b"\0" * (8 << 20),
-                                                   "student/linear.cu": b"// late\n"})
+        bomb = make_tar(
+            self.path("bomb.tar.gz"),
+            {"assets/zeros.bin": b"\0" * (8 << 20), "student/linear.cu": b"// late\n"},
+        )
         with self.assertRaisesRegex(intake.IntakeError, "max_archive_bytes"):
             self.take(bomb)
         self.assertEqual(self.tree_file("student/linear.cu"), MINI_TREE["student/linear.cu"])
 
     def test_tar_header_that_lies_about_its_size(self):
         info = tarfile.TarInfo("student/linear.cu")
-        info.size = 1 << 40                                     # 1 TiB claimed, none present
+        info.size = 1 << 40  # 1 TiB claimed, none present
         data = info.tobuf(tarfile.GNU_FORMAT)
         with open(self.path("liar.tar"), "wb") as f:
             f.write(data)
@@ -346,7 +387,7 @@ class Errors(IntakeCase):
         with self.assertRaisesRegex(intake.IntakeError, "unknown keys: typo"):
             intake.policy_from(dict(TABLE, typo=1))
         with self.assertRaisesRegex(intake.IntakeError, "'owned' must be a dict"):
-            intake.policy_from(POLICY)   # the flat list of before: one list for every track
+            intake.policy_from(POLICY)  # the flat list of before: one list for every track
         with self.assertRaisesRegex(intake.IntakeError, "no globs for the track 'cutile'"):
             intake.policy_from(TABLE, "cutile")
         with self.assertRaisesRegex(intake.IntakeError, "share one folder"):
@@ -357,17 +398,27 @@ class Errors(IntakeCase):
         """The Triton track's files are student/triton/*.py, in any of the three shapes; the
         CUDA track's files in the same hand-in are not its own, nor Python elsewhere."""
         policy = intake.policy_from(TABLE, "triton")
-        whole = make_zip(self.path("whole.zip"), {
-            "lab/student/triton/rmsnorm.py": b"# mine\n", "lab/student/rmsnorm.cu": b"//\n",
-            "lab/aot/triton_aot.py": b"# not yours\n", "lab/student/triton/sub/x.py": b"#\n"})
+        whole = make_zip(
+            self.path("whole.zip"),
+            {
+                "lab/student/triton/rmsnorm.py": b"# mine\n",
+                "lab/student/rmsnorm.cu": b"//\n",
+                "lab/aot/triton_aot.py": b"# not yours\n",
+                "lab/student/triton/sub/x.py": b"#\n",
+            },
+        )
         record = self.take(whole, policy)
         self.assertEqual([a["path"] for a in record["accepted"]], ["student/triton/rmsnorm.py"])
         self.assertIn("student/triton/ folder at 'lab/student/triton/'", record["layout"])
         self.assertEqual(len(record["ignored"]), 3)
-        flat = make_zip(self.path("flat.zip"), {"triton/gelu.py": b"#\n", "triton/rope_apply.py": b"#\n"})
+        flat = make_zip(
+            self.path("flat.zip"), {"triton/gelu.py": b"#\n", "triton/rope_apply.py": b"#\n"}
+        )
         record = self.take(flat, policy)
-        self.assertEqual(sorted(a["path"] for a in record["accepted"]),
-                         ["student/triton/gelu.py", "student/triton/rope_apply.py"])
+        self.assertEqual(
+            sorted(a["path"] for a in record["accepted"]),
+            ["student/triton/gelu.py", "student/triton/rope_apply.py"],
+        )
         with open(os.path.join(self.tree, "student/triton/gelu.py"), "rb") as f:
             self.assertEqual(f.read(), b"#\n")
 
@@ -375,11 +426,16 @@ class Errors(IntakeCase):
         """grade.py: an unknown track, or a hand-in for a trusted one, is one line and exit 2,
         before anything is built."""
         grade = [sys.executable, "-m", "grader", "--out", self.path("out")]
-        for args, says in [(["--track", "cutile-solution"], "the tracks graded are student, "
-                            "triton, cutile, baseline, reference"),
-                           (["--track", "baseline", "--submission", self.path("x")],
-                            "--submission grades a student's track (student, triton, cutile), "
-                            "not baseline")]:
+        for args, says in [
+            (
+                ["--track", "cutile-solution"],
+                "the tracks graded are student, triton, cutile, baseline, reference",
+            ),
+            (
+                ["--track", "baseline", "--submission", self.path("x")],
+                "--submission grades a student's track (student, triton, cutile), not baseline",
+            ),
+        ]:
             done = subprocess.run(grade + args, capture_output=True, text=True, timeout=60)
             self.assertEqual(done.returncode, 2, done.stderr)
             self.assertIn(says, done.stderr)
@@ -388,10 +444,12 @@ class Errors(IntakeCase):
     def test_command_line(self):
         rubric = self.path("rubric.toml")
         with open(rubric, "w") as f:
-            f.write("[submission]\n" + "".join(f"{k} = {json.dumps(v)}\n"
-                                               for k, v in POLICY.items() if k != "owned") +
-                    "[submission.owned]\n" + "".join(f"{k} = {json.dumps(v)}\n"
-                                                     for k, v in TABLE["owned"].items()))
+            f.write(
+                "[submission]\n"
+                + "".join(f"{k} = {json.dumps(v)}\n" for k, v in POLICY.items() if k != "owned")
+                + "[submission.owned]\n"
+                + "".join(f"{k} = {json.dumps(v)}\n" for k, v in TABLE["owned"].items())
+            )
         sub = make_zip(self.path("s.zip"), {"student/linear.cu": b"//\n", "rubric.toml": b""})
         cli = [sys.executable, "-m", "grader.pipeline.intake", "--rubric", rubric]
         done = subprocess.run(cli + [sub], capture_output=True, text=True)
@@ -413,8 +471,13 @@ class HarnessEditsNeverCount(IntakeCase):
         intake.make_pristine_tree(instructor, graded)
         submission = os.path.join(self.tmp, "submission")
         shutil.copytree(pristine, submission)
-        write_tree(submission, dict(CHEAT_EDITS, **{"student/linear.cu": b"// my linear\n",
-                                                    "student/extra.cuh": b"// helper\n"}))
+        write_tree(
+            submission,
+            dict(
+                CHEAT_EDITS,
+                **{"student/linear.cu": b"// my linear\n", "student/extra.cuh": b"// helper\n"},
+            ),
+        )
         if container == "zip":
             archive = os.path.join(self.tmp, "submission.zip")
             with zipfile.ZipFile(archive, "w") as z:
@@ -424,8 +487,9 @@ class HarnessEditsNeverCount(IntakeCase):
                         z.write(full, os.path.join("handout", os.path.relpath(full, submission)))
             submission = archive
         record = intake.intake(submission, graded, policy)
-        self.assertEqual(differing_files(pristine, graded),
-                         {"student/linear.cu", "student/extra.cuh"})
+        self.assertEqual(
+            differing_files(pristine, graded), {"student/linear.cu", "student/extra.cuh"}
+        )
         ignored = {e["path"].removeprefix("handout/") for e in record["ignored"]}
         self.assertTrue(set(CHEAT_EDITS) <= ignored, ignored)
 
@@ -436,8 +500,17 @@ class HarnessEditsNeverCount(IntakeCase):
         if not os.path.isdir(os.path.join(ROOT, "student")):
             self.skipTest(f"{ROOT} is not the project tree")
         # The whole project, as a student would zip their checkout (without build output).
-        self.check(ROOT, "zip", dict(POLICY, max_entries=100000, max_file_bytes=1 << 20,
-                                     max_files=100, max_total_bytes=16 << 20))
+        self.check(
+            ROOT,
+            "zip",
+            dict(
+                POLICY,
+                max_entries=100000,
+                max_file_bytes=1 << 20,
+                max_files=100,
+                max_total_bytes=16 << 20,
+            ),
+        )
 
 
 class PristineTree(unittest.TestCase):
@@ -446,37 +519,55 @@ class PristineTree(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def files(self, top):
-        return sorted(os.path.relpath(os.path.join(h, n), top)
-                      for h, _, ns in os.walk(top) for n in ns)
+        return sorted(
+            os.path.relpath(os.path.join(h, n), top) for h, _, ns in os.walk(top) for n in ns
+        )
 
     def test_git_checkout_gives_tracked_files_only(self):
         if shutil.which("git") is None:
             self.skipTest("git not installed")
         repo = os.path.join(self.tmp, "repo")
-        write_tree(repo, {"student/linear.cu": b"//\n", "tools/x.sh": b"#!/bin/sh\n",
-                          ".gitignore": b"/build*/\n"})
+        write_tree(
+            repo,
+            {
+                "student/linear.cu": b"//\n",
+                "tools/x.sh": b"#!/bin/sh\n",
+                ".gitignore": b"/build*/\n",
+            },
+        )
         git = ["git", "-C", repo, "-c", "user.email=t@t", "-c", "user.name=t"]
         subprocess.run(git + ["init", "-q"], check=True)
         subprocess.run(git + ["add", "."], check=True)
         subprocess.run(git + ["commit", "-qm", "x"], check=True)
-        os.chmod(os.path.join(repo, "student/linear.cu"), 0o600)     # a umask-077 checkout
+        os.chmod(os.path.join(repo, "student/linear.cu"), 0o600)  # a umask-077 checkout
         write_tree(repo, {"build/glmasr": b"ELF", "student/notes.cu": b"// untracked\n"})
         dest = os.path.join(self.tmp, "dest")
         self.assertEqual(intake.make_pristine_tree(repo, dest), 3)
         self.assertEqual(self.files(dest), [".gitignore", "student/linear.cu", "tools/x.sh"])
-        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(dest, "student/linear.cu")).st_mode),
-                         0o644)
+        self.assertEqual(
+            stat.S_IMODE(os.stat(os.path.join(dest, "student/linear.cu")).st_mode), 0o644
+        )
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(dest, "tools/x.sh")).st_mode), 0o755)
         self.assertEqual(stat.S_IMODE(os.stat(os.path.join(dest, "student")).st_mode), 0o755)
 
     def test_unpacked_tree_skips_what_gitignore_names(self):
         top = os.path.join(self.tmp, "handout")
-        write_tree(top, {"student/linear.cu": b"//\n", ".gitignore": b"/build*/\n__pycache__/\n"
-                         b"*.pyc\n", "build-rel/glmasr": b"ELF", "grader/__pycache__/s.pyc": b"",
-                         "grader/x.pyc": b"", "grader/pipeline/grade.py": b""})
+        write_tree(
+            top,
+            {
+                "student/linear.cu": b"//\n",
+                ".gitignore": b"/build*/\n__pycache__/\n*.pyc\n",
+                "build-rel/glmasr": b"ELF",
+                "grader/__pycache__/s.pyc": b"",
+                "grader/x.pyc": b"",
+                "grader/pipeline/grade.py": b"",
+            },
+        )
         dest = os.path.join(self.tmp, "dest")
         intake.make_pristine_tree(top, dest)
-        self.assertEqual(self.files(dest), [".gitignore", "grader/pipeline/grade.py", "student/linear.cu"])
+        self.assertEqual(
+            self.files(dest), [".gitignore", "grader/pipeline/grade.py", "student/linear.cu"]
+        )
 
     def test_destination_must_be_empty(self):
         os.makedirs(os.path.join(self.tmp, "dest/x"))

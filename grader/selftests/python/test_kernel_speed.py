@@ -9,6 +9,7 @@ for real; graded workers that fail are a missing program and a small Python prox
 answers every timing request with an error or with nothing, or lists its rows out of order.
 Standard library only.
 """
+
 import os
 import sys
 import tempfile
@@ -18,7 +19,7 @@ from grader.pipeline import kernel_speed, score
 from grader.selftests.python.test_e2e import GLMASR, small_encoder_config
 
 # A graded worker: the real one's ready line, then every request answered by MODE.
-FAKE = r'''
+FAKE = r"""
 import json, subprocess, sys
 mode, argv = sys.argv[1], sys.argv[2:]
 real = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -38,7 +39,7 @@ for line in sys.stdin:
         sys.stdin.read()
     sys.stdout.write(json.dumps({"error": "not implemented: everything"}) + "\n")
     sys.stdout.flush()
-'''
+"""
 
 
 class KernelSpeed(unittest.TestCase):
@@ -56,9 +57,19 @@ class KernelSpeed(unittest.TestCase):
         cls.scratch.cleanup()
 
     def run_all(self, graded_bin=None, launch=None, **kw):
-        return kernel_speed.run(GLMASR, graded_bin, "cpu", self.workload, rounds=2, target_ms=2.0,
-                                launch_graded=launch, baseline_track="cpu", reference_track="cpu",
-                                ready_timeout=120, request_timeout=kw.get("request_timeout", 60))
+        return kernel_speed.run(
+            GLMASR,
+            graded_bin,
+            "cpu",
+            self.workload,
+            rounds=2,
+            target_ms=2.0,
+            launch_graded=launch,
+            baseline_track="cpu",
+            reference_track="cpu",
+            ready_timeout=120,
+            request_timeout=kw.get("request_timeout", 60),
+        )
 
     def test_every_row_timed_on_every_track(self):
         measured = self.run_all()
@@ -75,8 +86,10 @@ class KernelSpeed(unittest.TestCase):
         self.assertIn("linear", ops)
         self.assertIn("conv1d", ops)
         linear = [r for r in measured["rows"] if r["op"] == "linear"]
-        self.assertAlmostEqual(ops["linear"]["us"]["graded"],
-                               sum(r["us"]["graded"] * r["calls_per_run"] for r in linear))
+        self.assertAlmostEqual(
+            ops["linear"]["us"]["graded"],
+            sum(r["us"]["graded"] * r["calls_per_run"] for r in linear),
+        )
 
     def test_a_graded_program_that_does_not_start(self):
         measured = self.run_all(graded_bin=os.path.join(self.scratch.name, "missing"))
@@ -88,23 +101,28 @@ class KernelSpeed(unittest.TestCase):
         self.assertIn("cannot start", row["errors"]["graded"])
 
     def test_a_graded_worker_that_fails_every_call(self):
-        measured = self.run_all(graded_bin=GLMASR,
-                                launch=lambda argv: [sys.executable, self.fake, "error", *argv])
+        measured = self.run_all(
+            graded_bin=GLMASR, launch=lambda argv: [sys.executable, self.fake, "error", *argv]
+        )
         for row in measured["rows"]:
             self.assertEqual(row["errors"]["graded"], "graded (cpu): not implemented: everything")
             self.assertIsNotNone(row["us"]["reference"])
 
     def test_a_graded_worker_whose_rows_differ_is_not_timed(self):
-        measured = self.run_all(graded_bin=GLMASR,
-                                launch=lambda argv: [sys.executable, self.fake, "reorder", *argv])
+        measured = self.run_all(
+            graded_bin=GLMASR, launch=lambda argv: [sys.executable, self.fake, "reorder", *argv]
+        )
         self.assertIn("its rows are not the trusted baseline's", measured["errors"]["graded"])
         for row in measured["rows"]:
             self.assertIsNone(row["us"]["graded"])
             self.assertIsNotNone(row["us"]["reference"])
 
     def test_a_graded_worker_that_hangs_costs_its_time_limit_once(self):
-        measured = self.run_all(graded_bin=GLMASR, request_timeout=3,
-                                launch=lambda argv: [sys.executable, self.fake, "hang", *argv])
+        measured = self.run_all(
+            graded_bin=GLMASR,
+            request_timeout=3,
+            launch=lambda argv: [sys.executable, self.fake, "hang", *argv],
+        )
         self.assertTrue(all(r["us"]["graded"] is None for r in measured["rows"]))
         self.assertTrue(all(r["us"]["baseline"] is not None for r in measured["rows"]))
 

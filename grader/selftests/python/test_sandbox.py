@@ -9,6 +9,7 @@ with the sandbox's own reason. Each claim is checked from the outside where it c
 file left unchanged, the listener that saw no connection, the grandchild that is gone), and
 where it matters against a control run without the sandbox. About 5 s.
 """
+
 import fcntl
 import json
 import os
@@ -55,18 +56,26 @@ class SandboxTest(unittest.TestCase):
         for d in (cls.tree, cls.libs, cls.out, os.path.join(cls.tree, "private")):
             os.makedirs(d)
             os.chmod(d, 0o755)
-        files = {"tree/source.cu": "// student\n", "tree/private/clips.tsv": "secret words\n",
-                 "tree/seed.txt": "1234\n", "tree/lib/libcublas.so.12.4.5": "\x7fELF cublas",
-                 "tree/lib/libcublasLt.so.12": "\x7fELF cublasLt",
-                 "tree/lib/libother.so.1": "\x7fELF other"}
+        files = {
+            "tree/source.cu": "// student\n",
+            "tree/private/clips.tsv": "secret words\n",
+            "tree/seed.txt": "1234\n",
+            "tree/lib/libcublas.so.12.4.5": "\x7fELF cublas",
+            "tree/lib/libcublasLt.so.12": "\x7fELF cublasLt",
+            "tree/lib/libother.so.1": "\x7fELF other",
+        }
         for rel, text in files.items():
             with open(os.path.join(cls.tmp, rel), "w") as f:
                 f.write(text)
             os.chmod(os.path.join(cls.tmp, rel), 0o644)
         cls.box = sandbox.Sandbox(
-            cls.tree, hidden=[os.path.join(cls.tree, d) for d in ("private", "seed.txt")],
-            writable=[cls.out], env={"GLMASR_ALLOWED": "yes"}, lib_dirs=[cls.libs],
-            limits={"cpu_seconds": 1, "file_bytes": FILE_LIMIT})
+            cls.tree,
+            hidden=[os.path.join(cls.tree, d) for d in ("private", "seed.txt")],
+            writable=[cls.out],
+            env={"GLMASR_ALLOWED": "yes"},
+            lib_dirs=[cls.libs],
+            limits={"cpu_seconds": 1, "file_bytes": FILE_LIMIT},
+        )
         if not cls.box.active:
             shutil.rmtree(cls.tmp, ignore_errors=True)
             raise unittest.SkipTest(cls.box.description)
@@ -103,8 +112,9 @@ class SandboxTest(unittest.TestCase):
             del os.environ["GRADER_SECRET"]
         self.assertEqual(code, 0, out)
         seen = dict(line.split("=", 1) for line in out.splitlines())
-        expected = {"PATH", "HOME", "TMPDIR", "GLMASR_ALLOWED", "EXTRA"} | \
-            {k for k in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES") if k in os.environ}
+        expected = {"PATH", "HOME", "TMPDIR", "GLMASR_ALLOWED", "EXTRA"} | {
+            k for k in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES") if k in os.environ
+        }
         self.assertEqual(set(seen), expected)
         self.assertEqual((seen["HOME"], seen["GLMASR_ALLOWED"]), ("/tmp", "yes"))
 
@@ -137,7 +147,7 @@ class SandboxTest(unittest.TestCase):
             code, out, _ = self.run_in(*connect)
             self.assertNotEqual(code, 0, out)
             self.assertRaises(TimeoutError, listener.accept)
-            control = sandbox.Sandbox(self.tree, enabled="off")      # the same, unsandboxed
+            control = sandbox.Sandbox(self.tree, enabled="off")  # the same, unsandboxed
             self.assertEqual(control.run(connect, 20)[0], 0)
             listener.accept()[0].close()
 
@@ -157,8 +167,10 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual((code, out.strip()), (0, "0"))
 
     def test_vendor_libraries_read_as_empty(self):
-        code, out, _ = self.sh(f"cd {self.libs}; wc -c < libcublas.so.12.4.5; "
-                               "wc -c < libcublasLt.so.12; wc -c < libother.so.1")
+        code, out, _ = self.sh(
+            f"cd {self.libs}; wc -c < libcublas.so.12.4.5; "
+            "wc -c < libcublasLt.so.12; wc -c < libother.so.1"
+        )
         self.assertEqual(code, 0, out)
         self.assertEqual(out.split(), ["0", "0", str(len("\x7fELF other"))])
 
@@ -170,8 +182,9 @@ class SandboxTest(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 10)
 
     def test_file_size_limit(self):
-        code, out, _ = self.sh(f"head -c {2 * FILE_LIMIT} /dev/zero > /tmp/big; echo rc=$?; "
-                               "wc -c < /tmp/big")
+        code, out, _ = self.sh(
+            f"head -c {2 * FILE_LIMIT} /dev/zero > /tmp/big; echo rc=$?; wc -c < /tmp/big"
+        )
         status, size = re.search(r"rc=(\d+)\s+(\d+)", out).groups()
         self.assertNotEqual(status, "0", out)
         self.assertEqual(int(size), FILE_LIMIT)
@@ -181,7 +194,7 @@ class SandboxTest(unittest.TestCase):
         code, out, _ = self.run_in(*daemon)
         self.assertEqual((code, out.strip()), (0, "started"))
         survivors = processes_running(b"sleep\x00977")
-        control = sandbox.Sandbox(self.tree, enabled="off")      # the same, unsandboxed
+        control = sandbox.Sandbox(self.tree, enabled="off")  # the same, unsandboxed
         self.assertEqual(control.run(daemon, 20)[0], 0)
         orphans = processes_running(b"sleep\x00977")
         for pid in survivors + orphans:
@@ -191,10 +204,13 @@ class SandboxTest(unittest.TestCase):
 
     def test_tree_in_a_folder_the_user_cannot_enter(self):
         home = os.path.expanduser("~")
-        if not os.path.isdir(home) or home.startswith("/tmp") or \
-                sandbox._may(os.stat(home), SANDBOX_UID, SANDBOX_UID, 1):
+        if (
+            not os.path.isdir(home)
+            or home.startswith("/tmp")
+            or sandbox._may(os.stat(home), SANDBOX_UID, SANDBOX_UID, 1)
+        ):
             self.skipTest(f"no home folder outside /tmp that uid {SANDBOX_UID} cannot enter")
-        outer = tempfile.mkdtemp(prefix="test-sandbox-", dir=home)          # mode 0700
+        outer = tempfile.mkdtemp(prefix="test-sandbox-", dir=home)  # mode 0700
         self.addCleanup(shutil.rmtree, outer, ignore_errors=True)
         tree = os.path.join(outer, "tree")
         os.mkdir(tree)
@@ -215,10 +231,13 @@ class SandboxTest(unittest.TestCase):
         to_child, from_test = os.pipe()
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (from_child, to_child)]
         argv, env = self.box.wrap(["sh", "-c", 'read line <&4; echo "got $line" >&3'])
-        launcher = ("import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4); "
-                    "os.execvpe(sys.argv[3], sys.argv[3:], os.environ)")
-        child = subprocess.Popen([sys.executable, "-c", launcher, *map(str, high), *argv],
-                                 env=env, pass_fds=high)
+        launcher = (
+            "import os, sys; os.dup2(int(sys.argv[1]), 3); os.dup2(int(sys.argv[2]), 4); "
+            "os.execvpe(sys.argv[3], sys.argv[3:], os.environ)"
+        )
+        child = subprocess.Popen(
+            [sys.executable, "-c", launcher, *map(str, high), *argv], env=env, pass_fds=high
+        )
         for fd in high + [from_child, to_child]:
             os.close(fd)
         os.write(from_test, b"hello\n")
@@ -250,12 +269,15 @@ class TrustedChildTimeOut(unittest.TestCase):
 
     def test_the_whole_tree_dies(self):
         from grader.pipeline import grade
+
         marker = f"glmasr-orphan-{os.getpid()}"
-        checker = (f"import subprocess, sys, time\n"
-                   f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'],"
-                   f" start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-                   f"print('started', flush=True)\n"
-                   f"time.sleep(600)\n")
+        checker = (
+            f"import subprocess, sys, time\n"
+            f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', '{marker}'],"
+            f" start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+            f"print('started', flush=True)\n"
+            f"time.sleep(600)\n"
+        )
         started = time.time()
         code, output, timed_out = grade.run([sys.executable, "-c", checker], timeout=2)
         self.assertEqual((code, timed_out), (None, True))
@@ -273,6 +295,7 @@ class GradeDeadline(unittest.TestCase):
 
     def test_limits(self):
         from grader.pipeline import grade
+
         reserve = grade.REPORT_RESERVE_SECONDS
         d = grade.Deadline((reserve + 30) / 60)
         self.assertEqual(d.limit(10), 10)

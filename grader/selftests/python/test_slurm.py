@@ -13,6 +13,7 @@ batch.py runs from a copy (with slurm.py and score.py) so that edits elsewhere i
 the test do not change its grader fingerprint. Without root or the Slurm and munge programs (tools/setup.sh --instructor installs them), the
 Cluster tests are skipped. Every wait is bounded; the whole file takes seconds.
 """
+
 import csv
 import json
 import os
@@ -45,31 +46,52 @@ class Parsing(unittest.TestCase):
     """What batch.py asks of Slurm and reads back, without a cluster."""
 
     def settings(self, **batch):
-        return slurm.settings({"timeout_minutes": 30, "retries": 2, **batch},
-                              {"gres": None, "partition": None})
+        return slurm.settings(
+            {"timeout_minutes": 30, "retries": 2, **batch}, {"gres": None, "partition": None}
+        )
 
     def test_the_sbatch_command(self):
         s = self.settings()
         cmd = slurm.sbatch_command(40, "/o/slurm/task.sh", "/o/slurm/logs", "/lab", s)
         self.assertEqual(cmd[:3], ["sbatch", "--parsable", "--array=0-39"])
-        for arg in ("--gres=gpu:1", "--exclusive", "--requeue", "--time=100", "--chdir=/lab",
-                    "--output=/o/slurm/logs/%A_%a.out"):
+        for arg in (
+            "--gres=gpu:1",
+            "--exclusive",
+            "--requeue",
+            "--time=100",
+            "--chdir=/lab",
+            "--output=/o/slurm/logs/%A_%a.out",
+        ):
             self.assertIn(arg, cmd)
         self.assertEqual(cmd[-1], "/o/slurm/task.sh")
         self.assertFalse(any(a.startswith(("--partition", "--account")) for a in cmd))
-        s = self.settings(slurm_gres="", slurm_exclusive=False, slurm_requeue=False,
-                          slurm_partition="gpu-h100", slurm_account="cs425",
-                          slurm_time_minutes=1500, slurm_max_running=4,
-                          slurm_sbatch_args=["--qos=teaching"])
+        s = self.settings(
+            slurm_gres="",
+            slurm_exclusive=False,
+            slurm_requeue=False,
+            slurm_partition="gpu-h100",
+            slurm_account="cs425",
+            slurm_time_minutes=1500,
+            slurm_max_running=4,
+            slurm_sbatch_args=["--qos=teaching"],
+        )
         cmd = slurm.sbatch_command(3, "t.sh", "logs", "/lab", s)
         self.assertFalse(any(a.startswith("--gres") for a in cmd))
         self.assertNotIn("--exclusive", cmd)
-        for arg in ("--array=0-2%4", "--no-requeue", "--partition=gpu-h100", "--account=cs425",
-                    "--time=1-01:00:00", "--qos=teaching"):
+        for arg in (
+            "--array=0-2%4",
+            "--no-requeue",
+            "--partition=gpu-h100",
+            "--account=cs425",
+            "--time=1-01:00:00",
+            "--qos=teaching",
+        ):
             self.assertIn(arg, cmd)
         # The command line wins over the rubric; "none" drops the gres too.
-        s = slurm.settings({"timeout_minutes": 30, "retries": 2, "slurm_gres": "gpu:h100:1"},
-                           {"gres": "none", "time_minutes": 5})
+        s = slurm.settings(
+            {"timeout_minutes": 30, "retries": 2, "slurm_gres": "gpu:h100:1"},
+            {"gres": "none", "time_minutes": 5},
+        )
         self.assertEqual((s["gres"], s["time_minutes"]), ("", 5))
 
     def test_array_indices(self):
@@ -79,34 +101,47 @@ class Parsing(unittest.TestCase):
         self.assertEqual(slurm.expand("0-8:4"), [0, 4, 8])
 
     def test_sacct_and_scontrol(self):
-        sacct = ("812_0|COMPLETED|0:0|gpu07|None\n"
-                 "812_1|NODE_FAIL|0:0|gpu03|None\n"
-                 "812_2|TIMEOUT|0:0|gpu07|TimeLimit\n"
-                 "812_[3-4]|CANCELLED by 1000|0:0|None assigned|None\n"
-                 "9812_5|COMPLETED|0:0|gpu01|None\n")
+        sacct = (
+            "812_0|COMPLETED|0:0|gpu07|None\n"
+            "812_1|NODE_FAIL|0:0|gpu03|None\n"
+            "812_2|TIMEOUT|0:0|gpu07|TimeLimit\n"
+            "812_[3-4]|CANCELLED by 1000|0:0|None assigned|None\n"
+            "9812_5|COMPLETED|0:0|gpu01|None\n"
+        )
         r = slurm.parse_sacct(sacct, "812")
         self.assertEqual(sorted(r), [0, 1, 2, 3, 4])
-        self.assertEqual(slurm.reason("812", 1, r[1]), "Slurm task 812_1 ended without writing its "
-                         "grade: NODE_FAIL, exit code 0:0, node gpu03")
-        self.assertIn("TIMEOUT, exit code 0:0, node gpu07, reason TimeLimit",
-                      slurm.reason("812", 2, r[2]))
-        self.assertEqual(slurm.reason("812", 4, r[4]), "Slurm task 812_4 ended without writing its "
-                         "grade: CANCELLED by 1000, exit code 0:0")
-        scontrol = ("JobId=815 ArrayJobId=812 ArrayTaskId=2 JobName=glmasr-grade JobState=FAILED "
-                    "Reason=NonZeroExitCode ExitCode=1:0 NodeList=gpu07\n"
-                    "JobId=812 ArrayJobId=812 ArrayTaskId=3-5 JobState=CANCELLED Reason=None "
-                    "ExitCode=0:0 NodeList=(null)\n")
+        self.assertEqual(
+            slurm.reason("812", 1, r[1]),
+            "Slurm task 812_1 ended without writing its "
+            "grade: NODE_FAIL, exit code 0:0, node gpu03",
+        )
+        self.assertIn(
+            "TIMEOUT, exit code 0:0, node gpu07, reason TimeLimit", slurm.reason("812", 2, r[2])
+        )
+        self.assertEqual(
+            slurm.reason("812", 4, r[4]),
+            "Slurm task 812_4 ended without writing its grade: CANCELLED by 1000, exit code 0:0",
+        )
+        scontrol = (
+            "JobId=815 ArrayJobId=812 ArrayTaskId=2 JobName=glmasr-grade JobState=FAILED "
+            "Reason=NonZeroExitCode ExitCode=1:0 NodeList=gpu07\n"
+            "JobId=812 ArrayJobId=812 ArrayTaskId=3-5 JobState=CANCELLED Reason=None "
+            "ExitCode=0:0 NodeList=(null)\n"
+        )
         r = slurm.parse_scontrol(scontrol, "812")
         self.assertEqual(sorted(r), [2, 3, 4, 5])
-        self.assertIn("FAILED, exit code 1:0, node gpu07, reason NonZeroExitCode",
-                      slurm.reason("812", 2, r[2]))
+        self.assertIn(
+            "FAILED, exit code 1:0, node gpu07, reason NonZeroExitCode",
+            slurm.reason("812", 2, r[2]),
+        )
         self.assertIn("neither sacct nor scontrol", slurm.reason("812", 9, None))
 
-
     def test_waiting_says_what_is_left_and_what_is_held(self):
-        answers = [(0, "812_0|RUNNING|None\n812_1|PENDING|launch failed requeued held\n", ""),
-                   (0, "812_1|PENDING|launch failed requeued held\n", ""),
-                   (1, "", "slurm_load_jobs error: Invalid job id specified")]
+        answers = [
+            (0, "812_0|RUNNING|None\n812_1|PENDING|launch failed requeued held\n", ""),
+            (0, "812_1|PENDING|launch failed requeued held\n", ""),
+            (1, "", "slurm_load_jobs error: Invalid job id specified"),
+        ]
         calls, said = [], []
         real = slurm.call
         slurm.call = lambda cmd: (calls.append(cmd), answers.pop(0))[1]
@@ -115,10 +150,15 @@ class Parsing(unittest.TestCase):
         finally:
             slurm.call = real
         self.assertEqual(calls[0], ["squeue", "-h", "-r", "-j", "812", "-o", "%i|%T|%r"])
-        self.assertEqual(said, ["batch: job 812: 1 pending, 1 running",
-                                "batch: task 812_1 is held (launch failed requeued held): "
-                                "`scontrol release 812_1` or `scancel 812_1`",
-                                "batch: job 812: 1 pending"])
+        self.assertEqual(
+            said,
+            [
+                "batch: job 812: 1 pending, 1 running",
+                "batch: task 812_1 is held (launch failed requeued held): "
+                "`scontrol release 812_1` or `scancel 812_1`",
+                "batch: job 812: 1 pending",
+            ],
+        )
 
 
 def skip_reason():
@@ -126,8 +166,10 @@ def skip_reason():
         return "no Slurm test cluster: not root"
     missing = [p for p in PROGRAMS if not shutil.which(p)]
     if missing:
-        return ("no Slurm test cluster: " + ", ".join(missing) + " not installed "
-                "(tools/setup.sh --instructor)")
+        return (
+            "no Slurm test cluster: " + ", ".join(missing) + " not installed "
+            "(tools/setup.sh --instructor)"
+        )
     return None
 
 
@@ -140,9 +182,12 @@ def free_port():
 def node_line():
     """This machine as slurmd sees it (CPUs, sockets, cores, RealMemory), named localhost."""
     p = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, timeout=30)
-    fields = [f for f in (p.stdout.splitlines() or [""])[0].split()
-              if f.split("=")[0] in ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket",
-                                     "ThreadsPerCore", "RealMemory")]
+    fields = [
+        f
+        for f in (p.stdout.splitlines() or [""])[0].split()
+        if f.split("=")[0]
+        in ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore", "RealMemory")
+    ]
     if not any(f.startswith("CPUs=") for f in fields):
         fields = [f"CPUs={os.cpu_count()}"]
     return "NodeName=localhost NodeAddr=127.0.0.1 " + " ".join(fields) + " State=UNKNOWN"
@@ -173,9 +218,18 @@ class Cluster(unittest.TestCase):
         os.write(fd, os.urandom(1024))
         os.close(fd)
         sock = os.path.join(t, "munge", "munge.socket")
-        cls.daemon("munged", ["munged", "-F", f"--socket={sock}", f"--key-file={key}",
-                              f"--pid-file={t}/munged.pid", f"--log-file={t}/logs/munged.log",
-                              f"--seed-file={t}/munged.seed"])
+        cls.daemon(
+            "munged",
+            [
+                "munged",
+                "-F",
+                f"--socket={sock}",
+                f"--key-file={key}",
+                f"--pid-file={t}/munged.pid",
+                f"--log-file={t}/logs/munged.log",
+                f"--seed-file={t}/munged.seed",
+            ],
+        )
         deadline = time.time() + 10
         while not os.path.exists(sock):
             if time.time() > deadline:
@@ -184,7 +238,8 @@ class Cluster(unittest.TestCase):
 
         cls.conf = os.path.join(t, "slurm.conf")
         with open(cls.conf, "w") as f:
-            f.write(textwrap.dedent(f"""\
+            f.write(
+                textwrap.dedent(f"""\
                 ClusterName=glmasrtest
                 SlurmctldHost=localhost
                 SlurmctldPort={free_port()}
@@ -213,7 +268,8 @@ class Cluster(unittest.TestCase):
                 MinJobAge=300
                 {node_line()}
                 PartitionName=grading Nodes=localhost Default=YES MaxTime=INFINITE State=UP
-                """))
+                """)
+            )
         # Only this cluster's settings: none of a Slurm job this test might itself run in.
         cls.env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
         cls.env["PYTHONPATH"] = ROOT  # the stand-in grader imports grader.pipeline.score
@@ -222,21 +278,34 @@ class Cluster(unittest.TestCase):
         cls.daemon("slurmd", ["slurmd", "-D", "-N", "localhost", "-f", cls.conf])
         deadline = time.time() + 30
         while True:
-            p = subprocess.run(["sinfo", "-h", "-n", "localhost", "-o", "%T"], env=cls.env,
-                               capture_output=True, text=True, timeout=30)
+            p = subprocess.run(
+                ["sinfo", "-h", "-n", "localhost", "-o", "%T"],
+                env=cls.env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             if p.stdout.strip() == "idle":
                 break
             if time.time() > deadline:
-                raise RuntimeError(f"the node is not idle after 30 s ({p.stdout.strip()} "
-                                   f"{p.stderr.strip()}): " + cls.log("slurmctld") + cls.log("slurmd"))
+                raise RuntimeError(
+                    f"the node is not idle after 30 s ({p.stdout.strip()} "
+                    f"{p.stderr.strip()}): " + cls.log("slurmctld") + cls.log("slurmd")
+                )
             time.sleep(0.2)
 
     @classmethod
     def daemon(cls, name, cmd):
         with open(os.path.join(cls.tmp, "logs", name + ".out"), "w") as out:
-            cls.procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                              env=getattr(cls, "env", None),
-                                              start_new_session=True))
+            cls.procs.append(
+                subprocess.Popen(
+                    cmd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=getattr(cls, "env", None),
+                    start_new_session=True,
+                )
+            )
 
     @classmethod
     def log(cls, name):
@@ -252,12 +321,20 @@ class Cluster(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         if hasattr(cls, "env"):  # cancel whatever is left, then stop the daemons
-            subprocess.run(["scancel", "--user", "root"], env=cls.env, capture_output=True,
-                           timeout=30)
+            subprocess.run(
+                ["scancel", "--user", "root"], env=cls.env, capture_output=True, timeout=30
+            )
             deadline = time.time() + 15
-            while time.time() < deadline and subprocess.run(
-                    ["squeue", "-h", "-o", "%i"], env=cls.env, capture_output=True, text=True,
-                    timeout=30).stdout.strip():
+            while (
+                time.time() < deadline
+                and subprocess.run(
+                    ["squeue", "-h", "-o", "%i"],
+                    env=cls.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                ).stdout.strip()
+            ):
                 time.sleep(0.2)
         for p in reversed(cls.procs):  # slurmd, slurmctld, munged: this test's own children
             if p.poll() is None:
@@ -274,13 +351,23 @@ class Cluster(unittest.TestCase):
         # batch.py runs from a copy of the grader package's modules it imports: its grader
         # fingerprint covers grader/, which edits in the project during the test must not change.
         self.lab = os.path.join(self.dir, "lab")
-        for name in ("__init__.py", "class_scale/__init__.py", "class_scale/batch.py",
-                     "class_scale/slurm.py", "pipeline/__init__.py", "pipeline/score.py"):
+        for name in (
+            "__init__.py",
+            "class_scale/__init__.py",
+            "class_scale/batch.py",
+            "class_scale/slurm.py",
+            "pipeline/__init__.py",
+            "pipeline/score.py",
+        ):
             os.makedirs(os.path.join(self.lab, "grader", os.path.dirname(name)), exist_ok=True)
             shutil.copy(os.path.join(ROOT, "grader", name), os.path.join(self.lab, "grader", name))
         self.subs = os.path.join(self.dir, "subs")
-        for name, behaviour in (("ada", "ok 10"), ("bob", "stub"), ("cy", "refused"),
-                                ("dee", "vanish")):
+        for name, behaviour in (
+            ("ada", "ok 10"),
+            ("bob", "stub"),
+            ("cy", "refused"),
+            ("dee", "vanish"),
+        ):
             os.makedirs(os.path.join(self.subs, name))
             with open(os.path.join(self.subs, name, "behaviour.txt"), "w") as f:
                 f.write(behaviour)
@@ -298,14 +385,33 @@ class Cluster(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def batch(self, *extra):
-        cmd = [sys.executable, "-m", "grader.class_scale.batch", self.subs, "--slurm", "--out", self.out,
-               "--rubric", self.rubric, "--gpu-lock", os.path.join(self.dir, "gpu.lock"),
-               "--grade-cmd", f"{sys.executable} {self.fake} {ROOT}",
-               "--poll-seconds", "0.3", "--wait-hours", "0.02", *extra]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=100, env=self.env,
-                           cwd=self.lab)
-        print(f"$ batch.py --slurm {' '.join(extra)}  (exit {p.returncode})\n{p.stdout}{p.stderr}",
-              file=sys.stderr)
+        cmd = [
+            sys.executable,
+            "-m",
+            "grader.class_scale.batch",
+            self.subs,
+            "--slurm",
+            "--out",
+            self.out,
+            "--rubric",
+            self.rubric,
+            "--gpu-lock",
+            os.path.join(self.dir, "gpu.lock"),
+            "--grade-cmd",
+            f"{sys.executable} {self.fake} {ROOT}",
+            "--poll-seconds",
+            "0.3",
+            "--wait-hours",
+            "0.02",
+            *extra,
+        ]
+        p = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=100, env=self.env, cwd=self.lab
+        )
+        print(
+            f"$ batch.py --slurm {' '.join(extra)}  (exit {p.returncode})\n{p.stdout}{p.stderr}",
+            file=sys.stderr,
+        )
         return p
 
     def read(self, *path):
@@ -333,16 +439,21 @@ class Cluster(unittest.TestCase):
 
         with open(os.path.join(self.out, "class.csv"), newline="") as f:
             rows = {r["student"]: r for r in csv.DictReader(f)}
-        self.assertEqual({n: r["status"] for n, r in rows.items()},
-                         {"ada": "graded", "bob": "graded", "cy": "not graded",
-                          "dee": "not graded"}, {n: r["note"] for n, r in rows.items()})
-        self.assertEqual(float(rows["ada"]["total"]), 74.0)        # kernels 54 + speed 20 (no WER)
-        self.assertEqual(float(rows["bob"]["total"]), 0.0)         # a stub earns nothing
-        self.assertIn("a symbolic link", rows["cy"]["note"])       # grade.py's own line
-        self.assertEqual(rows["cy"]["total"], "")                  # never a silent 0
+        self.assertEqual(
+            {n: r["status"] for n, r in rows.items()},
+            {"ada": "graded", "bob": "graded", "cy": "not graded", "dee": "not graded"},
+            {n: r["note"] for n, r in rows.items()},
+        )
+        self.assertEqual(float(rows["ada"]["total"]), 74.0)  # kernels 54 + speed 20 (no WER)
+        self.assertEqual(float(rows["bob"]["total"]), 0.0)  # a stub earns nothing
+        self.assertIn("a symbolic link", rows["cy"]["note"])  # grade.py's own line
+        self.assertEqual(rows["cy"]["total"], "")  # never a silent 0
         self.assertEqual(rows["dee"]["total"], "")
-        self.assertEqual(rows["dee"]["note"], f"Slurm task {job['job']}_3 ended without writing "
-                         "its grade: CANCELLED, exit code 0:15, node localhost")
+        self.assertEqual(
+            rows["dee"]["note"],
+            f"Slurm task {job['job']}_3 ended without writing "
+            "its grade: CANCELLED, exit code 0:15, node localhost",
+        )
 
         for name in ("ada", "bob", "cy", "dee"):
             state = self.read("students", name, "state.json")
@@ -353,19 +464,23 @@ class Cluster(unittest.TestCase):
             self.assertEqual((state["status"], state["slurm"]["node"]), ("graded", "localhost"))
             results = self.read("students", name, "results.json")
             self.assertEqual(results["score"], float(rows[name]["total"]))
-            self.assertIn(f"=== attempt 1: {sys.executable} {self.fake}",
-                          self.read("students", name, "grade.log"))
+            self.assertIn(
+                f"=== attempt 1: {sys.executable} {self.fake}",
+                self.read("students", name, "grade.log"),
+            )
         self.assertIn("grade.py exit 2", self.read("students", "cy", "state.json")["reason"])
         self.assertEqual(self.read("students", "dee", "state.json")["slurm"]["source"], "scontrol")
         self.assertFalse(os.path.exists(os.path.join(self.out, "students", "cy", "results.json")))
-        self.assertTrue(os.path.exists(os.path.join(self.out, "slurm", "logs", f"{job['job']}_0.out")))
+        self.assertTrue(
+            os.path.exists(os.path.join(self.out, "slurm", "logs", f"{job['job']}_0.out"))
+        )
 
         page = Table()
         text = self.read("leaderboard.html")
         page.feed(text)
         self.assertEqual([r[1] for r in page.rows[1:3]], ["ada", "bob"])
         self.assertEqual(len(page.rows), 5)
-        self.assertTrue(all(r[0] == "" for r in page.rows[3:]))    # the ungraded are not ranked
+        self.assertTrue(all(r[0] == "" for r in page.rows[3:]))  # the ungraded are not ranked
         self.assertIn("CANCELLED", text)
 
         # Again, without waiting: the graded are kept, the two others go in a new array of two.
@@ -383,11 +498,13 @@ class Cluster(unittest.TestCase):
         self.assertTrue(self.read("slurm", "job.json")["collected"])
         with open(os.path.join(self.out, "class.csv"), newline="") as f:
             rows = {r["student"]: r for r in csv.DictReader(f)}
-        self.assertEqual({n: r["status"] for n, r in rows.items()},
-                         {"ada": "graded", "bob": "graded", "cy": "not graded", "dee": "graded"},
-                         {n: r["note"] for n, r in rows.items()})
+        self.assertEqual(
+            {n: r["status"] for n, r in rows.items()},
+            {"ada": "graded", "bob": "graded", "cy": "not graded", "dee": "graded"},
+            {n: r["note"] for n, r in rows.items()},
+        )
         with open(os.path.join(self.out, "work", "ada.calls")) as f:
-            self.assertEqual(len(f.read().split()), 1)                # graded once, kept since
+            self.assertEqual(len(f.read().split()), 1)  # graded once, kept since
         print(f"Slurm test: {time.time() - t0:.1f} s", file=sys.stderr)
 
 

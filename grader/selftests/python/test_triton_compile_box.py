@@ -13,6 +13,7 @@ succeed (the attack is real); in the sandbox both fail, the compile itself still
 only the C++ leaves the box. Needs root and namespaces (like test_sandbox.py) and a Python with
 Triton that the sandbox user may run; skipped otherwise, with the reason. About 30 s.
 """
+
 import argparse
 import json
 import os
@@ -29,7 +30,7 @@ PYTHON = None  # --python
 
 # Reads the hidden folder and writes into the tree at import time, reporting what worked, then
 # the given `add` kernel as it ships (so the track still compiles).
-CHEAT = '''import triton
+CHEAT = """import triton
 _os = triton.testing.os
 try:
     _os.listdir({secret!r})
@@ -41,7 +42,7 @@ try:
     print("CHEAT: wrote into the tree")
 except OSError:
     print("BLOCKED: the tree")
-'''
+"""
 
 
 def python_usable_by_sandbox(python):
@@ -69,8 +70,11 @@ class TritonCompileBoxTest(unittest.TestCase):
         cls.tree = os.path.join(cls.tmp, "tree")
         for path in ("tools/triton", "tools/aot", "student/triton", "driver/cuda/include/glmasr"):
             if os.path.isdir(os.path.join(ROOT, path)):  # tools/aot: the AOT tools' shared part
-                shutil.copytree(os.path.join(ROOT, path), os.path.join(cls.tree, path),
-                                ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(
+                    os.path.join(ROOT, path),
+                    os.path.join(cls.tree, path),
+                    ignore=shutil.ignore_patterns("__pycache__"),
+                )
         os.makedirs(os.path.join(cls.tree, "reference", "triton"))
         cls.secret = os.path.join(cls.tree, "reference", "triton")
         cls.planted = os.path.join(cls.tree, "student", "triton", "planted.txt")
@@ -95,10 +99,26 @@ class TritonCompileBoxTest(unittest.TestCase):
         if os.path.exists(out):
             os.remove(out)
         done = subprocess.run(
-            [PYTHON, "aot/triton_aot.py", "--track", "triton", "--folders", "student/triton",
-             "--arch", "80", "--kernels-header", "driver/cuda/include/glmasr/fp32_kernels.h",
-             "--out", out], cwd=self.tree, capture_output=True, text=True, timeout=600,
-            env=dict(os.environ, TRITON_CACHE_DIR=os.path.join(self.tmp, "cache"), **env))
+            [
+                PYTHON,
+                "aot/triton_aot.py",
+                "--track",
+                "triton",
+                "--folders",
+                "student/triton",
+                "--arch",
+                "80",
+                "--kernels-header",
+                "driver/cuda/include/glmasr/fp32_kernels.h",
+                "--out",
+                out,
+            ],
+            cwd=self.tree,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, TRITON_CACHE_DIR=os.path.join(self.tmp, "cache"), **env),
+        )
         return done, out
 
     def test_control_then_sandboxed(self):
@@ -112,8 +132,9 @@ class TritonCompileBoxTest(unittest.TestCase):
         if not box.active:
             self.skipTest(box.description)
         with box:
-            done, out = self.compile({"GLMASR_AOT_SANDBOX": json.dumps(
-                dict(box.handoff(), box=self.box))})
+            done, out = self.compile(
+                {"GLMASR_AOT_SANDBOX": json.dumps(dict(box.handoff(), box=self.box))}
+            )
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         self.assertIn("BLOCKED: reference/", done.stdout)
         self.assertIn("BLOCKED: the tree", done.stdout)

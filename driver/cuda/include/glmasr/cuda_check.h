@@ -33,5 +33,5 @@ inline unsigned int blocks_for(long long n, int threads_per_block) {
 
 }  // namespace glmasr::cuda
 
-#define CUDA_CHECK(expr) ::glmasr::cuda::check((expr), #expr, __FILE__, __LINE__)
+#define CUDA_CHECK(expr)    ::glmasr::cuda::check((expr), #expr, __FILE__, __LINE__)
 #define CUDA_CHECK_LAUNCH() ::glmasr::cuda::check_launch(__FILE__, __LINE__)

@@ -29,7 +29,8 @@ struct Adapter {
     }
     static void layernorm(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b,
                           float eps, Stream s) {
-        K.layernorm(out.f32(), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)), to_int(x.dim(1)), eps, s);
+        K.layernorm(out.f32(), x.f32(), w.f32(), b.f32(), to_int(x.dim(0)), to_int(x.dim(1)), eps,
+                    s);
     }
     static void rmsnorm(const Tensor& out, const Tensor& x, const Tensor& w, float eps, Stream s) {
         K.rmsnorm(out.f32(), x.f32(), w.f32(), to_int(x.dim(0)), to_int(x.dim(1)), eps, s);

@@ -26,8 +26,8 @@ struct Fp32Kernels {
                    int C_in, int C_out, int ksize, int stride, int padding, int T_out,
                    cudaStream_t stream);
     // out(rows, dim) = LayerNorm(x(rows, dim)) · w(dim) + b(dim)
-    void (*layernorm)(float* out, const float* x, const float* w, const float* b, int rows,
-                      int dim, float eps, cudaStream_t stream);
+    void (*layernorm)(float* out, const float* x, const float* w, const float* b, int rows, int dim,
+                      float eps, cudaStream_t stream);
     // out(rows, dim) = x · rsqrt(mean(x²) + eps) · w(dim)
     void (*rmsnorm)(float* out, const float* x, const float* w, int rows, int dim, float eps,
                     cudaStream_t stream);
@@ -51,8 +51,8 @@ struct Fp32Kernels {
                              int Tq, int Tk, int Hq, int Hkv, int D, float scale,
                              cudaStream_t stream);
     // out(Tq, Hq·D) = probs(Hq, Tq, Tk) · v(Tk, Hkv·D) per head (GQA)
-    void (*attention_output)(float* out, const float* probs, const float* v, int Tq, int Tk,
-                             int Hq, int Hkv, int D, cudaStream_t stream);
+    void (*attention_output)(float* out, const float* probs, const float* v, int Tq, int Tk, int Hq,
+                             int Hkv, int D, cudaStream_t stream);
     // out(T, D) = table(V, D)[ids(T)]
     void (*embedding)(float* out, const float* table, const int* ids, int T, int D, int V,
                       cudaStream_t stream);
@@ -74,7 +74,8 @@ static_assert(sizeof(Fp32Kernels) == kNumPrimitiveOps * sizeof(void (*)()),
 // Designated initializers must follow declaration order, so a field out of the op list's order
 // (or a missing launcher) fails to compile.
 #define GLMASR_FP32_KERNEL_FIELD(name) .name = &name,
-#define GLMASR_FP32_KERNELS {GLMASR_PRIMITIVE_OPS(GLMASR_FP32_KERNEL_FIELD)}
+#define GLMASR_FP32_KERNELS \
+    { GLMASR_PRIMITIVE_OPS(GLMASR_FP32_KERNEL_FIELD) }
 
 // Builds the Tensor-level Ops table around K (defined in fp32_adapter.cu via the template below).
 template <const Fp32Kernels& K>

@@ -17,11 +17,11 @@ namespace glmasr::cuda {
 
 // One architecture's machine code of a kernel.
 struct TritonCubin {
-    int arch;                    // compute capability × 10 + minor: 80, 90, ...
-    const unsigned char* data;   // the cubin (an ELF image)
+    int arch;                   // compute capability × 10 + minor: 80, 90, ...
+    const unsigned char* data;  // the cubin (an ELF image)
     std::size_t size;
-    int shared_bytes;            // dynamic shared memory the kernel needs per program, or
-                                 // kAllSharedMemory
+    int shared_bytes;  // dynamic shared memory the kernel needs per program, or
+                       // kAllSharedMemory
 };
 
 // A cuTile kernel's dynamic shared memory: all the device lets a block opt into, less the
@@ -29,10 +29,10 @@ struct TritonCubin {
 constexpr int kAllSharedMemory = -1;
 
 struct TritonKernel {
-    const char* op;              // the op whose launcher starts it (for messages)
-    const char* symbol;          // the kernel's name in the cubin
-    int threads;                 // num_warps × 32
-    const TritonCubin* cubins;   // one per architecture of the build
+    const char* op;             // the op whose launcher starts it (for messages)
+    const char* symbol;         // the kernel's name in the cubin
+    int threads;                // num_warps × 32
+    const TritonCubin* cubins;  // one per architecture of the build
     int n_cubins;
 
     // The cubin that runs on a GPU of compute capability `arch` (90 for sm_90): from sm_90 on

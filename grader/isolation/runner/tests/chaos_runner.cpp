@@ -23,18 +23,19 @@
 namespace {
 
 enum Chaos {
-    kCrash = 1,        // a segmentation fault
-    kHang = 2,         // never returns
-    kExitEarly = 3,    // exit(0) in the middle of the call
-    kGarbage = 4,      // writes bytes of its own choosing on the reply pipe
-    kWritePastEnd = 5, // writes one element past the end of `out`
-    kVendorMap = 6,    // maps the file named by GLMASR_CHAOS_LIBRARY (a stand-in for libcublas)
+    kCrash = 1,         // a segmentation fault
+    kHang = 2,          // never returns
+    kExitEarly = 3,     // exit(0) in the middle of the call
+    kGarbage = 4,       // writes bytes of its own choosing on the reply pipe
+    kWritePastEnd = 5,  // writes one element past the end of `out`
+    kVendorMap = 6,     // maps the file named by GLMASR_CHAOS_LIBRARY (a stand-in for libcublas)
     kNotImplemented = 7,
-    kSkipOutput = 8,   // returns without writing `out`
-    kOrphan = 9,       // leaves a detached grandchild that writes GLMASR_CHAOS_ORPHAN_FILE later
+    kSkipOutput = 8,  // returns without writing `out`
+    kOrphan = 9,      // leaves a detached grandchild that writes GLMASR_CHAOS_ORPHAN_FILE later
 };
 
-void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr::Tensor& b, glmasr::Stream stream) {
+void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr::Tensor& b,
+               glmasr::Stream stream) {
     const float* x = a.f32();
     switch (static_cast<int>(x[0])) {
         case kCrash: {
@@ -44,8 +45,7 @@ void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr:
         }
         case kHang:
             for (;;) pause();
-        case kExitEarly:
-            std::_Exit(0);
+        case kExitEarly: std::_Exit(0);
         case kGarbage: {
             const char junk[] = "GMRP\0\0\0\0\xff\xff\xff\xff garbage";
             [[maybe_unused]] ssize_t n = write(glmasr::runner::kReplyFd, junk, sizeof junk);
@@ -62,10 +62,8 @@ void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr:
                 throw glmasr::Error("chaos: cannot map GLMASR_CHAOS_LIBRARY");
             break;
         }
-        case kNotImplemented:
-            throw glmasr::NotImplemented("add", "docs/kernels/add.md");
-        case kSkipOutput:
-            return;
+        case kNotImplemented: throw glmasr::NotImplemented("add", "docs/kernels/add.md");
+        case kSkipOutput: return;
         case kOrphan:
             if (fork() == 0) {
                 setsid();

@@ -53,7 +53,8 @@ TEST(RemoteTrack, CpuRunnerMatchesInProcessBitForBit) {
     const Track& remote = remote_cpu();
     const Ops& local = cpu_track().ops;
     const int64_t M = 5, N = 7, K = 33;
-    std::vector<float> x = random_values(M * K, 1), w = random_values(N * K, 2), b = random_values(N, 3);
+    std::vector<float> x = random_values(M * K, 1), w = random_values(N * K, 2),
+                       b = random_values(N, 3);
     std::vector<float> want(M * N), got(M * N, NAN);
     local.linear(view(want, {M, N}), view(x, {M, K}), view(w, {N, K}), view(b, {N}), nullptr);
     remote.ops.linear(view(got, {M, N}), view(x, {M, K}), view(w, {N, K}), view(b, {N}), nullptr);
@@ -74,12 +75,16 @@ TEST(RemoteTrack, CpuRunnerMatchesInProcessBitForBit) {
 
     // A fused entry the track leaves null: its composition calls the proxies one by one.
     const int64_t T = 6, H = 2, D = 8;
-    std::vector<float> q = random_values(T * H * D, 6), k = random_values(T * H * D, 7), v = random_values(T * H * D, 8);
-    std::vector<float> scratch(H * T * T), want_att(T * H * D), got_att(T * H * D, NAN), scratch2(H * T * T);
-    run_attention(local, view(want_att, {T, H * D}), view(q, {T, H * D}), view(k, {T, H * D}), view(v, {T, H * D}),
-                  Tensor{}, view(scratch, {H, T, T}), int(H), int(H), 0.35f, nullptr);
+    std::vector<float> q = random_values(T * H * D, 6), k = random_values(T * H * D, 7),
+                       v = random_values(T * H * D, 8);
+    std::vector<float> scratch(H * T * T), want_att(T * H * D), got_att(T * H * D, NAN),
+        scratch2(H * T * T);
+    run_attention(local, view(want_att, {T, H * D}), view(q, {T, H * D}), view(k, {T, H * D}),
+                  view(v, {T, H * D}), Tensor{}, view(scratch, {H, T, T}), int(H), int(H), 0.35f,
+                  nullptr);
     run_attention(remote.ops, view(got_att, {T, H * D}), view(q, {T, H * D}), view(k, {T, H * D}),
-                  view(v, {T, H * D}), Tensor{}, view(scratch2, {H, T, T}), int(H), int(H), 0.35f, nullptr);
+                  view(v, {T, H * D}), Tensor{}, view(scratch2, {H, T, T}), int(H), int(H), 0.35f,
+                  nullptr);
     EXPECT_EQ(got_att, want_att);
 }
 
@@ -146,10 +151,10 @@ TEST(RemoteTrack, NothingARunnerStartsOutlivesTheChecker) {
     }
     const std::string flag = ::testing::TempDir() + "orphan-wrote-" + std::to_string(getpid());
     std::remove(flag.c_str());
-    const std::string command = "GLMASR_ORPHAN_CHILD=1 GLMASR_CHAOS_ORPHAN_FILE=" + flag +
-                                " /proc/" + std::to_string(getpid()) + "/exe" +
-                                " --gtest_filter=RemoteTrack.NothingARunnerStartsOutlivesTheChecker" +
-                                " > /dev/null 2>&1";
+    const std::string command =
+        "GLMASR_ORPHAN_CHILD=1 GLMASR_CHAOS_ORPHAN_FILE=" + flag + " /proc/" +
+        std::to_string(getpid()) + "/exe" +
+        " --gtest_filter=RemoteTrack.NothingARunnerStartsOutlivesTheChecker" + " > /dev/null 2>&1";
     ASSERT_EQ(std::system(command.c_str()), 0);
     sleep(3);  // the grandchild would have written by now
     struct stat st;
@@ -170,9 +175,10 @@ TEST(RemoteTrack, HowTheRunnerEndedIsReported) {
     }
     const std::string report = ::testing::TempDir() + "exits-" + std::to_string(getpid());
     std::remove(report.c_str());
-    const std::string command = "GLMASR_EXIT_REPORT_INNER=1 GLMASR_RUNNER_EXIT_REPORT=" + report +
-                                " /proc/" + std::to_string(getpid()) + "/exe" +
-                                " --gtest_filter=RemoteTrack.HowTheRunnerEndedIsReported > /dev/null 2>&1";
+    const std::string command =
+        "GLMASR_EXIT_REPORT_INNER=1 GLMASR_RUNNER_EXIT_REPORT=" + report + " /proc/" +
+        std::to_string(getpid()) + "/exe" +
+        " --gtest_filter=RemoteTrack.HowTheRunnerEndedIsReported > /dev/null 2>&1";
     ASSERT_EQ(std::system(command.c_str()), 0);
     std::ifstream in(report);
     std::string line;
@@ -187,13 +193,16 @@ TEST(RemoteTrack, ARunnerThatCannotStartOrServesAnotherTrackIsAnError) {
         remote_track_for("missing", {"/nonexistent/kernel-runner", "missing"}, DType::F32);
         FAIL() << "expected an error";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("cannot start the kernel runner"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("cannot start the kernel runner"), std::string::npos)
+            << e.what();
     }
     try {
         remote_track_for("student", {runner_program(), "cpu"}, DType::F32);
         FAIL() << "expected an error";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("serves track 'cpu', not 'student'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("serves track 'cpu', not 'student'"),
+                  std::string::npos)
+            << e.what();
     }
 }
 
