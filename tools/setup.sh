@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# setup.sh — install the Debian packages the lab builds against, if any are missing.
-#   tools/setup.sh            install what is missing (apt-get; needs root or sudo)
+# setup.sh — make sure what the lab builds against is there; install it where this is Debian.
+#   tools/setup.sh            check every dependency the way the build finds it (a command,
+#                             pkg-config, a Python module); install what is missing with apt-get
+#                             on Debian/Ubuntu (root or sudo); elsewhere print what to provide
 #   tools/setup.sh --check    only report what is missing (exit 1 if anything is)
 #   tools/setup.sh --instructor   also what the instructor-side tests use (CI installs it):
 #                             clang-format and .venv-tools/ with ruff (tools/check_style.sh),
@@ -13,16 +15,51 @@
 #                             Triton tracks (docs/tracks.md) and their CPU checks
 #   tools/setup.sh --cutile   also .venv-cutile/: cuTile (cuda-tile, pinned) with NVIDIA's tileiras
 #                             and the CUDA 13.4 wheels it needs, for the cuTile tracks
-# The CUDA tracks are built when nvcc is on the PATH (CUDA toolkit, not installed here).
+# A host that is not Debian (a cluster node, RHEL-family) passes when everything is found, e.g.
+# from its modules or a container (docs/instructors.md); nothing is installed there. The CUDA
+# tracks are built when nvcc is on the PATH (the CUDA toolkit is never installed here).
 set -euo pipefail
+mode="${1:-}"
 
-packages=(build-essential cmake ninja-build pkgconf python3
-          libsndfile1-dev libsoxr-dev libfftw3-dev libpcre2-dev
-          nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          libcpp-httplib-dev
-          python3-matplotlib)  # tools/perf/plot_kernel_bench.py, tools/perf/roofline.py and their test
-[ "${1:-}" = "--instructor" ] && packages+=(chromium slurm-wlm munge clang libclang-rt-dev clang-format)
-case "${1:-}" in --instructor|--triton|--cutile) packages+=(python3-venv) ;; esac
+# What the build needs: "what it is|the Debian package that provides it|the check", one a line.
+requirements=(
+  "a C++20 compiler (c++)|build-essential|command -v c++"
+  "CMake >= 3.25|cmake|cmake_at_least 3.25"
+  "pkg-config|pkgconf|command -v pkg-config"
+  "Python >= 3.11|python3|python3 -c 'import sys; assert sys.version_info >= (3, 11)'"
+  "libsndfile (pkg-config sndfile)|libsndfile1-dev|pkg-config --exists sndfile"
+  "libsoxr (pkg-config soxr)|libsoxr-dev|pkg-config --exists soxr"
+  "FFTW3, single precision (pkg-config fftw3f)|libfftw3-dev|pkg-config --exists fftw3f"
+  "PCRE2 (pkg-config libpcre2-8)|libpcre2-dev|pkg-config --exists libpcre2-8"
+  "nlohmann-json 3 (pkg-config nlohmann_json)|nlohmann-json3-dev|pkg-config --exists nlohmann_json"
+  "CLI11 (pkg-config CLI11)|libcli11-dev|pkg-config --exists CLI11"
+  "GoogleTest (pkg-config gtest)|libgtest-dev|pkg-config --exists gtest"
+  "GoogleMock (pkg-config gmock)|libgmock-dev|pkg-config --exists gmock"
+  "Google Benchmark (pkg-config benchmark)|libbenchmark-dev|pkg-config --exists benchmark"
+  "cpp-httplib (pkg-config cpp-httplib; glmasr serve)|libcpp-httplib-dev|pkg-config --exists cpp-httplib"
+  "matplotlib (the pictures of docs/profiling.md)|python3-matplotlib|python3 -c 'import matplotlib' || /usr/bin/python3 -c 'import matplotlib'"
+)
+case "$mode" in
+  --instructor)
+    requirements+=(
+      "chromium (the leaderboard's browser test)|chromium|command -v chromium"
+      "Slurm (slurmctld, slurmd, sbatch)|slurm-wlm|command -v slurmctld && command -v sbatch"
+      "munge|munge|command -v munged"
+      "clang++ (make fuzz)|clang|command -v clang++"
+      "clang's libFuzzer runtime|libclang-rt-dev|test -f \"\$(clang++ -print-file-name=libclang_rt.fuzzer-x86_64.a)\""
+      "clang-format (tools/check_style.sh)|clang-format|command -v clang-format"
+    ) ;;
+esac
+case "$mode" in
+  --instructor|--triton|--cutile)
+    requirements+=("Python's venv and pip|python3-venv|python3 -c 'import venv, ensurepip'") ;;
+esac
+
+cmake_at_least() {
+  local have
+  have=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p')
+  [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$1" "$have" | sort -V | head -n 1)" = "$1" ]
+}
 
 # The Triton tracks' Python (aot/AotTracks.cmake finds it here), after the packages.
 triton_venv() {
@@ -64,33 +101,39 @@ cutile_venv() {
   echo "setup: installed cuda-tile 1.7.0 and tileiras 13.4 in $venv"
 }
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+missing=()   # what is missing, in words
+packages=()  # the Debian packages that provide it
+for r in "${requirements[@]}"; do
+  IFS='|' read -r what package check <<< "$r"
+  if ! (eval "$check") >/dev/null 2>&1; then
+    missing+=("$what")
+    packages+=("$package")
+  fi
 done
 
+venvs() { triton_venv "$mode"; cutile_venv "$mode"; tools_venv "$mode"; }
+
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all build dependencies are installed"
-  [ "${1:-}" = "--check" ] || { triton_venv "${1:-}"; cutile_venv "${1:-}"; tools_venv "${1:-}"; }
+  echo "setup: every build dependency is found"
+  [ "$mode" = "--check" ] || venvs
   exit 0
 fi
-echo "setup: missing packages: ${missing[*]}"
-[ "${1:-}" = "--check" ] && exit 1
+printf 'setup: missing: %s\n' "${missing[@]}"
+[ "$mode" = "--check" ] && exit 1
 
-if ! command -v apt-get >/dev/null; then
-  echo "setup: error: apt-get not found; install the equivalent of: ${missing[*]}" >&2
+if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+  echo "setup: error: this host has no apt-get: provide the ones above (a module, a package of" \
+       "this system, or the lab's container: docs/instructors.md), then run make again" >&2
   exit 1
 fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null; then sudo="sudo"; else
-    echo "setup: error: not root and no sudo; as root run: apt-get install ${missing[*]}" >&2
+    echo "setup: error: not root and no sudo; as root run: apt-get install ${packages[*]}" >&2
     exit 1
   fi
 fi
 $sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "setup: installed ${missing[*]}"
-triton_venv "${1:-}"
-cutile_venv "${1:-}"
-tools_venv "${1:-}"
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}"
+echo "setup: installed ${packages[*]}"
+venvs
