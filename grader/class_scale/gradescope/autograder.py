@@ -613,10 +613,30 @@ def run(root):
     return 0
 
 
+def cannot_grade(config, has_known_hosts):
+    """Why a zip with this config could never grade ([] if it can): a bridge that still names
+    the example host, or whose ssh checks the host against a known_hosts the zip lacks.
+    make_autograder.py refuses to write such a zip and prepare() (Gradescope's image build)
+    fails on one."""
+    b = config["bridge"]
+    if config["gradescope"]["mode"] != "bridge":
+        return []
+    reasons = []
+    if "example.edu" in b["transport"] or "example.edu" in b["remote_root"]:
+        reasons.append("[bridge] transport and remote_root still name the example host")
+    if "{known_hosts}" in b["transport"] and not has_known_hosts:
+        reasons.append("no known_hosts for the GPU host: ssh refuses it (StrictHostKeyChecking)")
+    return reasons
+
+
 def prepare(root):
-    """setup.sh's part: the config must load; local mode unpacks the instructor tree."""
+    """setup.sh's part: the config must load and be able to grade; local mode unpacks the
+    instructor tree."""
     source = os.path.join(root, "source")
     config = load_config(os.path.join(source, "config.toml"))
+    reasons = cannot_grade(config, os.path.isfile(os.path.join(source, "ssh", "known_hosts")))
+    if reasons:
+        raise ConfigError("this zip cannot grade: " + "; ".join(reasons))
     mode = config["gradescope"]["mode"]
     if mode == "local":
         tree = os.path.join(source, "lab.tar.gz")

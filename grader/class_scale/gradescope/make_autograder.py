@@ -118,21 +118,22 @@ def main():
         sys.exit(f"make_autograder: {e}")
     mode = config["gradescope"]["mode"]
     transport = config["bridge"]["transport"]
+    reasons = autograder.cannot_grade(config, bool(args.known_hosts))
+    if reasons:
+        for reason in reasons:
+            print(f"make_autograder: {args.config}: cannot grade: {reason}", file=sys.stderr)
+        print(
+            "make_autograder: no zip written: give your own config with the GPU host, and its "
+            "key (GRADESCOPE_FLAGS=\"--config FILE --ssh-key KEY --known-hosts FILE\"; "
+            "docs/instructors.md)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     if mode == "bridge":
-        if "example.edu" in transport or "example.edu" in config["bridge"]["remote_root"]:
-            print(
-                "make_autograder: warning: the bridge still names the example host: set "
-                "[bridge] transport and remote_root (GRADESCOPE_FLAGS=--config FILE)"
-            )
         if "{ssh_key}" in transport and not args.ssh_key:
             print(
                 "make_autograder: warning: no --ssh-key: the transport's {ssh_key} must then "
                 f"come from ${autograder.KEY_ENV} at grading time"
-            )
-        if "{known_hosts}" in transport and not args.known_hosts:
-            print(
-                "make_autograder: warning: no --known-hosts: ssh will refuse the host "
-                "(StrictHostKeyChecking)"
             )
     for path in filter(None, [args.ssh_key]):
         if not os.path.relpath(os.path.abspath(path), ROOT).startswith(".."):

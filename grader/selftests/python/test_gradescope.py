@@ -175,9 +175,17 @@ class Gradescope(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="test-gradescope-")
         cls.zip = os.path.join(cls.tmp, "gradescope-autograder.zip")
-        # The make target, as an instructor runs it (default config: bridge mode).
+        # The make target, as an instructor runs it: the shipped config (bridge mode) with the
+        # course's host and its known_hosts line (the cases below put their own config.toml in).
+        with open(os.path.join(TOOLS, "config.toml")) as f:
+            shipped = f.read()
+        config = os.path.join(cls.tmp, "my-gradescope.toml")
+        write(config, shipped.replace("gpu-login.example.edu", "gpu-login.course.test"))
+        known = os.path.join(cls.tmp, "gs_known_hosts")
+        write(known, "gpu-login.course.test ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExample\n")
+        flags = f"--out {cls.zip} --config {config} --known-hosts {known}"
         p = subprocess.run(
-            ["make", "-s", "-C", ROOT, "gradescope", f"GRADESCOPE_FLAGS=--out {cls.zip}"],
+            ["make", "-s", "-C", ROOT, "gradescope", f"GRADESCOPE_FLAGS={flags}"],
             capture_output=True,
             text=True,
             timeout=120,
@@ -304,6 +312,31 @@ class Gradescope(unittest.TestCase):
 
     # -- the zip
 
+    def test_make_refuses_a_config_that_cannot_grade(self):
+        out = os.path.join(self.tmp, "refused.zip")
+        p = subprocess.run(
+            ["make", "-s", "-C", ROOT, "gradescope", f"GRADESCOPE_FLAGS=--out {out}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("cannot grade: [bridge] transport and remote_root still name", p.stderr)
+        self.assertIn("cannot grade: no known_hosts", p.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_the_image_build_fails_on_a_zip_that_cannot_grade(self):
+        root = self.autograder_root()
+        shutil.copy(os.path.join(TOOLS, "config.toml"), os.path.join(root, "source", "config.toml"))
+        p = subprocess.run(
+            [sys.executable, os.path.join(root, "source", "autograder.py"), "prepare"],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, GLMASR_AUTOGRADER_ROOT=root),
+        )
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("this zip cannot grade", p.stderr)
+
     def test_zip_layout(self):
         with zipfile.ZipFile(self.zip) as z:
             infos = {i.filename: i for i in z.infolist()}
@@ -316,6 +349,7 @@ class Gradescope(unittest.TestCase):
                 "find_python.sh",
                 "config.toml",
                 "build_info.json",
+                "ssh/known_hosts",
             },
         )
         for name in ("setup.sh", "run_autograder"):
