@@ -124,7 +124,7 @@ def main():
             print(f"make_autograder: {args.config}: cannot grade: {reason}", file=sys.stderr)
         print(
             "make_autograder: no zip written: give your own config with the GPU host, and its "
-            "key (GRADESCOPE_FLAGS=\"--config FILE --ssh-key KEY --known-hosts FILE\"; "
+            'key (GRADESCOPE_FLAGS="--config FILE --ssh-key KEY --known-hosts FILE"; '
             "docs/instructors.md)",
             file=sys.stderr,
         )
