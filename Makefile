@@ -59,12 +59,15 @@ test: build
 # through the same code paths that test_parity, test_cli and grader.e2e drive under ASan on the
 # small fixtures; `make test` runs it.
 ASAN_BUILD ?= build-asan
+# -O1 with line tables (-g1): the reports keep file:line, and the build takes half the time of -O2 -g.
+ASAN_OPT = -O1 -g1 -DNDEBUG
 UBSAN_OPTS = print_stacktrace=1:abort_on_error=1
 ASAN_OPTS = detect_leaks=1:abort_on_error=1
 .PHONY: asan
 asan:
 	@tools/setup.sh
-	cmake -S . -B $(ASAN_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLMASR_SANITIZE=address,undefined
+	cmake -S . -B $(ASAN_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGLMASR_SANITIZE=address,undefined \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='$(ASAN_OPT)' -DCMAKE_C_FLAGS_RELWITHDEBINFO='$(ASAN_OPT)'
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	UBSAN_OPTIONS=$(UBSAN_OPTS) ASAN_OPTIONS=$(ASAN_OPTS) \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -LE '^student$$' -E '^(test_remote_track|test_shipped_model)$$'
