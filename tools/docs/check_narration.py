@@ -6,13 +6,13 @@
 
 Every file describes the product: what it does, how to use it, why it is built so, what was
 measured (a result: commit, GPU, date, command, numbers). How it was developed lives in git.
-So a tracked text file may not speak of work sessions ("the fifth session", "this session's
-script"), of the machines or tools that developers reached a GPU through ("the device tool",
-"device time ran out", a lent machine, `.device/` scripts), or of tracker issue numbers
-("issue 20", "#17"). Each finding prints as `file:line: what matched: the line`.
+So a tracked text file may not speak of the work periods in which it was built, of the
+machines or tools through which developers reached a GPU (the lending tool, its time budget,
+its scratch folder), or of tracker issue numbers; PATTERNS below is the list, and the selftest's
+`narrating` lines are examples. Each finding prints as `file:line: what matched: the line`.
 
-The Unix process-session vocabulary is not narration and is left alone: `start_new_session`,
-`setsid`, `new_session`, `os.setsid`, "a process session". CTest runs the check as
+The POSIX process-group vocabulary (the subprocess flag that starts a new one, setsid, a login
+or terminal one) is not narration and is left alone (ALLOWED). CTest runs the check as
 `docs.narration` (no GPU, no build). Python 3 standard library only.
 """
 
@@ -45,18 +45,18 @@ SUFFIXES = (
 # Generated or binary data that holds no prose of ours.
 SKIP_PREFIXES = ("assets/", "tests/fixtures/")
 
-# Words spelled in pieces, so that this file does not match itself.
-SESSION = "sess" + "ion"
+# The words, spelled in pieces so that this file does not match itself.
+PERIOD, DEV, ISS = "sess" + "ion", "dev" + "ice", "iss" + "ue"
 PATTERNS = [
-    ("a work session", re.compile(r"\b" + SESSION + r"s?\b", re.I)),
-    ("the GPU-lending tool", re.compile(r"\bdevice[ -](?:tool|time|call)s?\b", re.I)),
-    ("a developer's scratch folder", re.compile(r"(?<![\w-])\.device/")),
-    ("a tracker issue number", re.compile(r"\bissues?\s+#?\d+\b", re.I)),
+    ("a work period", re.compile(r"\b" + PERIOD + r"s?\b", re.I)),
+    ("the GPU-lending tool", re.compile(r"\b" + DEV + r"[ -](?:tool|time|call)s?\b", re.I)),
+    ("a developer's scratch folder", re.compile(r"(?<![\w-])\." + DEV + "/")),
+    ("a tracker number", re.compile(r"\b" + ISS + r"s?\s+#?\d+\b", re.I)),
 ]
-# Process sessions (POSIX), not work sessions: removed from a line before it is matched.
+# POSIX process groups, not work periods: removed from a line before it is matched.
 ALLOWED = re.compile(
-    r"start_new_" + SESSION + r"|setsid|new_" + SESSION + r"|" + SESSION + r"\s+of\s+its\s+own|"
-    r"(?:process|login|terminal|ssh|tmux|screen|shell)\s+" + SESSION,
+    r"start_new_" + PERIOD + r"|setsid|new_" + PERIOD + r"|" + PERIOD + r"\s+of\s+its\s+own|"
+    r"(?:process|login|terminal|ssh|tmux|screen|shell)\s+" + PERIOD,
     re.I,
 )
 SELF = "tools/docs/check_narration.py"
@@ -117,17 +117,17 @@ def check(root):
 
 
 def selftest():
-    s = SESSION
+    s, d, i = PERIOD, DEV, ISS
     narrating = [
         f"measured in the seventeenth {s}",
         f"this {s}'s script",
         f"the fifth GPU {s}",
-        "the device tool lent an H200",
-        "device time ran out",
-        "see .device/m3.sh",
-        "as issue 20 asks",
+        f"the {d} tool lent an H200",
+        f"{d} time ran out",
+        f"see .{d}/m3.sh",
+        f"as {i} 20 asks",
         f"{s}s of work",
-        "fixed in issue #17",
+        f"fixed in {i} #17",
     ]
     clean = [
         "subprocess.Popen(cmd, start_new_" + s + "=True)",
