@@ -79,8 +79,12 @@ class Setup(unittest.TestCase):
         apt = f'#!/bin/sh\necho "$@" >> {log}\n'
         path = host_path(
             os.path.join(self.tmp.name, "bin"),
-            without=("apt-get", "sudo"),
-            extra={"apt-get": apt, "sudo": '#!/bin/sh\nexec "$@"\n'},
+            without=("apt-get", "dpkg-query", "sudo"),
+            extra={
+                "apt-get": apt,
+                "dpkg-query": "#!/bin/sh\nexit 0\n",  # a Debian host, wherever this runs
+                "sudo": '#!/bin/sh\nexec "$@"\n',
+            },
         )
         p = self.run_setup(path, PKG_CONFIG_LIBDIR=self.empty, PKG_CONFIG_PATH="")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
