@@ -54,6 +54,7 @@ void rmsnorm(float* out, const float* x, const float* w, int rows, int dim, floa
              cudaStream_t stream) {
     if (rows == 0 || dim == 0) return;  // a launch of zero blocks is an error
     GLMASR_BUG_ALTERNATIVE(rmsnorm_block_race, out, x, w, rows, dim, eps, stream);
+    GLMASR_BUG_ALTERNATIVE(rmsnorm_warp_sums_unwritten, out, x, w, rows, dim, eps, stream);
     rmsnorm_kernel<<<cuda::blocks_for(rows, kThreadsPerBlock), kThreadsPerBlock, 0, stream>>>(
         out, x, w, rows, dim, eps);
     CUDA_CHECK_LAUNCH();

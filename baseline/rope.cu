@@ -44,6 +44,11 @@ __global__ void rope_freqs_kernel(float* cos_out,  // (n_positions, half)
     if (GLMASR_BUG(rope_freqs_exponent)) rotary_dim = static_cast<float>(half);  // θ^(−2j / half)
     const float inv_freq = 1.0f / powf(theta, static_cast<float>(2 * j) / rotary_dim);
     const float angle = static_cast<float>(p) * inv_freq;
+    if (GLMASR_BUG(rope_freqs_fast_sincos)) {  // the fast intrinsics: off by ~ε·angle radians
+        cos_out[i] = __cosf(angle);
+        sin_out[i] = __sinf(angle);
+        return;
+    }
     cos_out[i] = cosf(angle);
     sin_out[i] = sinf(angle);
 }

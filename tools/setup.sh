@@ -5,7 +5,8 @@
 #                             on Debian/Ubuntu (root or sudo); elsewhere print what to provide
 #   tools/setup.sh --check    only report what is missing (exit 1 if anything is)
 #   tools/setup.sh --instructor   also what the instructor-side tests use (CI installs it):
-#                             clang-format and .venv-tools/ with ruff (tools/check_style.sh),
+#                             clang-format and .venv-tools/ with ruff (tools/check_style.sh)
+#                             and compare50 (a class's most similar submissions),
 #                             chromium (grader.leaderboard_browser renders the class page),
 #                             slurm-wlm and munge (grader.slurm grades a class on a one-node
 #                             Slurm cluster the test starts on 127.0.0.1), clang and
@@ -73,16 +74,19 @@ triton_venv() {
   echo "setup: installed triton 3.6.0 and numpy in $venv"
 }
 
-# The style checkers' Python tool (tools/check_style.sh), pinned: a new ruff may format differently.
+# The instructor's Python tools, pinned: ruff for the style checks (tools/check_style.sh; a new
+# ruff may format differently) and compare50 for a class's similar pairs
+# (grader/class_scale/similarity.py; a new one may rank differently).
 tools_venv() {
   [ "${1:-}" = "--instructor" ] || return 0
   local venv; venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-tools"
-  if [ "$("$venv/bin/ruff" --version 2>/dev/null)" = "ruff 0.17.6" ]; then
-    echo "setup: $venv has ruff 0.17.6"; return 0
+  if [ "$("$venv/bin/ruff" --version 2>/dev/null)" = "ruff 0.17.6" ] &&
+     "$venv/bin/python3" -c "import compare50; assert compare50.__version__ == '1.2.15'" 2>/dev/null; then
+    echo "setup: $venv has ruff 0.17.6 and compare50 1.2.15"; return 0
   fi
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "ruff==0.17.6"
-  echo "setup: installed ruff 0.17.6 in $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "ruff==0.17.6" "compare50==1.2.15"
+  echo "setup: installed ruff 0.17.6 and compare50 1.2.15 in $venv"
 }
 
 # The cuTile tracks' Python (aot/AotTracks.cmake finds it here). cuda-tile's

@@ -25,8 +25,11 @@
 // code never reports a time that is scored). Stdout carries only the protocol (anything else
 // printed goes to stderr), one JSON object per line:
 //   {"ready": true, "track": T, "device": "...", "settings": {...},
-//    "rows": [{"stage", "op", "shape", "key", "calls_per_run", "status"}]}   (status: "ok" or
-//    the capture's error), then, per request line on stdin until EOF (exit 0):
+//    "rows": [{"stage", "op", "shape", "key", "calls_per_run", "fast_path_calls", "status"}]}
+//   (status: "ok" or the capture's error; fast_path_calls: how many of the row's calls one run
+//   through the track's whole table makes, fused entries in place — 0 where the track's fused
+//   kernels do the row's work, so its time there is not what the track's model spends), then,
+//   per request line on stdin until EOF (exit 0):
 //   {"row": i, "calls": n}  n times: the L2 flush (GPU), row i's op on its copies; then one
 //                           synchronize → {"ok": true}
 //   {"flush": n}            n flushes only, then one synchronize → {"ok": true} (the caller
@@ -121,6 +124,7 @@ struct Row {
     OpId op = OpId::linear;
     std::string shape, key;                      // describe() with and without dtypes
     int64_t calls = 0;                           // per run
+    int64_t fast_path_calls = 0;                 // per run of the whole table (--worker)
     double bytes = 0, flops = 0;                 // per call
     std::vector<Tensor> copies;                  // of the first call's Tensors
     std::vector<std::shared_ptr<void>> buffers;  // the memory of the copies
@@ -166,18 +170,41 @@ OpTable primitives_of(const std::string& track) {
     return table;
 }
 
-// One run of the workload on `table`, recording the distinct calls of the encoder, the projector,
-// the prefill and the first decode step.
+// One run of the workload through `table`, every op call handed to `on_call` (which runs it) with
+// whether it belongs to a run: the encoder, the projector, the prefill and the first decode step
+// (generate sizes the decoder before the prefill: setup, not part of a run).
+void run_workload(const OpTable& table, const Workload& w,
+                  const std::function<void(const OpCall&, bool in_run)>& on_call) {
+    Backend& backend = backend_for(table.device);
+    OpProfiler profiler(table, 0);
+    bool in_run = false;
+    int decode_steps = 0;
+    profiler.observe([&](const OpCall& call) { on_call(call, in_run); });
+    Model model(w.config, w.weights(profiler.table(), backend), profiler.table());
+    model.set_stage_hook([&](Stage stage) {
+        profiler.set_stage(stage);
+        if (stage == Stage::prefill) in_run = true;
+        if (stage == Stage::decode) in_run = ++decode_steps == 1;
+    });
+    GenerateOptions options;
+    options.max_new_tokens = w.args.decode_steps;  // sizes the KV cache as the workload does
+    options.ignore_eos = true;
+    options.use_graphs = false;  // a graph's replay would bypass the observer
+    in_run = true;
+    const AudioEmbeddings audio = model.encode_audio(w.features);
+    in_run = false;
+    model.generate(w.prompt, audio, options);
+    backend.synchronize(backend.stream());
+}
+
+// Every distinct call of one run of the workload on `table` (the track's primitives alone).
 TrackRows capture(const std::string& track, const OpTable& table, const Workload& w) {
     TrackRows result{track, {}};
     Backend& backend = backend_for(table.device);
-    OpProfiler profiler(table, 0);
     std::map<std::string, size_t> row_of;  // stage, op and shape → index in result.rows
-    bool capturing = false;
-    int decode_steps = 0;
-    profiler.observe([&](const OpCall& call) {
+    run_workload(table, w, [&](const OpCall& call, bool in_run) {
         Row* captured = nullptr;
-        if (capturing) {
+        if (in_run) {
             const std::string shape = describe(call, true);
             const auto [it, added] = row_of.try_emplace(
                 std::string(stage_name(call.stage)) + " " + op_name(call.op) + " " + shape,
@@ -204,22 +231,32 @@ TrackRows capture(const std::string& track, const OpTable& table, const Workload
             if (captured && ok(*captured)) captured->status = e.what();
         }
     });
-    Model model(w.config, w.weights(profiler.table(), backend), profiler.table());
-    model.set_stage_hook([&](Stage stage) {
-        profiler.set_stage(stage);
-        if (stage == Stage::prefill) capturing = true;
-        if (stage == Stage::decode) capturing = ++decode_steps == 1;
-    });
-    GenerateOptions options;
-    options.max_new_tokens = w.args.decode_steps;  // sizes the KV cache as the workload does
-    options.ignore_eos = true;
-    options.use_graphs = false;  // a graph's replay would bypass the observer
-    capturing = true;
-    const AudioEmbeddings audio = model.encode_audio(w.features);
-    capturing = false;  // generate sizes the decoder first (setup, not part of a run) until prefill
-    model.generate(w.prompt, audio, options);
-    backend.synchronize(backend.stream());
     return result;
+}
+
+// Each row's fast_path_calls: its calls (stage, op and shapes; dtypes aside, as a fused neighbour
+// may hand the primitive bf16 activations) in one run through the track's whole table, the path
+// its model takes. A track without fused entries takes the rows' own path.
+void count_fast_path(const std::string& track, const Workload& w, TrackRows& rows) {
+    const OpTable table = OpTable::build(track);
+    bool fused = false;
+    for (int i = kNumPrimitiveOps; i < kNumOps; ++i)
+        fused = fused || get_entry(table.ops, static_cast<OpId>(i)) != nullptr;
+    std::map<std::string, int64_t> calls;  // stage, op and key → calls per run
+    const auto id = [](Stage stage, OpId op, const std::string& key) {
+        return std::string(stage_name(stage)) + " " + op_name(op) + " " + key;
+    };
+    if (fused)
+        run_workload(table, w, [&](const OpCall& call, bool in_run) {
+            if (in_run && static_cast<int>(call.op) < kNumPrimitiveOps)
+                ++calls[id(call.stage, call.op, describe(call, false))];
+            try {
+                call.run(call.tensors, call.stream);
+            } catch (const Error&) {
+                // Counted all the same; the capture's rows report what fails.
+            }
+        });
+    for (Row& r : rows.rows) r.fast_path_calls = fused ? calls[id(r.stage, r.op, r.key)] : r.calls;
 }
 
 // Replays a row: `warmup` calls, then `repeats` timed ones, each after the L2 flush (GPU); then
@@ -394,6 +431,7 @@ int serve_rows(const KernelBenchArgs& args, const std::string& track) {
         note_unused_settings({settings}, "tracks " + track);
         backend = &backend_for(table->device);
         rows = capture(track, *table, w);  // the model is gone; every row's copies are kept
+        count_fast_path(track, w, rows);
         if (backend->device() == Device::Cuda)
             flush.reset(backend->alloc(kFlushBytes), [backend](void* p) { backend->free(p); });
         nlohmann::json listed = nlohmann::json::array();
@@ -403,6 +441,7 @@ int serve_rows(const KernelBenchArgs& args, const std::string& track) {
                               {"shape", r.shape},
                               {"key", r.key},
                               {"calls_per_run", r.calls},
+                              {"fast_path_calls", r.fast_path_calls},
                               {"status", r.status}});
         reply(out, {{"ready", true},
                     {"track", track},

@@ -6,9 +6,9 @@
 //   glmasr worker --track baseline --model assets/models/glm-asr-tiny --seconds 30
 //
 // Why: a process that contains student code must not report its own verdicts. The grader
-// (grader/pipeline/e2e.py) starts the graded track and the trusted tracks as separate workers, sends the
-// same fresh input to each in turn (B S R B S R ...), times each request from writing it to
-// reading the reply, and compares the predictions of every step. The input (an audio seed and
+// (grader/pipeline/e2e.py) runs the graded track and the trusted tracks as separate workers, sends
+// each the same fresh inputs (the graded worker alive only while its own runs are timed), times
+// each request from writing it to reading the reply, and compares the predictions of every step. The input (an audio seed and
 // teacher-forcing ids) is drawn at grading time and the clip is made from it inside the
 // request, so no answer can be prepared or replayed.
 //

@@ -29,6 +29,11 @@
 //     grader's sanitizer pass is what finds it for certain);
 //   * outputs are poisoned with NaN before every GPU call, so an element a kernel never writes
 //     fails (the mismatch list says "poison: never written");
+//   * so is shared memory: before every call of a GPU track, every byte of every SM's shared
+//     memory is set to 0xFF (NaN as f32, −1 as i32; harness/shared_memory_poison.cu), by the
+//     runner right before the student's entry and here before each call of an in-process track,
+//     so a kernel that reads a shared slot its block never wrote fails, where the zeros of a
+//     fresh context would have given the right sum;
 //   * every device tensor sits between two guard bands of canary bytes (kGuardBytes each side),
 //     and every download first checks the guards of all the tensors alive, so a write outside a
 //     tensor (an unguarded tail, a wrong index) fails the case with the tensor and the byte
@@ -67,6 +72,9 @@
 namespace glmasr {
 const Track& buggy_track();  // grader/selftests/buggy/track.cu, linked into the kernel tests only
 }
+#endif
+#ifdef GLMASR_SHARED_MEMORY_POISON
+#include "shared_memory_poison.h"  // harness/, linked into the kernel tests of a CUDA build
 #endif
 
 namespace glmasr::test {
@@ -835,6 +843,11 @@ void for_each_track(Body body, int calls = kCallsPerTrack) {
                 const Track& track = track_under_test(name);
                 track_device() = track.device;
                 if (track.setup) track.setup(track_stream());
+#ifdef GLMASR_SHARED_MEMORY_POISON
+                // Still in place at the body's first kernel: its uploads are copies and its
+                // oracle runs on the host. (A remote track's runner poisons before its entry.)
+                if (track.device == Device::Cuda) poison_shared_memory(track_stream());
+#endif
                 Inputs inputs(bitwise() ? names.front() : name, call);
                 log.back().emplace_back();
                 if (bitwise()) bitwise_sink() = &log.back().back();

@@ -16,9 +16,10 @@ runs), all in one work directory, so each submission rebuilds only its own files
   OUT/leaderboard.html   a static page (no network): totals, end-to-end time, speedup, the
                          kernels' status, the GPU and the date
 
-A student's state is one of: "graded" (grade.py exit 0), "incomplete" (exit 3: the grader's own
-trusted run failed, tried `[batch] retries` more times first), "not graded" (exit 2 or any other
-failure, a time-out after `[batch] timeout_minutes`: the reason is recorded, never a silent 0).
+A student's state is one of: "graded" (grade.py exit 0), "not graded: environment" (exit 3: the
+machine could not grade — its preflight or one of the grader's own trusted runs failed; tried
+`[batch] retries` more times first), "not graded" (exit 2 or any other failure, a time-out after
+`[batch] timeout_minutes`). The reason is recorded; neither "not graded" is ever a 0.
 Resumable: a student graded before, whose submission bytes and grader are unchanged, is skipped.
 
     python3 -m grader.class_scale.batch SUBMISSIONS --slurm [--partition P] [--account A] [--gres G] ...
@@ -45,13 +46,14 @@ import sys
 import time
 
 from grader import ROOT
-from grader.class_scale import slurm
+from grader.class_scale import similarity, slurm
 from grader.pipeline import score
 
 GRADER = os.path.join(ROOT, "grader")
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-GRADED, INCOMPLETE, NOT_GRADED = "graded", "incomplete", "not graded"
+GRADED, ENVIRONMENT, NOT_GRADED = "graded", "not graded: environment", "not graded"
+ROW_CLASS = {GRADED: "graded", ENVIRONMENT: "environment", NOT_GRADED: "not-graded"}
 
 
 def students(directory):
@@ -124,7 +126,7 @@ def write_json(path, value):
 
 
 def grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path):
-    """Grade one submission (retrying an incomplete grade); returns its state."""
+    """Grade one submission (again while the machine could not grade it); returns its state."""
     folder = os.path.join(out, "students", name)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
@@ -140,21 +142,14 @@ def grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path):
             f.write(f"=== attempt {attempt + 1}: {' '.join(cmd)}\n{log}\n")
         state["attempts"].append({"exit": code, "seconds": round(time.time() - t0, 1)})
         if code == 3:
-            continue  # the grader's own run failed: grade it again
+            continue  # the machine could not grade: grade it again
         break
     results = read_json(os.path.join(folder, "results.json"))
     if code == 0 and results is not None:
         state["status"], state["reason"] = GRADED, ""
     elif code == 3 and results is not None:
-        state["status"] = INCOMPLETE
-        state["reason"] = next(
-            (
-                l
-                for l in results.get("output", "").splitlines()
-                if l.startswith(score.INCOMPLETE_MARK)
-            ),
-            "incomplete",
-        )
+        state["status"] = ENVIRONMENT
+        state["reason"] = (results.get("extra_data") or {}).get("reason") or last_line(log)
     else:
         state["status"] = NOT_GRADED
         state["reason"] = (
@@ -238,9 +233,7 @@ def class_rows(out, names, items):
             "reason": "never graded",
         }
         results = (
-            read_json(os.path.join(folder, "results.json"))
-            if state["status"] != NOT_GRADED
-            else None
+            read_json(os.path.join(folder, "results.json")) if state["status"] == GRADED else None
         )
         tests = {t["name"]: t for t in (results or {}).get("tests", [])}
         board = {b["name"]: b["value"] for b in (results or {}).get("leaderboard", [])}
@@ -302,7 +295,7 @@ def ranked(rows):
     return sorted(rows, key=key)
 
 
-def write_html(path, rows, items, maxima, title):
+def write_html(path, rows, items, maxima, title, similar_pairs_html):
     """A page that needs nothing but itself: inline style, no script, no network."""
     gpus = sorted({r["gpu"] for r in rows if r["gpu"]})
     kernels = [i for i in items if i.startswith("kernel: ")]
@@ -326,7 +319,7 @@ def write_html(path, rows, items, maxima, title):
             else f'<br><small class="why">{html.escape(r["status"])}: {html.escape(r["reason"][:160])}</small>'
         )
         body.append(
-            f'<tr class="{r["status"].replace(" ", "-")}"><td>{rank if r["status"] == GRADED else ""}</td>'
+            f'<tr class="{ROW_CLASS.get(r["status"], "not-graded")}"><td>{rank if r["status"] == GRADED else ""}</td>'
             f'<td class="name">{html.escape(r["student"])}{status}</td>'
             f'<td class="total">{"" if r["score"] is None else format(r["score"], "g")}</td>'
             f"<td>{'' if r['ms'] is None else format(r['ms'], '.1f')}</td>"
@@ -344,7 +337,7 @@ table {{ border-collapse: collapse; }}
 th, td {{ border: 1px solid #ccc; padding: 0.3em 0.5em; text-align: right; }}
 td.name {{ text-align: left; }} th.k {{ writing-mode: vertical-rl; }}
 td.pass {{ background: #d4f4d4; }} td.part {{ background: #f8f0c0; }} td.fail {{ background: #f6d0d0; }}
-tr.incomplete, tr.not-graded {{ color: #777; }} small.why {{ color: #a33; }}
+tr.environment, tr.not-graded {{ color: #777; }} small.why {{ color: #a33; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
 <p id="environment">{len(rows)} submissions; GPU: {html.escape(", ".join(gpus) or "none recorded")};
@@ -353,7 +346,9 @@ grader's clock on the speed item's workload.</p>
 <table id="leaderboard"><thead><tr><th>#</th><th>student</th><th>total</th><th>ms</th><th>speedup</th>
 {head}</tr></thead><tbody>
 {chr(10).join(body)}
-</tbody></table></body></html>
+</tbody></table>
+{similar_pairs_html}
+</body></html>
 """
     with open(path, "w", encoding="utf-8") as f:
         f.write(page)
@@ -362,7 +357,7 @@ grader's clock on the speed item's workload.</p>
 # ----------------------------------------------------------------------------- main
 
 
-def write_class(out, names, rubric, title, t0):
+def write_class(out, names, rubric, title, t0, similar):
     """class.csv and leaderboard.html from the students' state.json files; exits 0 when every
     student is graded, else 1."""
     # The given kernels (0 points) have nothing to show.
@@ -380,8 +375,15 @@ def write_class(out, names, rubric, title, t0):
     )
     rows = class_rows(out, names, items)
     write_csv(os.path.join(out, "class.csv"), rows, items, maxima)
-    write_html(os.path.join(out, "leaderboard.html"), rows, items, maxima, title)
-    counts = {s: sum(r["status"] == s for r in rows) for s in (GRADED, INCOMPLETE, NOT_GRADED)}
+    write_html(
+        os.path.join(out, "leaderboard.html"),
+        rows,
+        items,
+        maxima,
+        title,
+        similarity.leaderboard_rows(similar),
+    )
+    counts = {s: sum(r["status"] == s for r in rows) for s in (GRADED, ENVIRONMENT, NOT_GRADED)}
     print(
         f"batch: {len(rows)} submissions in {time.time() - t0:.0f} s — "
         + ", ".join(f"{v} {k}" for k, v in counts.items())
@@ -714,7 +716,13 @@ def main():
         run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s)
     else:
         run_local(entries, out, work, grade_cmd, rubric, grader, args)
-    write_class(out, [name for name, _ in entries], rubric, args.title, t0)
+    # The class's most similar pairs of the graded track's files (compare50; information only).
+    graded = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    graded.add_argument("--track", default="student")
+    track = graded.parse_known_args(args.grade_arg)[0].track
+    similar = similarity.similar_pairs(entries, out, rubric, track)
+    print(similar["summary"])
+    write_class(out, [name for name, _ in entries], rubric, args.title, t0, similar)
 
 
 if __name__ == "__main__":

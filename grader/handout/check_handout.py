@@ -32,8 +32,8 @@ tarball into a fresh temporary directory and checks, printing one line per check
            configuration files, and paths of the instructor tree that the markdown names in
            passing (`reference/triton/`);
   (c) build: the README's two commands (the block under "## Two commands") in the unpacked
-           tree, then `make grade TRACK=student` (exit 0, grade-out/report.md and results.json:
-           on a machine without a GPU the kernel tests report skipped), `glmasr tracks` lists
+           tree, then `make grade TRACK=student` (grade-out/report.md and results.json; exit 0,
+           and on a machine without a GPU "NOT GRADED: environment"), `glmasr tracks` lists
            the reference, `make test_rmsnorm TRACK=reference` passes on a GPU and without one
            fails saying that nothing ran, `make submission` packs exactly the student-owned
            files, and a configure for an architecture the prebuilt lacks (sm_100) stops with
@@ -398,6 +398,15 @@ def unpack(tarball, dest):
     return [m.name for m in members if m.isfile()]
 
 
+def gpu_present():
+    """Whether nvidia-smi lists a GPU here."""
+    try:
+        p = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0 and "GPU " in p.stdout
+
+
 def two_commands(handout):
     """The commands of the README's "## Two commands" block, as argument lists."""
     with open(os.path.join(handout, "README.md"), encoding="utf-8") as f:
@@ -462,8 +471,12 @@ def check_build(report, handout, jobs, quick, log):
         for command in two_commands(handout):
             ok = ok and build.step(shlex.join(command), command + [f"JOBS={jobs}"])[0]
         if ok:
+            # Without a GPU the grade is not given: NOT GRADED: environment, exit 3, and still
+            # both files, which say so.
             graded, _ = build.step(
-                "make grade TRACK=student", ["make", "grade", "TRACK=student", f"JOBS={jobs}"]
+                "make grade TRACK=student",
+                ["make", "grade", "TRACK=student", f"JOBS={jobs}"],
+                expect_fail_with=None if gpu_present() else "NOT GRADED: environment",
             )
             written = [
                 f

@@ -7,8 +7,9 @@ the reference from the trusted one, and this module
 
   - times every request with its own clock (write of the request to read of the reply), the
     worker's self-reported CUDA-event times kept only as a breakdown;
-  - alternates the tracks B S R B S R ... on the same fresh input per round, so clock and
-    thermal drift hit all of them alike;
+  - times the yardsticks (baseline and reference) with no student process alive and the GPU
+    quiet (gpu_idle.py), their runs bracketing the graded worker's, so clock and thermal drift
+    hit all of them alike (run_speed says how);
   - draws every input at grading time (an audio seed and teacher-forcing ids), so no answer can
     be prepared or replayed, and checks each run's prediction at EVERY step against the trusted
     baseline's for that input (a near tie of the trusted logits may split two correct ones);
@@ -35,11 +36,12 @@ import statistics
 import subprocess
 import time
 
-from grader.pipeline import score
+from grader.pipeline import gpu_idle, score
+from grader.pipeline.processes import kill_tree
 
 MAX_LINE = 1 << 20  # bytes: a longer reply line is garbage (a flood must not fill memory)
 STDERR_KEEP = 64 << 10  # bytes of a worker's stderr kept (the last ones) for error messages
-CLOSE_GRACE = 2.0  # seconds a worker gets to exit after its stdin is closed
+REAP_WAIT = 2.0  # seconds to wait for a killed worker's exit status
 MAX_LISTED = 20  # differing steps listed per run
 
 
@@ -146,28 +148,20 @@ class Worker:
         return self._err.decode(errors="replace")
 
     def close(self):
-        """Close stdin, give the worker a moment to exit, then kill its whole process group.
-        Returns the exit code (None if it had to be killed)."""
-        if self.proc is None or self.proc.stdin.closed:
-            return self.proc and self.proc.returncode
+        """Kill the worker and every process below it, whatever their process groups (a worker
+        that lives on, or leaves a child running, could keep the GPU busy while the next track
+        is timed), then its process group."""
+        if self.proc is None or self.proc.stdout.closed:
+            return
+        self._kill()
         try:
             self.proc.stdin.close()
         except OSError:
             pass
-        try:
-            code = self.proc.wait(timeout=CLOSE_GRACE)
-        except subprocess.TimeoutExpired:
-            code = None
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
         self.proc.stdout.close()
         self.proc.stderr.close()
         if self.error is None:
             self.error = f"{self.name}: closed"
-        return code
 
     # -------------------------------------------------------------------------- internals
     def _inspect(self):
@@ -177,11 +171,19 @@ class Worker:
     def _fail(self, why):
         self.error = f"{self.name}: {why}"[:400]
         if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=CLOSE_GRACE)
-            except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-                pass
+            self._kill()
+
+    def _kill(self):
+        if self.proc.poll() is None:  # not reaped: its pid is still its own
+            kill_tree(self.proc.pid)  # stopped first, so nothing below it escapes by its exit
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=REAP_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
 
     def _exit_reason(self):
         try:
@@ -391,16 +393,39 @@ def run_speed(
     baseline_track="baseline",
     reference_track="reference",
     near_tie_margin=None,
+    nvidia_smi=gpu_idle.NVIDIA_SMI,
 ):
-    """Time baseline, graded and reference workers round-robin on fresh inputs.
+    """Time baseline, graded and reference workers on the same fresh inputs, one per round
+    (draw_input: audio seed and teacher-forcing ids).
+
+    No student process exists while a yardstick is timed: a graded worker left alive could keep
+    the GPU busy between its own requests (low-priority kernels on a stream of its own) and slow
+    every yardstick. So the runs go in three blocks:
+      1. the baseline and reference workers start (together) and run the warm-up rounds and the
+         first half of their timed rounds, B R on each round's input;
+      2. the graded worker starts, runs its `warmup` + `repeats` rounds on the same inputs, and
+         is killed with every process below it (Worker.close);
+      3. the yardsticks run the second half of their timed rounds.
+    As fair against drift as B S R in every round: the yardsticks' timed rounds bracket the
+    graded block, as many before it as after it (their count rounded up to even), so a drift
+    linear in time (clocks, heat) moves a yardstick's median (the mean of its last run before
+    and its first after) as much as the graded median (the middle of the block). B S R itself
+    would need the graded worker alive through the yardsticks' runs, or a new one every round
+    whose first request pays start-up costs a long-lived yardstick never does. Every timed
+    request waits for the GPU to settle (gpu_idle.settle), the graded ones too; a yardstick's run
+    counts only if nothing else held the GPU around it (gpu_idle.quietly), else it runs again;
+    a GPU that stays busy ends the item with "environment": one line why (not graded: the
+    machine, not the student's code, failed it), the yardstick's error saying the same.
 
     graded_bin None: the graded track is a trusted one and runs from trusted_bin; if it is
-    baseline_track or reference_track itself, it is its own yardstick (timed once). Every wait
-    for the graded worker ends at graded_deadline (time.monotonic()) at the latest. The workers
-    build their models at the same time, then run one at a time, every round on a new input
-    (draw_input: audio seed and teacher-forcing ids). workload_args: the worker's model options
-    (--config or --model, --seconds, --decode-steps, --seed). Returns a dict:
-      seed, order (roles in the order requests were sent), workload (the baseline's),
+    baseline_track or reference_track itself, it is its own yardstick (timed once, no block 2).
+    A graded track that fails is not timed further, and block 3 does not run (nothing left to
+    compare). Every wait for the graded worker ends at graded_deadline (time.monotonic()) at the
+    latest. workload_args: the worker's model options (--config or --model, --seconds,
+    --decode-steps, --seed). nvidia_smi: the program gpu_idle asks. Returns a dict:
+      seed, graded_track, warmup, repeats (the graded track's; the yardsticks' timed runs:
+      yardstick_repeats), environment (None, or why the yardsticks could not be timed on a quiet
+      GPU), order (roles in the order requests were sent), workload (the baseline's),
       tracks[role] = {track, settings, binary,
                       runs[{round, warmup, audio_seed, wall_ms, times, tokens}],
                       median_wall_ms, median_reported, error} (settings: the run-time choices
@@ -415,119 +440,157 @@ def run_speed(
     seed = grading_seed(seed)
     rng = random.Random(seed)
     aliased = graded_bin is None and graded_track in (baseline_track, reference_track)
-    plan = [("baseline", trusted_bin, baseline_track, None, None)]
-    if not aliased:
-        plan.append(
-            (
-                "graded",
-                graded_bin or trusted_bin,
-                graded_track,
-                launch_graded if graded_bin else None,
-                inspect_graded if graded_bin else None,
-            )
-        )
-    plan.append(("reference", trusted_bin, reference_track, None, None))
+    yardsticks = [("baseline", baseline_track), ("reference", reference_track)]
+    yardstick_repeats = repeats if aliased else repeats + repeats % 2
+    first_half = warmup + yardstick_repeats // 2  # the yardsticks' rounds before the graded block
+    runs = {"graded": warmup + repeats, "reference": warmup + yardstick_repeats}
 
-    workers, tracks, verdicts, order, requests = {}, {}, {}, [], []
-    try:
-        for role, binary, track, launch, inspect in plan:
-            argv = [binary, "worker", "--track", track, *workload_args]
-            workers[role] = Worker(
-                argv,
-                launch,
-                name=f"{role} ({track})",
-                wait=False,
-                inspect=inspect,
-                deadline=graded_deadline if role == "graded" else None,
+    workers, verdicts, order, requests = {}, {}, [], []
+    tracks = {
+        role: {
+            "track": track,
+            "settings": None,
+            "binary": trusted_bin if role != "graded" else graded_bin or trusted_bin,
+            "runs": [],
+            "median_wall_ms": None,
+            "median_reported": {},
+            "error": None,
+        }
+        for role, track in [*yardsticks, ("graded", graded_track)]
+    }
+    environment = None
+
+    def started(role, w):
+        w.wait_ready(ready_timeout)
+        tracks[role]["error"] = w.error
+        if w.ready:
+            tracks[role].update(track=w.ready["track"], settings=w.ready.get("settings"))
+
+    def run(role, round_):
+        """One timed run; False when the item must stop (the GPU was not quiet)."""
+        nonlocal environment
+        w, request = workers[role], requests[round_]
+        if role == "graded":
+            gpu_idle.settle(nvidia_smi)
+            reply, wall_ms = w.request(request, request_timeout)
+        else:
+            pids = [t.proc.pid for r, t in workers.items() if r != "graded" and t.proc]
+            answer, why = gpu_idle.quietly(
+                lambda: w.request(request, request_timeout),
+                pids,
+                f"around the {role}'s run {round_}",
+                nvidia_smi,
             )
-        for role, binary, track, *_ in plan:
-            w = workers[role]
-            w.wait_ready(ready_timeout)
-            tracks[role] = {
-                "track": w.ready["track"] if w.ready else track,
-                "settings": w.ready.get("settings") if w.ready else None,
-                "binary": binary,
-                "runs": [],
-                "median_wall_ms": None,
-                "median_reported": {},
-                "error": w.error,
-            }
+            if why:
+                environment = tracks[role]["error"] = why
+                return False
+            reply, wall_ms = answer
+        order.append(role)
+        entry = {
+            "round": round_,
+            "warmup": round_ < warmup,
+            "audio_seed": request["audio_seed"],
+            "wall_ms": wall_ms,
+            "times": reply.get("times"),
+            "tokens": reply.get("tokens"),
+        }
+        if "error" in reply:
+            entry["wall_ms"] = None
+            tracks[role]["error"] = reply["error"]
+        elif reply.get("audio_seed") != request["audio_seed"]:
+            entry["wall_ms"] = None
+            tracks[role]["error"] = f"{w.name}: answered another request than the one sent"
+            w.close()
+        tracks[role]["runs"].append(entry)
+        return True
+
+    def yardstick_rounds(rounds):
+        return all(
+            run(role, round_) for round_ in rounds for role, _ in yardsticks if workers[role].alive
+        )
+
+    try:
+        for role, track in yardsticks:
+            argv = [trusted_bin, "worker", "--track", track, *workload_args]
+            workers[role] = Worker(argv, name=f"{role} ({track})", wait=False)
+        for role, _ in yardsticks:
+            started(role, workers[role])
         # The inputs' shape comes from a trusted worker's ready line, never the graded one's.
         trusted_ready = workers["baseline"].ready or workers["reference"].ready
-        for round_ in range(warmup + repeats if trusted_ready else 0):
-            request = draw_input(rng, trusted_ready["workload"])
-            requests.append(request)
-            if "graded" in workers and not workers["graded"].alive:
-                break  # nothing left to time against the yardsticks: the graded track failed
-            for role, *_ in plan:
-                w = workers[role]
-                if not w.alive:
-                    continue
-                order.append(role)
-                reply, wall_ms = w.request(request, request_timeout)
-                run = {
-                    "round": round_,
-                    "warmup": round_ < warmup,
-                    "audio_seed": request["audio_seed"],
-                    "wall_ms": wall_ms,
-                    "times": reply.get("times"),
-                    "tokens": reply.get("tokens"),
-                }
-                if "error" in reply:
-                    run["wall_ms"] = None
-                    tracks[role]["error"] = reply["error"]
-                elif reply.get("audio_seed") != request["audio_seed"]:
-                    run["wall_ms"] = None
-                    tracks[role]["error"] = f"{w.name}: answered another request than the one sent"
-                    w.close()
-                tracks[role]["runs"].append(run)
-        for role, t in tracks.items():
+        if trusted_ready:
+            requests = [
+                draw_input(rng, trusted_ready["workload"])
+                for _ in range(warmup + yardstick_repeats)
+            ]
+        quiet = yardstick_rounds(range(min(first_half, len(requests))))
+        if quiet and requests and not aliased:
+            workers["graded"] = graded = Worker(
+                [graded_bin or trusted_bin, "worker", "--track", graded_track, *workload_args],
+                launch_graded if graded_bin else None,
+                name=f"graded ({graded_track})",
+                wait=False,
+                inspect=inspect_graded if graded_bin else None,
+                deadline=graded_deadline,
+            )
+            started("graded", graded)
+            for round_ in range(runs["graded"]):
+                if not graded.alive:
+                    break
+                run("graded", round_)
+            graded.close()  # it and everything it started, before a yardstick is timed again
+        if quiet and tracks["graded"]["error"] is None:
+            yardstick_rounds(range(first_half, len(requests)))
+        for role, w in workers.items():
+            t = tracks[role]
             t["median_wall_ms"], t["median_reported"] = _medians(t["runs"])
             if t["error"] is None and t["median_wall_ms"] is None:
-                t["error"] = f"{workers[role].name}: no timed run"
+                t["error"] = f"{w.name}: no timed run"
 
         base_runs = {r["round"]: r for r in tracks["baseline"]["runs"] if r["wall_ms"] is not None}
-        for role in [r for r in ("graded", "reference") if r in tracks]:
+        for role in [r for r in ("graded", "reference") if r in workers]:
             verdicts[role], cases = [], []
-            for run in tracks[role]["runs"]:
-                base = base_runs.get(run["round"])
+            for entry in tracks[role]["runs"]:
+                base = base_runs.get(entry["round"])
                 if base is None:
                     continue
-                got = run["tokens"] if run["wall_ms"] is not None else None
+                got = entry["tokens"] if entry["wall_ms"] is not None else None
                 v = {
-                    "round": run["round"],
-                    "warmup": run["warmup"],
-                    "audio_seed": run["audio_seed"],
+                    "round": entry["round"],
+                    "warmup": entry["warmup"],
+                    "audio_seed": entry["audio_seed"],
                     **compare_tokens(base["tokens"], got),
                 }
                 verdicts[role].append(v)
                 if not v["equal"]:
-                    cases.append((v, requests[run["round"]], base["tokens"], got))
+                    cases.append((v, requests[entry["round"]], base["tokens"], got))
             if near_tie_margin is not None and workers["baseline"].alive:
                 _judge_ties(workers["baseline"], cases, near_tie_margin, request_timeout)
     finally:
         for w in workers.values():
             w.close()
 
+    verdicts.setdefault("graded", [])
     if aliased:  # the graded runs are the baseline's (equal by definition) or the reference's
         alias = "baseline" if graded_track == baseline_track else "reference"
         tracks["graded"] = dict(tracks[alias], alias_of=alias)
         verdicts["graded"] = (
-            verdicts["reference"]
+            verdicts.get("reference", [])
             if alias == "reference"
             else [
                 {
                     "round": r,
-                    "warmup": run["warmup"],
-                    "audio_seed": run["audio_seed"],
-                    **compare_tokens(run["tokens"], run["tokens"]),
+                    "warmup": entry["warmup"],
+                    "audio_seed": entry["audio_seed"],
+                    **compare_tokens(entry["tokens"], entry["tokens"]),
                 }
-                for r, run in base_runs.items()
+                for r, entry in base_runs.items()
             ]
         )
     summary = {
         role: token_summary(
-            verdicts[role], warmup + repeats, tracks[role]["error"] or tracks["baseline"]["error"]
+            verdicts.get(role, []),
+            runs[role],
+            tracks[role]["error"] or tracks["baseline"]["error"],
         )
         for role in ("graded", "reference")
     }
@@ -537,6 +600,8 @@ def run_speed(
         "graded_track": graded_track,
         "warmup": warmup,
         "repeats": repeats,
+        "yardstick_repeats": yardstick_repeats,
+        "environment": environment,
         "workload": workload,
         "order": order,
         "tracks": tracks,

@@ -18,9 +18,9 @@ everything else is ignored and listed. Then, with the student track:
                   each suite again with the runner under compute-sanitizer ([sanitizer]);
   4. accuracy   — transcriptions by glmasr-student, plus a check on inputs drawn now whose token
                   ids must equal the trusted baseline's (grader/pipeline/e2e.py);
-  5. speed      — baseline, student and reference workers in their own processes, alternating,
-                  timed by this process's clock on fresh teacher-forced inputs, every run's tokens
-                  checked against the baseline's;
+  5. speed      — baseline, student and reference workers in their own processes (no student
+                  process alive while a yardstick is timed), timed by this process's clock on
+                  fresh teacher-forced inputs, every run's tokens checked against the baseline's;
   6. report     — a terminal table, report.md and Gradescope's results.json, written here only.
 Steps 3 to 5 are the rows of ITEMS (one per item: its rubric table, what it needs, how it runs
 and what it records when it cannot), run in order by one loop in main.
@@ -34,7 +34,6 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,17 @@ from typing import NamedTuple
 
 from grader import ROOT
 from grader.isolation import sandbox
-from grader.pipeline import e2e, intake, integrity, kernel_speed, score
+from grader.pipeline import (
+    e2e,
+    intake,
+    integrity,
+    kernel_speed,
+    preflight,
+    review,
+    sanitizer,
+    score,
+)
+from grader.pipeline.processes import run
 
 TRUSTED_TRACKS = ("baseline", "reference")
 # The tracks a student writes (docs/tracks.md): the CUDA C++ one and the same assignment in
@@ -73,7 +82,6 @@ COMPILER_SETTINGS = {
     "GLMASR_CUTILE_PYTHONPATH": "GLMASR_CUTILE_PYTHONPATH",
     "GLMASR_TILEIRAS_DIR": "GLMASR_TILEIRAS_DIR",
 }
-SANITIZER_ERROR = score.SANITIZER_ERROR  # compute-sanitizer --error-exitcode
 
 
 STARTED = time.time()
@@ -109,78 +117,6 @@ class Deadline:
         """seconds, or what is left if less; None when less than a second is left."""
         left = self.end - time.monotonic()
         return None if left < 1 else min(seconds, left)
-
-
-def run(cmd, timeout, env=None, cwd=ROOT):
-    """Run a trusted child; never raises for crashes or time-outs: (returncode, output, timed_out).
-    On a time-out the child dies with every process below it: a kernel checker's runner sits in a
-    process group of its own, and a hung student kernel left running would hold the GPU through
-    the rest of the grade (seen on the GPU machine: two runners of a hung softmax spinning for
-    twelve minutes, the accuracy runs after them crawling)."""
-    merged = dict(os.environ, **(env or {}))
-    with subprocess.Popen(
-        cmd,
-        cwd=cwd,
-        env=merged,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-    ) as p:
-        try:
-            out, err = p.communicate(timeout=timeout)
-            return p.returncode, out + err, False
-        except subprocess.TimeoutExpired:
-            kill_tree(p.pid)
-            try:
-                out, err = p.communicate(timeout=10)
-            except subprocess.TimeoutExpired:  # something outside the tree holds the pipes
-                out, err = "", ""
-            return None, (out or "") + (err or ""), True
-
-
-def descendants(pid):
-    """Every process below pid (children's children too), from /proc; [] once it is gone."""
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{parent}/task/{task}/children") as f:
-                    children = [int(c) for c in f.read().split()]
-            except OSError:
-                continue
-            found += children
-            todo += children
-    return found
-
-
-def kill_tree(pid):
-    """SIGKILL pid and every process below it, whatever their process groups: the root is
-    stopped first so it starts nothing new, then its tree is killed until none is left (a
-    sandboxed runner's unshare takes its whole pid namespace with it)."""
-    try:
-        os.kill(pid, signal.SIGSTOP)
-    except ProcessLookupError:
-        return
-    for _ in range(50):
-        below = descendants(pid)
-        if not below:
-            break
-        for child in below:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.02)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def sync_tree(source, dest, keep):
@@ -372,122 +308,8 @@ def run_kernel_tests(build_dir, track, rubric, seed, private_dir, box, deadline)
         results[kernel] = score.kernel_result(
             report, code, output, timed_out, timeout, time.time() - started
         )
+        results[kernel]["cases"] = sanitizer.case_outcomes(report)
     return results
-
-
-def find_sanitizer(program):
-    """compute-sanitizer on PATH, else in the CUDA toolkit's bin/; None if absent."""
-    found = shutil.which(program)
-    for cuda in (os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
-        if not found and cuda and os.access(os.path.join(cuda, "bin", program), os.X_OK):
-            found = os.path.join(cuda, "bin", program)
-    return found
-
-
-def run_sanitizer_pass(
-    build_dir, tree, track, rubric, seed, private_dir, box, kernel_results, deadline
-):
-    """Each suite once more per tool, the student's runner wrapped in compute-sanitizer. The
-    verdict is the sanitizer's exit status as the checker saw it (GLMASR_RUNNER_EXIT_REPORT):
-    compute-sanitizer is the runner's parent, so the student's code can neither print its way
-    to a clean result nor set that status (a runner that kills its sanitizer ends unclean).
-    The sanitizer's own lines in the output are shown, never trusted."""
-    sc = rubric["sanitizer"]
-    program = find_sanitizer(sc["program"])
-    if not sc["enabled"]:
-        return {"ran": False, "why": "off in the rubric"}
-    if program is None:
-        return {"ran": False, "why": f"{sc['program']} not found (CUDA toolkit)"}
-    # Kernels worth points whose normal pass ran cases (a stub has nothing to sanitize).
-    kernels = [
-        k
-        for k, p in sorted(rubric["kernels"]["points"].items(), key=lambda kv: -kv[1])
-        if p and kernel_results.get(k, {}).get("passed", 0) > 0
-    ]
-    prefix = json.loads(box.prefix_json()) if box and box.active else []
-    started = time.time()
-    clips = os.path.join(tree, rubric["accuracy"]["clips"])
-    if kernels and not os.path.exists(os.path.join(clips, "transcripts.tsv")):
-        return {"ran": False, "why": f"its control needs a clip: {clips}/transcripts.tsv not found"}
-    if kernels:
-        clip = read_transcripts(clips)[0][0]
-        # The control: the baseline (glmasr-baseline: trusted, and no vendor library the sandbox
-        # would hide) transcribing one shipped clip under memcheck, in the same sandbox. If that
-        # is not clean, the tool does not work here: no verdict on anyone.
-        control = prefix + [
-            program,
-            "--tool",
-            "memcheck",
-            "--error-exitcode",
-            str(SANITIZER_ERROR),
-            os.path.join(build_dir, "graded", "glmasr-baseline"),
-            "transcribe",
-            "--track",
-            "baseline",
-            "--max-new-tokens",
-            "8",
-            "--model",
-            os.path.join(tree, rubric["accuracy"]["model"]),
-            clip,
-        ]
-        code, output, timed_out = run(control, sc["timeout_seconds"])
-        if code != 0:
-            return {
-                "ran": False,
-                "why": "compute-sanitizer does not work on this machine: the "
-                "trusted baseline under memcheck "
-                + ("timed out" if timed_out else f"exited {code}")
-                + ": "
-                + score.last_error_line(output),
-            }
-    out = {"ran": True, "tools": sc["tools"], "kernels": {}}
-    for kernel in kernels:
-        verdicts = {}
-        for tool in sc["tools"]:
-            # A suite gets its limit, or what is left of the pass's budget or of the grade.
-            budget_left = sc["budget_seconds"] - (time.time() - started)
-            limit = deadline.limit(min(sc["timeout_seconds"], budget_left))
-            if limit is None:
-                verdicts[tool] = {
-                    "verdict": "not run",
-                    "detail": f"the pass's budget ({sc['budget_seconds']} s) was spent"
-                    if budget_left <= 0
-                    else deadline.spent,
-                }
-                continue
-            progress(f"compute-sanitizer: {kernel} under {tool}")
-            exits = os.path.join(private_dir, f"exits_{kernel}_{tool}")
-            if os.path.exists(exits):
-                os.remove(exits)
-            wrapped = prefix + [
-                program,
-                "--tool",
-                tool,
-                "--error-exitcode",
-                str(SANITIZER_ERROR),
-                "--print-limit",
-                "10",
-            ]
-            env = {
-                "GLMASR_TRACK": track,
-                "GLMASR_KERNEL_RUNNER": os.path.join(build_dir, "graded", f"kernel-runner-{track}"),
-                "GLMASR_RUNNER_PREFIX": json.dumps(wrapped),
-                "GLMASR_RUNNER_EXIT_REPORT": exits,
-                "GLMASR_RUNNER_TIMEOUT": str(sc["call_timeout_seconds"]),
-            }
-            if seed is not None:
-                env["GLMASR_TEST_SEED"] = str(seed)
-            exe = os.path.join(build_dir, "tests", f"test_{kernel}")
-            _, output, timed_out = run([exe, f"--gtest_filter={sc['filter']}"], limit, env)
-            try:
-                with open(exits) as f:
-                    ended = [l.strip() for l in f if l.strip()]
-            except OSError:
-                ended = []
-            verdicts[tool] = score.sanitizer_verdict(ended, output, timed_out)
-        out["kernels"][kernel] = verdicts
-    out["seconds"] = round(time.time() - started, 1)
-    return out
 
 
 def read_transcripts(directory):
@@ -533,7 +355,7 @@ def watched(box, findings):
         return box.wrap(argv)[0] if box and box.active else argv
 
     def inspect(pid):
-        for hit in integrity.vendor_mappings(pid):
+        for hit in integrity.unlisted_mappings(pid):
             findings.append({"check": "mappings", "detail": hit})
 
     return launch, inspect
@@ -585,7 +407,7 @@ def timed_rounds(
     env = {"before": environment(), "throttled_rounds": []}
     for round_ in range(1 + repeats):
         progress(
-            "speed: timing baseline, graded track and reference, alternating"
+            "speed: timing the yardsticks around the graded track's block"
             + (f" (round {round_ + 1}, after a cool-down)" if round_ else "")
         )
         result = run_round()
@@ -664,16 +486,11 @@ class Grade:
 
 def run_kernels(g):
     """Every kernel's suite, each checking the deadline itself; then, for a student's track with
-    GPU programs, each suite again under compute-sanitizer."""
+    GPU programs, each suite again under compute-sanitizer (sanitizer.py)."""
     kernels = run_kernel_tests(g.build_dir, g.track, g.rubric, g.seed, g.private, g.box, g.deadline)
     if g.track not in STUDENT_TRACKS or not g.has_gpu_programs:
         return {"kernels": kernels}
-    return {
-        "kernels": kernels,
-        "sanitizer": run_sanitizer_pass(
-            g.build_dir, g.tree, g.track, g.rubric, g.seed, g.private, g.box, kernels, g.deadline
-        ),
-    }
+    return {"kernels": kernels, "sanitizer": sanitizer.run_pass(g, kernels, progress)}
 
 
 def run_accuracy(g):
@@ -752,6 +569,14 @@ def run_kernel_speed(g):
             request_timeout=ks["timeout_seconds"],
         )
     }
+
+
+def environment_failure(item, results):
+    """The line an item's run gives when this machine, not the student's code, failed it: its
+    result's "environment" (e.g. a GPU that is busy with another process while a trusted track
+    is timed); None otherwise."""
+    why = (results.get(item.name) or {}).get("environment")
+    return f"{item.name}: {why}" if why else None
 
 
 class Item(NamedTuple):
@@ -894,25 +719,23 @@ def main():
             tree, build_dir = ROOT, args.build
             results["intake"] = None  # this checkout, as it is: local feedback, not a hand-in
 
-        if student_track:
-            settings = sandbox.settings_from(rubric.get("sandbox", {}))
-            if args.sandbox:
-                settings["enabled"] = args.sandbox
-            hidden = [
-                os.path.join(tree, p) for p in ("reference", "grader", "tests/fixtures/parity")
-            ]
-            if args.private_clips or rubric["accuracy"].get("private_clips"):
-                hidden.append(
-                    os.path.abspath(
-                        args.private_clips
-                        or os.path.join(ROOT, rubric["accuracy"]["private_clips"])
-                    )
+        # The sandbox of the student's processes; a trusted track's grade has none, and the
+        # preflight still checks that students could be graded here, in it.
+        settings = sandbox.settings_from(rubric.get("sandbox", {}))
+        if args.sandbox:
+            settings["enabled"] = args.sandbox
+        hidden = [os.path.join(tree, p) for p in ("reference", "grader", "tests/fixtures/parity")]
+        if args.private_clips or rubric["accuracy"].get("private_clips"):
+            hidden.append(
+                os.path.abspath(
+                    args.private_clips or os.path.join(ROOT, rubric["accuracy"]["private_clips"])
                 )
-            hidden = [h for h in hidden if os.path.exists(h)]
-            try:
-                box = sandbox.Sandbox(tree, hidden=hidden, writable=[], **settings)
-            except sandbox.SandboxError as e:
-                sys.exit(f"grade: {e}")
+            )
+        hidden = [h for h in hidden if os.path.exists(h)]
+        try:
+            box = sandbox.Sandbox(tree, hidden=hidden, writable=[], **settings)
+        except sandbox.SandboxError as e:
+            sys.exit(f"grade: {e}")
 
         student_build_error = None
         compilers = compiler_settings(args.build)
@@ -945,6 +768,8 @@ def main():
         os.makedirs(scratch, mode=0o755)
         results["build_error"] = student_build_error
         results["stubs"] = integrity.stubs(tree, graded) if student_track else {}
+        owned = rubric.get("submission", {}).get("owned", {}).get(graded)
+        results["review"] = review.scan(tree, owned) if student_track and owned else None
 
         if student_track:
             results["sandbox"] = box.description
@@ -953,7 +778,8 @@ def main():
             results["sandbox"] = "not needed: the graded track is trusted code"
             results["integrity"] = {"checked": False, "violations": []}
         findings = results["integrity"]["violations"]
-        launch, inspect = watched(box, findings)
+        student_box = box if student_track else None
+        launch, inspect = watched(student_box, findings)
 
         grade = Grade(
             rubric=rubric,
@@ -964,21 +790,25 @@ def main():
             private_clips=args.private_clips,
             private=private,
             scratch=scratch,
-            box=box,
+            box=student_box,
             launch=launch,
             inspect=inspect,
             deadline=deadline,
             build_error=student_build_error,
             results=results,
         )
+        results["not_graded"] = preflight.check(grade, "before", progress, box)
         for item in ITEMS:
             if item.name in args.skip or not rubric[item.table].get("enabled", True):
                 continue
-            why_not = grade.why_not_run(item)
+            why_not = results["not_graded"] or grade.why_not_run(item)
             if why_not:
                 results[item.name] = item.not_run(rubric[item.table], why_not)
             else:
                 results.update(item.run(grade))
+                results["not_graded"] = environment_failure(item, results)
+        if not results["not_graded"]:
+            results["not_graded"] = preflight.check(grade, "after", progress, box)
     finally:
         shutil.rmtree(private, ignore_errors=True)
         if scratch:
@@ -1002,8 +832,10 @@ def main():
         f"\nreport: {os.path.join(args.out, 'report.md')}  results: "
         f"{os.path.join(args.out, 'results.json')}"
     )
-    if score.incomplete_items(graded_items):
-        sys.exit(3)  # the grader's own run failed: a batch regrades this submission
+    if graded_items["not_graded"]:
+        # Not the student's result: a batch grades this submission again.
+        print(f"grade: {score.NOT_GRADED} — {graded_items['not_graded']}", file=sys.stderr)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

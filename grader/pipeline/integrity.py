@@ -4,19 +4,29 @@ Each check runs in the grader's own process (or a trusted tool it starts) and lo
 student's artefacts from outside:
   * symbols:  grader/pipeline/check_student_symbols.sh on libglmasr_student.a — vendor entry points
               (cuBLAS, cuDNN, CUTLASS), other tracks, the dynamic loader;
-  * linkage:  the shared libraries each student program asks the loader for (ELF DT_NEEDED);
-  * mappings: the files mapped into a running student process and its descendants
-              (/proc/PID/maps) — a vendor library reached at run time without any symbol;
+  * linkage:  the shared libraries each student program asks the loader for (ELF DT_NEEDED), each
+              of which allowed_objects.txt must allow;
+  * mappings: the code mapped into a running student process and its descendants
+              (/proc/PID/maps): every executable mapping must be the process's own program or an
+              object allowed_objects.txt allows — a vendor library reached at run time without any
+              symbol, or code written into memory, is not;
   * stubs:    which TODO kernels still throw NotImplemented (information, not a violation).
 A violation is a short dict {"check", "detail"}; score.py zeroes every item the student's code
-produced when there is one (docs/grading.md, "Integrity").
+produced when there is one (docs/grading.md, "Integrity"). The kernel-test checker applies the
+same mapping rule to its runner (grader/isolation/runner/remote_track.cpp).
 """
 
+import fnmatch
+import functools
 import os
 import re
 import subprocess
 
-VENDOR_LIBRARY = re.compile(r"(cublas|cudnn|cutlass)", re.IGNORECASE)
+from grader.pipeline import processes
+
+ALLOWED_OBJECTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "allowed_objects.txt")
+MEMFD = "/memfd:"  # the kernel's prefix for a memfd's path; its name after it is the caller's
+DELETED = " (deleted)"  # the kernel's suffix for a mapped file that is no longer on disk
 STUB = re.compile(
     r'^\s*if \(kTodo\) throw NotImplemented\("([a-z_0-9]+)"', re.M
 )  # code, not a comment
@@ -53,57 +63,103 @@ def needed_libraries(binary):
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", p.stdout)
 
 
+@functools.cache
+def allowlist(path=ALLOWED_OBJECTS):
+    """The entries of allowed_objects.txt, [(where, pattern)]: `where` is "always" or the name of
+    the trusted tool in whose process tree the entry holds."""
+    entries = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            if len(words) != 2:
+                raise ValueError(f"{path}:{number}: not WHERE PATTERN: {line.strip()}")
+            entries.append((words[0], words[1]))
+    return tuple(entries)
+
+
+def is_allowed(name, tools=()):
+    """Whether allowed_objects.txt allows an object named `name` (a file's name without its
+    folder, or a bracketed kernel mapping) in a process tree where the programs `tools` run."""
+    return any(
+        (where == "always" or where in tools)
+        and (name == pattern if pattern.startswith("[") else fnmatch.fnmatchcase(name, pattern))
+        for where, pattern in allowlist()
+    )
+
+
 def check_linkage(binaries):
     violations = []
     for binary in binaries:
         if not os.path.exists(binary):
             continue
         for lib in needed_libraries(binary):
-            if VENDOR_LIBRARY.search(lib):
+            if not is_allowed(lib):
                 violations.append(
-                    {"check": "linkage", "detail": f"{os.path.basename(binary)} links {lib}"}
+                    {
+                        "check": "linkage",
+                        "detail": f"{os.path.basename(binary)} links {lib} "
+                        "(not in allowed_objects.txt)",
+                    }
                 )
     return violations
 
 
-def descendants(pid):
-    """pid and every process below it, from the parent field of /proc/*/stat."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo += children.get(p, [])
-    return found
+def executable_mappings(pid):
+    """The names of pid's executable mappings, as /proc/PID/maps gives them: a file's path, a
+    bracketed kernel mapping, "" for anonymous memory. Empty when pid is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return []
+    names = []
+    for line in lines:
+        fields = line.split(None, 5)  # start-end perms offset dev inode [name]
+        if len(fields) >= 5 and "x" in fields[1]:
+            names.append(fields[5].rstrip("\n") if len(fields) == 6 else "")
+    return names
 
 
-def vendor_mappings(pid):
-    """Vendor libraries mapped into pid or its descendants: ["PID: path", ...]."""
+def program_of(pid):
+    """The path of pid's executable (its /proc/PID/exe), "" when pid is gone or unreadable."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
+def unlisted_mapping(name, program, tools):
+    """Why an executable mapping named `name` is not allowed in a process running `program`
+    (None when it is): the process's own program, a file allowed_objects.txt allows, or a kernel
+    mapping it lists; anything else — another file, anonymous memory, a memfd (whose name its
+    creator chose) — is not."""
+    if name.startswith(MEMFD):
+        return f"executable memory from a memfd ({name})"
+    if not name.startswith("/"):
+        return None if is_allowed(name, tools) else f"executable memory ({name or 'anonymous'})"
+    path = name.removesuffix(DELETED)
+    if path == program.removesuffix(DELETED) or is_allowed(os.path.basename(path), tools):
+        return None
+    return f"{path} (not in allowed_objects.txt)"
+
+
+def unlisted_mappings(pid):
+    """Executable mappings of pid or its descendants that allowed_objects.txt does not allow (see
+    unlisted_mapping): ["PID: why", ...]. A tool's entries hold when one of these processes runs
+    it (compute-sanitizer around a runner). A process that starts another program while it is
+    read (execve) is left to the next look."""
+    tree = [pid] + processes.descendants(pid)
+    programs = {p: program_of(p) for p in tree}
+    tools = {os.path.basename(program.removesuffix(DELETED)) for program in programs.values()}
     hits = []
-    for p in descendants(pid):
-        try:
-            with open(f"/proc/{p}/maps") as f:
-                paths = {
-                    line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6
-                }
-        except OSError:
+    for p in tree:
+        names = executable_mappings(p)
+        if program_of(p) != programs[p]:
             continue
-        hits += [
-            f"{p}: {path}"
-            for path in sorted(paths)
-            if path.startswith("/") and VENDOR_LIBRARY.search(os.path.basename(path))
-        ]
+        reasons = {unlisted_mapping(name, programs[p], tools) for name in names}
+        hits += [f"{p}: {reason}" for reason in sorted(reasons - {None})]
     return hits
 
 

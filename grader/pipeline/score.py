@@ -8,6 +8,8 @@ import math
 import re
 import tomllib
 
+from grader.pipeline import review
+
 # ----------------------------------------------------------------------------- rubric
 
 DEFAULTS = {
@@ -53,45 +55,6 @@ DEFAULTS = {
         "budget_seconds": 900,
     },
 }
-
-SANITIZER_ERROR = 86  # the --error-exitcode grade.py gives compute-sanitizer
-
-
-def sanitizer_verdict(ended, output, timed_out):
-    """One suite under one compute-sanitizer tool, from how each runner process ended (the
-    checker's GLMASR_RUNNER_EXIT_REPORT lines: "exit N ...", "signal N ...", "timeout ...").
-    clean: every runner exited 0; errors: the sanitizer reported errors, or a runner ended any
-    other way (the student's code may not end its sanitizer early), or none got as far as its
-    hello (grade.py's control has shown the sanitizer runs here, and the same runner started
-    without it); inconclusive: no runner at all, or the suite timed out (no cost). The
-    sanitizer's own lines from the output are shown as the detail."""
-    said = [
-        l.strip()[10:].strip()
-        for l in output.splitlines()
-        if l.startswith("========= ") and "COMPUTE-SANITIZER" not in l and l.strip()[10:].strip()
-    ][:3]
-    if timed_out:
-        return {"verdict": "inconclusive", "detail": "the sanitized suite timed out"}
-    if not ended:
-        return {"verdict": "inconclusive", "detail": "no sanitized runner ran"}
-    started = [l for l in ended if not l.startswith("nostart ")]
-    if not started:
-        return {
-            "verdict": "errors",
-            "detail": "the runner never started under the sanitizer: it "
-            + ended[0].split(" ", 1)[1]
-            + (": " + " | ".join(said) if said else ""),
-        }
-    ended = started
-    if all(l.startswith("exit 0 ") for l in ended):
-        return {"verdict": "clean", "detail": ""}
-    bad = next(l for l in ended if not l.startswith("exit 0 "))
-    why = (
-        "it reported errors"
-        if bad.startswith(f"exit {SANITIZER_ERROR} ")
-        else "the sanitized runner " + bad.split(" ", 2)[-1]
-    )
-    return {"verdict": "errors", "detail": why + (": " + " | ".join(said) if said else "")}
 
 
 def load_rubric(path):
@@ -172,6 +135,18 @@ def kernel_result_missing(message):
     return {"status": "missing", "passed": 0, "total": 0, "message": message, "failures": []}
 
 
+def report_violations(report):
+    """The integrity violations a checker's GoogleTest report records: written by the checker
+    (no student code in it) when a runner's process tree maps code grader/pipeline/
+    allowed_objects.txt does not allow (grader/isolation/runner/remote_track.cpp), on a case,
+    or on the report itself when found as the runner was told to exit."""
+    found = [report.get("integrity_violation")]
+    for suite in report.get("testsuites", []):
+        found.append(suite.get("integrity_violation"))
+        found += [case.get("integrity_violation") for case in suite.get("testsuite", [])]
+    return [str(v)[:300] for v in found if v]
+
+
 def kernel_result(report, returncode, output, timed_out, timeout, seconds):
     """Classify one kernel test run from its GoogleTest JSON report and exit status."""
     result = {"passed": 0, "total": 0, "skipped": 0, "failures": [], "seconds": round(seconds, 1)}
@@ -185,12 +160,11 @@ def kernel_result(report, returncode, output, timed_out, timeout, seconds):
             message=f"the test process died (exit {returncode}): " + last_error_line(output),
         )
         return result
+    violations = report_violations(report)
+    if violations:
+        result["violations"] = violations
     for suite in report.get("testsuites", []):
         for case in suite.get("testsuite", []):
-            # Written by the checker (no student code in it) when the runner's process maps a
-            # vendor library: grader/isolation/runner/remote_track.cpp.
-            if case.get("integrity_violation"):
-                result.setdefault("violations", []).append(str(case["integrity_violation"])[:300])
             if case.get("result") == "SKIPPED" or case.get("status") == "NOTRUN":
                 result["skipped"] += 1
                 continue
@@ -233,12 +207,19 @@ def clamp01(x):
 
 def violations_of(results):
     """Every integrity violation of the graded code: the static checks (symbols, linkage), the
-    memory maps of its end-to-end processes, and those its kernel-test runners showed."""
+    memory maps of its end-to-end processes, and those its kernel-test runners showed, with
+    and without compute-sanitizer."""
     found = list((results.get("integrity") or {}).get("violations", []))
     for kernel, r in (results.get("kernels") or {}).items():
         found += [
             {"check": "mappings", "detail": f"kernel test {kernel}: {d}"}
             for d in r.get("violations", [])
+        ]
+    for kernel, tools in ((results.get("sanitizer") or {}).get("kernels") or {}).items():
+        found += [
+            {"check": "mappings", "detail": f"kernel test {kernel} under {tool}: {d}"}
+            for tool, v in tools.items()
+            for d in v.get("violations", [])
         ]
     return found
 
@@ -271,13 +252,13 @@ def grade(results, rubric):
             share = 0.0
         note = r["message"]
         found = {
-            tool: v for tool, v in sanitizer.get(kernel, {}).items() if v["verdict"] == "errors"
+            tool: v for tool, v in sanitizer.get(kernel, {}).items() if v["verdict"] != "clean"
         }
         if found:
             share = min(share, rubric["sanitizer"]["keep"])
             note += (
                 "; compute-sanitizer "
-                + "; ".join(f"{t}: {v['detail']}" for t, v in found.items())
+                + "; ".join(f"{t} ({v['verdict']}): {v['detail']}" for t, v in found.items())
                 + f" (at most {rubric['sanitizer']['keep']:.0%} of the points)"
             )
         if broken:
@@ -357,10 +338,15 @@ def grade(results, rubric):
             )
         )
 
+    not_graded = environment_failure(results, items)
+    if not_graded:
+        for i in items:
+            i.update(score=0.0, output=f"{NOT_GRADED} (the report's first line says why)")
     total = sum(i["score"] for i in items)
     maximum = sum(i["max_score"] for i in items)
     return {
         "track": results.get("track"),
+        "not_graded": not_graded,
         "items": items,
         "score": total,
         "max_score": maximum,
@@ -372,6 +358,7 @@ def grade(results, rubric):
         "intake": results.get("intake"),
         "sandbox": results.get("sandbox"),
         "stubs": results.get("stubs") or {},
+        "review": results.get("review"),
         "environment": results.get("environment"),
         "course_gpu": rubric["speed"]["gpu_model"],
         "timed_settings": timed_settings(speed),
@@ -518,21 +505,31 @@ def accuracy_share(accuracy, ac, trusted=False):
     )
 
 
-INCOMPLETE_MARK = "GRADING INCOMPLETE"
+# A grade this machine could not give. Its environment failed — the preflight (preflight.py)
+# before or after the grade, or one of the grader's own trusted runs (the baseline or the
+# reference: no student code) during it, e.g. a busy or faulty GPU or a missing file. Then no
+# item is scored, neither points given nor taken: the report, results.json and the batch say
+# NOT GRADED, and grade.py exits 3 so that a batch grades the submission again. (A student's
+# process that starves a trusted one, e.g. of GPU memory, gains nothing by it.)
+NOT_GRADED = "NOT GRADED: environment"
+YARDSTICK_FAILED = "the grader's own"
 
 
 def yardstick_failure(role, error):
-    """The note of an item the grader could not score because its own trusted run (the
-    baseline or the reference: no student code) failed — a busy or faulty GPU, a missing file.
-    The item scores 0 (nothing is paid without its yardstick), the report and results.json say
-    GRADING INCOMPLETE, and grade.py exits 3 so a batch regrades the submission. (A student's
-    process that starves the trusted one, e.g. of GPU memory, gains nothing by it.)"""
-    return f"{INCOMPLETE_MARK}: the grader's own {role} run failed ({error}); regrade"
+    """The note of an item whose trusted run failed; grade() turns it into NOT GRADED."""
+    return f"{YARDSTICK_FAILED} {role} run failed ({error})"
 
 
-def incomplete_items(graded):
-    """The items a trusted run's failure left unscored (grade.py exits 3 if there are any)."""
-    return [i["name"] for i in graded["items"] if INCOMPLETE_MARK in i["output"]]
+def environment_failure(results, items):
+    """Why this machine could not grade, one line; None when it could: the grade's own finding
+    (results["not_graded"]), else the first item whose trusted run failed."""
+    if results.get("not_graded"):
+        return results["not_graded"]
+    for i in items:
+        at = i["output"].find(YARDSTICK_FAILED)
+        if at >= 0:
+            return f"{i['name']}: " + i["output"][at:].splitlines()[0]
+    return None
 
 
 def speed_share(speed, sc, track):
@@ -648,13 +645,14 @@ def kernel_speed_share(measured, ks, items):
     op_share, a kernel counting only if its suite passed in full. Returns (share, note, table)."""
     by_name = {i["name"]: i for i in items}
     suites = [name[len("kernel: ") :] for name in by_name if name.startswith("kernel: ")]
+    off_path = measured.get("off_path") or {}
     table = []
     for op, o in sorted(per_op(measured).items()):
         us = o["us"]
         suite = suite_of(op, suites)
         suite_item = by_name.get(f"kernel: {suite}")
         share = op_share(us, ks)
-        why = o["error"]
+        why = o["error"] or off_path.get(op, {}).get("note")
         passed = (
             suite_item
             and suite_item["extra"].get("total")
@@ -669,7 +667,9 @@ def kernel_speed_share(measured, ks, items):
                 "baseline_us": us["baseline"],
                 "reference_us": us["reference"],
                 "speedup": us["baseline"] / us["graded"]
-                if us["graded"] and us["baseline"]
+                if us["graded"]
+                and us["baseline"]
+                and "graded" not in off_path.get(op, {}).get("roles", {})
                 else None,
                 "share": share,
                 "note": why,
@@ -740,6 +740,13 @@ def gradescope_results(graded):
         "stdout_visibility": "hidden",
         "tests": tests,
     }
+    if graded["not_graded"]:
+        out["extra_data"] = {
+            "status": "not graded",
+            "kind": "environment",
+            "reason": graded["not_graded"],
+        }
+        return out
     env = graded.get("environment") or {}
     extra = {}
     if env:
@@ -750,6 +757,8 @@ def gradescope_results(graded):
         }
     if graded.get("timed_settings"):
         extra["settings_of_timed_runs"] = graded["timed_settings"]
+    if graded.get("review"):
+        extra["review"] = graded["review"]
     if extra:
         out["extra_data"] = extra
     if graded["speed"]:
@@ -767,11 +776,11 @@ def gradescope_results(graded):
 def context_lines(graded):
     """What was graded, how, and what was found: intake, sandbox, integrity, stubs, GPU."""
     lines = []
-    unscored = incomplete_items(graded)
-    if unscored:
+    if graded["not_graded"]:
         lines.append(
-            f"{INCOMPLETE_MARK}: {', '.join(unscored)} could not be scored (the grader's "
-            "own trusted run failed, see the item); regrade this submission"
+            f"{NOT_GRADED} — {graded['not_graded']}. This is not a score for the code: this "
+            "machine could not grade it. Grade it again where the environment works (a batch "
+            "does so itself)."
         )
     record = graded.get("intake")
     if record is None:
@@ -808,11 +817,12 @@ def context_lines(graded):
                 + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no kernel to check")
             )
             lines += [
-                f"  {k} ({t}): {v['verdict']} — {v['detail']}"
+                f"  {k} under {t}: {v['verdict']}"
+                + (f" ({v['ran']})" if v.get("ran") else "")
+                + (f" — {v['detail']}" if v["detail"] else "")
                 for k, tools in san["kernels"].items()
                 for t, v in tools.items()
-                if v["verdict"] in ("inconclusive", "not run")
-            ][:10]
+            ]
     env = graded.get("environment") or {}
     if env.get("before"):
         lines.append(f"GPU before the timed runs: {gpu_line(env['before'])}")
@@ -889,7 +899,11 @@ def render_terminal(graded):
         first = i["output"].splitlines()[0] if i["output"] else ""
         lines.append(f"{i['name']:<24} {i['score']:>5.1f} / {i['max_score']:<4}  {first}")
     lines.append("-" * 78)
-    lines.append(f"{'total':<24} {graded['score']:>5.1f} / {graded['max_score']}")
+    lines.append(
+        f"{'total':<24} not graded (environment)"
+        if graded["not_graded"]
+        else f"{'total':<24} {graded['score']:>5.1f} / {graded['max_score']}"
+    )
     if graded["clips"]:
         lines += ["", f"{'clip':<22} {'WER':>6}  transcript"]
         for c in graded["clips"]:
@@ -905,7 +919,9 @@ def render_markdown(graded):
     md = [
         f"# Grade report — track `{graded['track']}`",
         "",
-        f"**Total: {graded['score']:.1f} / {graded['max_score']}**",
+        f"**Not graded (environment): {graded['not_graded']}**"
+        if graded["not_graded"]
+        else f"**Total: {graded['score']:.1f} / {graded['max_score']}**",
         "",
     ]
     md += [f"- {line.strip()}" for line in context_lines(graded)]
@@ -913,6 +929,9 @@ def render_markdown(graded):
     for i in graded["items"]:
         details = i["output"].replace("\n", "<br>").replace("|", "\\|")
         md.append(f"| {i['name']} | {i['score']:.1f} | {i['max_score']} | {details} |")
+    if graded.get("review"):
+        md += ["", "## For review (information, not scored)", ""]
+        md += [f"- {line}" for line in review.render(graded["review"])]
     if graded["clips"]:
         md += [
             "",

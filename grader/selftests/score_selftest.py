@@ -10,7 +10,7 @@ import os
 import unittest
 
 from grader import ROOT
-from grader.pipeline import score
+from grader.pipeline import sanitizer, score
 
 RUBRIC = os.path.join(ROOT, "grader", "rubric.toml")
 
@@ -369,42 +369,49 @@ class Grading(unittest.TestCase):
         self.assertNotIn("extra_data", gs)
 
     def test_sanitizer_verdicts(self):
-        v = score.sanitizer_verdict
-        self.assertEqual(v(["exit 0 exited with status 0"], "", False)["verdict"], "clean")
+        v = sanitizer.verdict
+        same = {"S.a": "passed", "S.b": "failed"}
+        clean = ["exit 0 exited with status 0"]
+        self.assertEqual(v(clean, "", False, same, same)["verdict"], "clean")
         found = v(
             ["exit 0 exited with status 0", "exit 86 exited with status 86"],
             "========= COMPUTE-SANITIZER\n========= Race reported between Write access at "
             "softmax_kernel+0x90\n========= ERROR SUMMARY: 1 error",
             False,
+            same,
+            same,
         )
         self.assertEqual(found["verdict"], "errors")
         self.assertIn("Race reported", found["detail"])
         # Printing a clean summary changes nothing: the exit status decides.
+        quiet = "========= ERROR SUMMARY: 0 errors"
         self.assertEqual(
-            v(["exit 86 exited with status 86"], "========= ERROR SUMMARY: 0 errors", False)[
-                "verdict"
-            ],
-            "errors",
+            v(["exit 86 exited with status 86"], quiet, False, same, same)["verdict"], "errors"
         )
         # A runner that ends its sanitizer another way is not clean either.
-        self.assertEqual(
-            v(["exit 137 exited with status 137 (killed by signal 9, Killed)"], "", False)[
-                "verdict"
-            ],
-            "errors",
-        )
-        self.assertEqual(v([], "", False)["verdict"], "inconclusive")
+        killed = ["exit 137 exited with status 137 (killed by signal 9, Killed)"]
+        self.assertEqual(v(killed, "", False, same, same)["verdict"], "errors")
         # A runner that will not start under the sanitizer (it started without it).
-        self.assertEqual(v(["nostart exited with status 1"], "", False)["verdict"], "errors")
         self.assertEqual(
-            v(["nostart exited with status 1", "exit 0 exited with status 0"], "", False)[
-                "verdict"
-            ],
-            "clean",
+            v(["nostart exited with status 1"], "", False, same, same)["verdict"], "errors"
         )
-        self.assertEqual(v(["exit 0 x"], "", True)["verdict"], "inconclusive")
+        self.assertEqual(
+            v(["nostart exited with status 1"] + clean, "", False, same, same)["verdict"], "clean"
+        )
+        # Code that behaves otherwise when watched: a case that passed fails (it threw), a case
+        # that ran is skipped, nothing runs at all. Each differs, and differing costs.
+        thrown = v(clean, "", False, same, {"S.a": "failed", "S.b": "failed"})
+        self.assertEqual(thrown["verdict"], "differs")
+        self.assertIn("S.a: passed without it, failed under it", thrown["detail"])
+        self.assertEqual(v(clean, "", False, same, {"S.a": "skipped"})["verdict"], "differs")
+        self.assertEqual(v([], "", False, same, {})["verdict"], "differs")
+        self.assertEqual(v(clean, "", False, same, {"S.z": "passed"})["verdict"], "differs")
+        # Only a subset ran (the rubric's filter): each of those as before is clean.
+        self.assertEqual(v(clean, "", False, same, {"S.b": "failed"})["verdict"], "clean")
+        # A suite that does not finish under the tool is incomplete, and that costs too.
+        self.assertEqual(v(clean, "", True, same, same)["verdict"], "incomplete")
 
-    def test_sanitizer_errors_keep_at_most_half(self):
+    def test_sanitizer_findings_keep_at_most_half(self):
         kernel = next(iter(self.rubric["kernels"]["points"]))
         points = self.rubric["kernels"]["points"][kernel]
         self.results["sanitizer"] = {
@@ -412,49 +419,80 @@ class Grading(unittest.TestCase):
             "tools": ["racecheck"],
             "seconds": 3.0,
             "kernels": {
-                kernel: {"racecheck": {"verdict": "errors", "detail": "it reported errors: Race"}}
+                kernel: {
+                    "racecheck": {
+                        "verdict": "errors",
+                        "detail": "it reported errors: Race",
+                        "ran": "5 cases, 5 passed, 3 s",
+                    }
+                }
             },
         }
         score_, graded = self.points(f"kernel: {kernel}")
         self.assertEqual(score_, points * self.rubric["sanitizer"]["keep"])
         item = next(i for i in graded["items"] if i["name"] == f"kernel: {kernel}")
-        self.assertIn("compute-sanitizer racecheck: it reported errors: Race", item["output"])
         self.assertIn(
-            "compute-sanitizer pass (racecheck; 3 s): 1 errors",
-            score.gradescope_results(graded)["output"],
+            "compute-sanitizer racecheck (errors): it reported errors: Race", item["output"]
         )
-        # Inconclusive or not run: no cost, and the report says so.
+        output = score.gradescope_results(graded)["output"]
+        self.assertIn("compute-sanitizer pass (racecheck; 3 s): 1 errors", output)
+        self.assertIn(f"{kernel} under racecheck: errors (5 cases, 5 passed, 3 s)", output)
+        # Not finishing (a stall, a spent budget) and behaving otherwise cost the same share;
+        # only clean keeps every point.
+        for verdict in ("incomplete", "differs"):
+            self.results["sanitizer"]["kernels"][kernel]["racecheck"] = {
+                "verdict": verdict,
+                "detail": "why",
+            }
+            self.assertEqual(
+                self.points(f"kernel: {kernel}")[0], points * self.rubric["sanitizer"]["keep"]
+            )
         self.results["sanitizer"]["kernels"][kernel]["racecheck"] = {
-            "verdict": "inconclusive",
-            "detail": "timed out",
+            "verdict": "clean",
+            "detail": "",
         }
-        score_, graded = self.points(f"kernel: {kernel}")
-        self.assertEqual(score_, points)
-        self.assertIn(f"{kernel} (racecheck): inconclusive", score.render_terminal(graded))
+        self.assertEqual(self.points(f"kernel: {kernel}")[0], points)
 
-    def test_a_failed_yardstick_leaves_the_grade_incomplete(self):
-        # The trusted baseline's own run failed (e.g. out of GPU memory): nothing is paid and
-        # the report says the grade is incomplete, never that the submission failed.
+    def test_a_failed_yardstick_leaves_the_submission_not_graded(self):
+        # The trusted baseline's own run failed (e.g. out of GPU memory): no item is scored,
+        # neither points given nor taken, and every report says NOT GRADED: environment.
         self.results["speed"] = speed({"baseline": None, "graded": 10.0, "reference": 10.0})
         self.results["speed"]["tracks"]["baseline"]["error"] = (
             "baseline (baseline): out of GPU memory"
         )
         score_, graded = self.points("speed vs baseline")
         self.assertEqual(score_, 0)
-        self.assertEqual(score.incomplete_items(graded), ["speed vs baseline"])
+        self.assertEqual(graded["score"], 0)
         self.assertIn(
-            "GRADING INCOMPLETE: speed vs baseline", score.gradescope_results(graded)["output"]
+            "speed vs baseline: the grader's own baseline run failed", graded["not_graded"]
         )
-        # The graded track's own failure is its own: scored 0, the grade complete.
+        gs = score.gradescope_results(graded)
+        self.assertTrue(gs["output"].startswith(f"track {graded['track']}"))
+        self.assertIn("NOT GRADED: environment — speed vs baseline", gs["output"])
+        self.assertEqual(gs["extra_data"]["status"], "not graded")
+        self.assertNotIn("leaderboard", gs)
+        self.assertTrue(all(t["output"].startswith("NOT GRADED: environment") for t in gs["tests"]))
+        self.assertIn("total                    not graded", score.render_terminal(graded))
+        # The graded track's own failure is its own: scored 0, the grade given.
         self.results["speed"]["tracks"]["graded"]["error"] = "graded (student): out of GPU memory"
-        self.assertEqual(score.incomplete_items(self.points("speed vs baseline")[1]), [])
+        self.assertIsNone(self.points("speed vs baseline")[1]["not_graded"])
         # The accuracy item's trusted baseline failing on the fresh inputs: the same.
         self.results["accuracy"]["fresh_input"].update(
             error="baseline (baseline): died", trusted_error="baseline (baseline): died"
         )
-        score_, graded = self.points("accuracy (WER)")
-        self.assertEqual(score_, 0)
-        self.assertIn("accuracy (WER)", score.incomplete_items(graded))
+        self.assertIn("accuracy (WER)", self.points("accuracy (WER)")[1]["not_graded"])
+
+    def test_a_failed_preflight_leaves_the_submission_not_graded(self):
+        full = score.grade(self.results, self.rubric)
+        self.assertGreater(full["score"], 0)
+        self.results["not_graded"] = "preflight before the grade: nvidia-smi lists no GPU"
+        graded = score.grade(self.results, self.rubric)
+        self.assertEqual(graded["score"], 0)
+        self.assertEqual(graded["not_graded"], self.results["not_graded"])
+        self.assertEqual(
+            [i["max_score"] for i in graded["items"]], [i["max_score"] for i in full["items"]]
+        )
+        self.assertIn("Not graded (environment): preflight", score.render_markdown(graded))
 
     def test_results_json_and_reports(self):
         self.results["kernels"]["rmsnorm"] = {

@@ -24,8 +24,8 @@ config.toml's [gradescope] mode says where the grade runs:
 
 Whatever happens, results.json is written. A returned results.json is checked (numbers,
 tests[] fields, a score no larger than the sum of the tests' max_score) before it is passed on;
-anything else — an unreachable host, a time-out, a full queue, a refused or incomplete grade, a
-missing or garbled result — gives score 0, the reason in `output`, and one failed test named
+anything else — an unreachable host, a time-out, a full queue, a refused grade, a machine that
+could not grade, a missing or garbled result — gives score 0, the reason in `output`, and one failed test named
 "not graded — resubmit or contact staff": never a silent 0, never full marks.
 Standard library only (Python >= 3.11: tomllib).
 """
@@ -406,11 +406,13 @@ def outcome(rc, stdout, stderr, timeout, where, results_text=None):
     if rc == 0:
         return read_returned(stdout if results_text is None else results_text, where)
     if rc == 3:
+        why = last_line(stderr, "grade:")
         raise NotGraded(
-            "grading is incomplete: the grader's own trusted run failed on the GPU "
-            "(not your code; a busy or faulty GPU)",
+            "the grading machine could not grade (not your code: its environment failed"
+            + (f" — {why.split(' — ', 1)[-1]}" if why else "")
+            + ")",
             f"{where}: exit 3",
-            "incomplete",
+            "environment",
         )
     if rc == 2:
         why = last_line(stderr, "grade:")

@@ -15,7 +15,7 @@
 # (--runner sbatch: `sbatch --wait`) — and writes results.json on stdout, nothing else.
 # --timeout bounds the whole grade, the queue's wait included.
 #
-# Exit: 0 graded and 3 incomplete (results.json on stdout either way); 2 grade.py refused the
+# Exit: 0 graded and 3 not graded: environment (results.json on stdout either way); 2 grade.py refused the
 # submission (its "grade: ..." line on stderr); 4 the host could not run the grade (sbatch
 # refused the job — a full queue —, the job ended without a result, the time-out); 5 a bad call;
 # 6 grade.py failed otherwise. Never 255, which is ssh's own failure. The last stderr line that

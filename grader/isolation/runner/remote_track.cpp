@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -13,18 +14,23 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
+#include "allowed_objects.h"  // kAllowedObjects: grader/pipeline/allowed_objects.txt, built in
 #include "glmasr/error.h"
 #include "protocol.h"
 
@@ -85,6 +91,61 @@ void record_exit(int status, bool greeted) {
                           describe_status(status));
 }
 
+// Watches the memory maps of a runner's process tree while it runs: every kInterval, the
+// executable mappings that allowed_objects.txt does not allow (unlisted_mappings) are noted, so
+// that a library mapped during a call and unmapped before its reply is still seen. The checker
+// takes what was seen after every call (Runner::check_mappings).
+class MapsWatch {
+public:
+    static constexpr std::chrono::milliseconds kInterval{25};
+    ~MapsWatch() { stop(); }
+
+    void start(pid_t root) {
+        stop();
+        running_ = true;
+        thread_ = std::thread([this, root] {
+            std::unique_lock<std::mutex> lock(mutex_);
+            while (running_) {
+                lock.unlock();
+                std::vector<std::string> found;
+                try {
+                    found = unlisted_mappings(root);
+                } catch (const std::exception& e) {  // a malformed list: no look passes
+                    found = {std::string("the maps cannot be checked: ") + e.what()};
+                }
+                lock.lock();
+                for (const std::string& f : found)
+                    if (seen_.insert(f).second) found_.push_back(f);
+                wake_.wait_for(lock, kInterval, [this] { return !running_; });
+            }
+        });
+    }
+    void stop() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            running_ = false;
+        }
+        wake_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+    // What was seen since the last take, in the order seen.
+    std::vector<std::string> take() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::vector<std::string> found;
+        found.swap(found_);
+        seen_.clear();
+        return found;
+    }
+
+private:
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool running_ = false;
+    std::vector<std::string> found_;
+    std::set<std::string> seen_;
+};
+
 // One argument of a call, as the checker holds it.
 struct Arg {
     ArgKind kind;
@@ -111,10 +172,15 @@ public:
     // At the end: closes the request pipe, lets the runner exit by itself within the call
     // time-out (a runner under compute-sanitizer reports then), records how it ended, stops it.
     void finish();
+    // At the end, before the runner is told to exit: what it mapped since its last call fails
+    // the test program (no case is left to fail).
+    void check_mappings_at_end();
 
 private:
     void ensure_started();
     [[noreturn]] void fail(const std::string& what);
+    // Throws the INTEGRITY VIOLATION when the watch saw, or a look now sees, an executable
+    // mapping that allowed_objects.txt does not allow.
     void check_mappings();
 
     std::string name_;
@@ -124,6 +190,7 @@ private:
     int to_runner_ = -1, from_runner_ = -1, log_ = -1;
     uint64_t entries_ = 0;
     bool greeted_ = false;  // the running process said hello
+    MapsWatch watch_;       // from the hello on: the start-up chain (a sandbox) has run by then
 };
 
 // A file descriptor numbered above the ones the runner's side uses (0-4), close-on-exec.
@@ -206,6 +273,7 @@ void Runner::ensure_started() {
     } catch (const Error& e) {
         fail(std::string("at start: ") + e.what());
     }
+    watch_.start(pid_);
     check_mappings();
 }
 
@@ -231,7 +299,16 @@ void Runner::finish() {
     stop();
 }
 
+void Runner::check_mappings_at_end() {
+    try {
+        check_mappings();
+    } catch (const Error& e) {
+        ADD_FAILURE() << e.what();
+    }
+}
+
 void Runner::stop() {
+    watch_.stop();
     if (pid_ > 0) {
         kill(-pid_, SIGKILL);
         kill(pid_, SIGKILL);
@@ -272,13 +349,18 @@ void Runner::fail(const std::string& what) {
 }
 
 void Runner::check_mappings() {
-    const std::vector<std::string> found = vendor_mappings(pid_);
+    std::vector<std::string> found = watch_.take();
+    if (pid_ > 0)
+        for (const std::string& f : unlisted_mappings(pid_))
+            if (std::find(found.begin(), found.end(), f) == found.end()) found.push_back(f);
     if (found.empty()) return;
     std::string list;
     for (const std::string& f : found) list += (list.empty() ? "" : "; ") + f;
-    ::testing::Test::RecordProperty("integrity_violation", "vendor library mapped: " + list);
+    ::testing::Test::RecordProperty("integrity_violation", "unlisted code mapped: " + list);
     stop();
-    throw Error("INTEGRITY VIOLATION: the " + name_ + " track's process maps a vendor library (" +
+    throw Error("INTEGRITY VIOLATION: the " + name_ +
+                " track's process maps code that grader/pipeline/allowed_objects.txt does not "
+                "allow (" +
                 list + "); the student track must compute everything with its own kernels");
 }
 
@@ -369,6 +451,7 @@ void Runner::execute(OpId op, const std::vector<Arg>& args) {
             fail("sent a malformed reply (unknown status)");
         }
     } catch (const Error& e) {
+        check_mappings();  // a violation seen during the call outranks how the call ended
         const std::string what = e.what();
         if (what.rfind("the " + name_ + " kernel runner", 0) == 0) throw;  // from fail()
         if (what == "timed out")
@@ -523,8 +606,11 @@ class Reaper : public ::testing::Environment {
 public:
     void TearDown() override {
         const char* report = std::getenv("GLMASR_RUNNER_EXIT_REPORT");
-        for (auto& runner : runners())
-            if (runner) report&&* report ? runner->finish() : runner->stop();
+        for (auto& runner : runners()) {
+            if (!runner) continue;
+            runner->check_mappings_at_end();
+            report&&* report ? runner->finish() : runner->stop();
+        }
         if (report && *report) {
             std::ofstream out(report, std::ios::trunc);
             for (const std::string& line : exits()) out << line << "\n";
@@ -546,23 +632,116 @@ public:
 
 }  // namespace
 
-std::vector<std::string> vendor_mappings(int root) {
-    std::vector<std::string> found;
-    std::set<std::string> seen;
-    for (const int pid : descendants(root)) {
-        std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-        for (std::string line; std::getline(maps, line);) {
-            const size_t slash = line.find('/');
-            if (slash == std::string::npos) continue;
-            std::string path = line.substr(slash), base = path.substr(path.find_last_of('/') + 1);
-            std::transform(base.begin(), base.end(), base.begin(),
-                           [](unsigned char c) { return std::tolower(c); });
-            const bool vendor = base.find("cublas") != std::string::npos ||
-                                base.find("cudnn") != std::string::npos ||
-                                base.find("cutlass") != std::string::npos;
-            if (vendor && seen.insert(path).second)
-                found.push_back(std::to_string(pid) + ": " + path);
+namespace {
+
+// One entry of allowed_objects.txt: `where` is "always" or the trusted tool in whose process
+// tree it holds; `pattern` an fnmatch pattern on a file's name, or a bracketed kernel mapping.
+struct AllowedObject {
+    std::string where, pattern;
+};
+
+const std::vector<AllowedObject>& allowlist() {
+    static const std::vector<AllowedObject> entries = [] {
+        std::vector<AllowedObject> parsed;
+        std::istringstream text(kAllowedObjects);
+        int number = 0;
+        for (std::string line; std::getline(text, line);) {
+            ++number;
+            std::istringstream words(line.substr(0, line.find('#')));
+            AllowedObject entry;
+            std::string extra;
+            if (!(words >> entry.where)) continue;
+            if (!(words >> entry.pattern) || (words >> extra))
+                throw Error("allowed_objects.txt:" + std::to_string(number) +
+                            ": not WHERE PATTERN: " + line);
+            parsed.push_back(entry);
         }
+        return parsed;
+    }();
+    return entries;
+}
+
+bool is_allowed(const std::string& name, const std::set<std::string>& tools) {
+    for (const AllowedObject& e : allowlist()) {
+        if (e.where != "always" && !tools.count(e.where)) continue;
+        if (e.pattern[0] == '[' ? name == e.pattern
+                                : fnmatch(e.pattern.c_str(), name.c_str(), 0) == 0)
+            return true;
+    }
+    return false;
+}
+
+constexpr char kMemfd[] = "/memfd:";  // the kernel's prefix for a memfd; its creator names the rest
+constexpr char kDeleted[] = " (deleted)";  // the kernel's suffix for a file no longer on disk
+
+std::string without_deleted(const std::string& path) {
+    const size_t n = sizeof kDeleted - 1;
+    return path.size() >= n && path.compare(path.size() - n, n, kDeleted) == 0
+               ? path.substr(0, path.size() - n)
+               : path;
+}
+
+std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// The path of pid's executable (/proc/PID/exe); "" when pid is gone or unreadable.
+std::string program_of(int pid) {
+    char path[PATH_MAX];
+    const ssize_t n =
+        readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), path, sizeof path - 1);
+    return n > 0 ? std::string(path, static_cast<size_t>(n)) : "";
+}
+
+// The names of pid's executable mappings as /proc/PID/maps gives them: a file's path, a
+// bracketed kernel mapping, "" for anonymous memory. Empty when pid is gone or unreadable.
+std::vector<std::string> executable_mappings(int pid) {
+    std::vector<std::string> names;
+    std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+    for (std::string line; std::getline(maps, line);) {
+        std::istringstream fields(line);  // start-end perms offset dev inode [name]
+        std::string range, perms, offset, device, inode, name;
+        if (!(fields >> range >> perms >> offset >> device >> inode)) continue;
+        if (perms.find('x') == std::string::npos) continue;
+        std::getline(fields >> std::ws, name);
+        names.push_back(name);
+    }
+    return names;
+}
+
+// Why an executable mapping named `name` is not allowed in a process running `program` ("" when
+// it is): the process's own program, a file allowed_objects.txt allows, or a kernel mapping it
+// lists; anything else — another file, anonymous memory, a memfd — is not.
+std::string unlisted_mapping(const std::string& name, const std::string& program,
+                             const std::set<std::string>& tools) {
+    if (name.rfind(kMemfd, 0) == 0) return "executable memory from a memfd (" + name + ")";
+    if (name.empty() || name[0] != '/')
+        return is_allowed(name, tools)
+                   ? ""
+                   : "executable memory (" + (name.empty() ? std::string("anonymous") : name) + ")";
+    const std::string path = without_deleted(name);
+    if (path == without_deleted(program) || is_allowed(base_name(path), tools)) return "";
+    return path + " (not in allowed_objects.txt)";
+}
+
+}  // namespace
+
+std::vector<std::string> unlisted_mappings(int root) {
+    const std::vector<int> tree = descendants(root);
+    std::map<int, std::string> programs;
+    std::set<std::string> tools;
+    for (const int pid : tree) {
+        programs[pid] = program_of(pid);
+        tools.insert(base_name(without_deleted(programs[pid])));
+    }
+    std::vector<std::string> found;
+    for (const int pid : tree) {
+        const std::vector<std::string> names = executable_mappings(pid);
+        if (program_of(pid) != programs[pid]) continue;  // it started another program: next look
+        std::set<std::string> reasons;
+        for (const std::string& name : names)
+            reasons.insert(unlisted_mapping(name, programs[pid], tools));
+        reasons.erase("");
+        for (const std::string& reason : reasons)
+            found.push_back(std::to_string(pid) + ": " + reason);
     }
     return found;
 }

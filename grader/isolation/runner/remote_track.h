@@ -10,9 +10,11 @@
 // What the runner cannot do to the checker: a crash, a hang (GLMASR_RUNNER_TIMEOUT seconds per
 // call, default 120), an early exit, a garbled or oversized reply, or a write past the end of an
 // output each fail the case with a message (glmasr::Error) and the runner is restarted for the next call.
-// After every call the checker also looks at the memory maps of the runner's processes: a
-// vendor library (cuBLAS, cuDNN, CUTLASS) mapped there, however it was reached, fails the case
-// with an "INTEGRITY VIOLATION" message and the test property `integrity_violation`.
+// The checker also watches the memory maps of the runner's processes, every 25 ms for as long as
+// the runner runs: code there that grader/pipeline/allowed_objects.txt does not allow (a vendor
+// library however it was reached, even one unmapped before the reply; code written into
+// memory) fails the call with an "INTEGRITY VIOLATION" message and the test property
+// `integrity_violation`; seen after the last call, it fails the test program.
 //
 // Environment:
 //   GLMASR_KERNEL_RUNNER   the runner program (default: ../graded/kernel-runner-student next
@@ -55,8 +57,9 @@ std::vector<std::string> runner_command(const std::string& name);
 const Track& remote_track_for(const std::string& name, const std::vector<std::string>& command,
                               DType weight_dtype);
 
-// Vendor libraries (cuBLAS, cuDNN, CUTLASS) mapped into process `pid` or its descendants:
-// one "pid: path" line each.
-std::vector<std::string> vendor_mappings(int pid);
+// The executable mappings of process `pid` or its descendants that allowed_objects.txt does not
+// allow (the file states the rule; grader/pipeline/integrity.py applies the same): one
+// "pid: why" line each.
+std::vector<std::string> unlisted_mappings(int pid);
 
 }  // namespace glmasr::runner

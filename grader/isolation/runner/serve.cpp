@@ -2,9 +2,10 @@
 // in the track's memory between guard bytes, run the entry, send back what changed.
 //
 // Nothing here is trusted by the checker: it only makes an honest track easy to serve. Each call
-// gets fresh allocations (nothing survives from one call to the next), and a call that throws
-// is answered with its message; if the GPU is left unusable (a fault is sticky in CUDA) the
-// runner exits after answering, and the checker starts a new one for the next call.
+// gets fresh allocations (nothing survives from one call to the next) and, on a GPU, shared
+// memory poisoned with 0xFF bytes (grader/checks/harness/shared_memory_poison.cu). A call that
+// throws is answered with its message; if the GPU is left unusable (a fault is sticky in CUDA)
+// the runner exits after answering, and the checker starts a new one for the next call.
 #include <unistd.h>
 
 #include <cstring>
@@ -15,6 +16,9 @@
 #include "glmasr/error.h"
 #include "glmasr/track.h"
 #include "protocol.h"
+#ifdef GLMASR_SHARED_MEMORY_POISON
+#include "shared_memory_poison.h"  // grader/checks/harness/, linked into the CUDA runners
+#endif
 
 namespace glmasr::runner {
 
@@ -186,6 +190,11 @@ int serve(const Track& track) {
                 backend.upload(p.data + meta[r].bytes, guard.data(), kGuardBytes, stream);
             }
             backend.synchronize(stream);
+#ifdef GLMASR_SHARED_MEMORY_POISON
+            // On the entry's stream, right before it: a read of shared memory its block never
+            // wrote gives NaN (or −1), not what an earlier kernel left there.
+            if (track.device == Device::Cuda) test::poison_shared_memory(stream);
+#endif
             ArgList list(wire, placed, track.device, stream);
             call_entry(track, op, list);
             backend.synchronize(stream);

@@ -29,6 +29,37 @@ __global__ void rmsnorm_block_race_kernel(float* out,      // (rows, dim)
     for (int c = threadIdx.x; c < dim; c += blockDim.x) out_row[c] = x_row[c] * inv_rms * w[c];
 }
 
+// rmsnorm_warp_sums_unwritten: row blockIdx.x, kThreadsPerBlock threads striding along it; each
+// warp adds its threads' sums of squares with shuffles and its lane 0 stores the result in
+// warp_sums[warp]; then the first warp adds all 32 slots, where only blockDim.x / 32 = 8 warps
+// wrote theirs (the guard `lane < blockDim.x / 32 ? warp_sums[lane] : 0` is missing). The other
+// 24 slots hold whatever shared memory held: zeros on a fresh context, so the sum comes out right;
+// NaN under the tests' poison (grader/checks/harness/shared_memory_poison.cu).
+__global__ void rmsnorm_warp_sums_unwritten_kernel(float* out,      // (rows, dim)
+                                                   const float* x,  // (rows, dim)
+                                                   const float* w,  // (dim)
+                                                   int dim, float eps) {
+    __shared__ float warp_sums[32];  // one slot per warp a block can have
+    __shared__ float inv_rms;
+    const float* x_row = x + static_cast<long long>(blockIdx.x) * dim;
+    float* out_row = out + static_cast<long long>(blockIdx.x) * dim;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    float sum_sq = 0.0f;
+    for (int c = threadIdx.x; c < dim; c += blockDim.x) sum_sq += x_row[c] * x_row[c];
+    for (int offset = 16; offset > 0; offset /= 2)
+        sum_sq += __shfl_xor_sync(0xffffffffu, sum_sq, offset);
+    if (lane == 0) warp_sums[warp] = sum_sq;
+    __syncthreads();
+    if (warp == 0) {
+        float total = warp_sums[lane];
+        for (int offset = 16; offset > 0; offset /= 2)
+            total += __shfl_xor_sync(0xffffffffu, total, offset);
+        if (lane == 0) inv_rms = rsqrtf(total / dim + eps);
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < dim; c += blockDim.x) out_row[c] = x_row[c] * inv_rms * w[c];
+}
+
 // gelu_float4_unaligned: element group i of four, loaded and stored as one float4, the
 // addresses never checked: right on aligned tensors, a misaligned-address fault on a view off
 // 16 bytes (the tests' second call).
@@ -73,6 +104,13 @@ __global__ void softmax_given_max_kernel(float* out,            // (rows, cols),
 bool rmsnorm_block_race(float* out, const float* x, const float* w, int rows, int dim, float eps,
                         cudaStream_t stream) {
     rmsnorm_block_race_kernel<<<rows, kThreadsPerBlock, 0, stream>>>(out, x, w, dim, eps);
+    CUDA_CHECK_LAUNCH();
+    return true;
+}
+
+bool rmsnorm_warp_sums_unwritten(float* out, const float* x, const float* w, int rows, int dim,
+                                 float eps, cudaStream_t stream) {
+    rmsnorm_warp_sums_unwritten_kernel<<<rows, kThreadsPerBlock, 0, stream>>>(out, x, w, dim, eps);
     CUDA_CHECK_LAUNCH();
     return true;
 }

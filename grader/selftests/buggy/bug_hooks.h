@@ -60,6 +60,8 @@ int register_device_bug_setter(void (*set)(Bug));
 // not apply (gelu_float4_unaligned with n % 4 != 0), the launcher goes on as the baseline.
 bool rmsnorm_block_race(float* out, const float* x, const float* w, int rows, int dim, float eps,
                         cudaStream_t stream);
+bool rmsnorm_warp_sums_unwritten(float* out, const float* x, const float* w, int rows, int dim,
+                                 float eps, cudaStream_t stream);
 bool gelu_float4_unaligned(float* out, const float* x, long long n, cudaStream_t stream);
 bool softmax_max_scratch_unwritten(float* out, const float* x, int rows, int cols,
                                    cudaStream_t stream);

@@ -45,8 +45,8 @@ import time
 
 from grader import ROOT
 from grader.pipeline import (
-    grade,  # find_sanitizer
-    score,  # load_rubric, SANITIZER_ERROR
+    sanitizer,  # find, command, ERROR_EXIT
+    score,  # load_rubric
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -155,9 +155,9 @@ def sanitizer_verdict(code, clean_control):
         return f"no verdict: the baseline is not clean under the same tool ({clean_control})"
     if code is None:
         return "timed out under the sanitizer"
-    if code == score.SANITIZER_ERROR:
+    if code == sanitizer.ERROR_EXIT:
         return "caught"
-    return f"SURVIVED: the sanitizer exited {code}, not with errors ({score.SANITIZER_ERROR})"
+    return f"SURVIVED: the sanitizer exited {code}, not with errors ({sanitizer.ERROR_EXIT})"
 
 
 def all_suites():
@@ -245,22 +245,14 @@ def main():
         f"suites byte-equal" + (f"; NOT: {', '.join(unequal)}" if unequal else "")
     )
 
-    # The sanitizer runs, as grade.py's sanitizer pass makes them: the rubric's program and
+    # The sanitizer runs, as the grader's sanitizer pass makes them: the rubric's program and
     # filter. Each (suite, tool) is first run on the baseline, which must be clean.
-    sanitizer = score.load_rubric(os.path.join(ROOT, "grader", "rubric.toml"))["sanitizer"]
-    program = grade.find_sanitizer(sanitizer["program"])
+    settings = score.load_rubric(os.path.join(ROOT, "grader", "rubric.toml"))["sanitizer"]
+    program = sanitizer.find(settings["program"])
     controls = {}
 
     def wrapper(tool):
-        return [
-            program,
-            "--tool",
-            tool,
-            "--error-exitcode",
-            str(score.SANITIZER_ERROR),
-            "--print-limit",
-            "10",
-        ]
+        return sanitizer.command(program, tool)
 
     def control(suite, tool):
         if (suite, tool) not in controls:
@@ -269,7 +261,7 @@ def main():
                 "",
                 args.timeout,
                 wrapper(tool),
-                sanitizer["filter"],
+                settings["filter"],
                 track="baseline",
             )
             controls[suite, tool] = (
@@ -284,12 +276,12 @@ def main():
         start = time.monotonic()
         if caught_by in SANITIZER_TOOLS:
             if program is None:
-                result, failing, report, output = f"{sanitizer['program']} not found", [], None, ""
+                result, failing, report, output = f"{settings['program']} not found", [], None, ""
             else:
                 clean = control(suite, caught_by)
                 code, report, output = (
                     run_suite(
-                        exe_of(suite), name, args.timeout, wrapper(caught_by), sanitizer["filter"]
+                        exe_of(suite), name, args.timeout, wrapper(caught_by), settings["filter"]
                     )
                     if clean is True
                     else (None, None, "")

@@ -556,19 +556,18 @@ def rubric_points():
     return points
 
 
-def check_common(g, work):
+def check_common(g, work, gpu):
     """What every grade must give: a results.json with the instructor's maxima, no file from a
-    CMake edit, nothing written outside the grader's directories."""
+    CMake edit, nothing written outside the grader's directories. On a GPU, a grade the machine
+    could not give (NOT GRADED: environment) proves nothing about the cheat; without one that is
+    every grade, and what the intake, the symbol scan and the build did is still judged."""
     if g.results is None or "tests" not in g.results:
         lines = [l.strip() for l in g.output.splitlines() if l.strip()]
         why = next((l for l in reversed(lines) if "error" in l.lower()), lines[-1] if lines else "")
         return [(None, f"no results.json (grade.py exit {g.code}): {why[:160]}")]
-    incomplete = next(
-        (l for l in g.results.get("output", "").splitlines() if l.startswith("GRADING INCOMPLETE")),
-        None,
-    )
-    if incomplete:  # a trusted run failed: a zero here proves nothing about the cheat
-        return [(None, incomplete[:200])]
+    status = g.results.get("extra_data") or {}
+    if gpu and status.get("status") == "not graded":
+        return [(None, f"not graded: {status.get('reason', '')[:200]}")]
     found = []
     points, items = rubric_points(), g.items()
     wrong = [
@@ -618,7 +617,7 @@ def expectations(e, g, controls, honest):
 def judge(spec, g, controls, own_control, gpu, work):
     """[(ok, evidence)] for one graded submission (controls: the graded controls by name;
     own_control: its student_files grade); ok None: no verdict."""
-    found = check_common(g, work)
+    found = check_common(g, work, gpu)
     if any(ok is None for ok, _ in found):
         return found
     controls = dict(controls, student_files=own_control)

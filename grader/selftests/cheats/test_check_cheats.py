@@ -206,11 +206,14 @@ class Judge(unittest.TestCase):
         g = cc.Grade("x", 2, "grade: building the grader's own programs failed")
         self.assertEqual(self.verdict("cmake_edit", g), "ERROR")
 
-    def test_an_incomplete_grade_is_no_verdict(self):
+    def test_a_grade_not_given_is_no_verdict_on_a_gpu(self):
         # first_token_only at 0 speed points because the grader's own baseline ran out of GPU
         # memory proves nothing about the cheat.
         g = fake_grade("first_token_only", instructor_items())
-        g.results["output"] = "GRADING INCOMPLETE: speed vs baseline could not be scored"
+        g.results["extra_data"] = {
+            "status": "not graded",
+            "reason": "speed vs baseline: the grader's own baseline run failed (out of memory)",
+        }
         self.assertEqual(self.verdict("first_token_only", g, gpu=True), "ERROR")
 
 

@@ -60,7 +60,7 @@ FAKE_GRADE = textwrap.dedent("""\
     graded = score.grade(results, rubric)
     os.makedirs(a.out, exist_ok=True)
     json.dump(score.gradescope_results(graded), open(os.path.join(a.out, "results.json"), "w"))
-    sys.exit(3 if score.incomplete_items(graded) else 0)
+    sys.exit(3 if graded["not_graded"] else 0)
 """)
 
 
@@ -153,7 +153,7 @@ class Batch(unittest.TestCase):
                 "ada": "graded",
                 "bob": "graded",
                 "cy": "graded",
-                "dee": "incomplete",
+                "dee": "not graded: environment",
                 "eve": "not graded",
                 "fay": "not graded",
             },
@@ -161,13 +161,13 @@ class Batch(unittest.TestCase):
         speed = next(c for c in rows["ada"] if c.startswith("speed vs baseline"))
         self.assertEqual(float(rows["ada"][speed]), 20.0)  # the reference's speed
         self.assertEqual(float(rows["bob"][speed]), 10.0)  # 10x of 100x: half
-        self.assertEqual(rows["dee"][speed], "0.0")  # never paid without a yardstick
-        self.assertIn("GRADING INCOMPLETE", rows["dee"]["note"])
+        self.assertEqual(rows["dee"]["total"], "")  # neither points given nor taken
+        self.assertIn("the grader's own baseline run failed", rows["dee"]["note"])
         self.assertIn("a symbolic link", rows["eve"]["note"])  # grade.py's own line
         self.assertIn("no grade in 0.05 minutes", rows["fay"]["note"])
         self.assertEqual(rows["eve"]["total"], "")  # never a silent 0
         calls = self.calls()
-        self.assertEqual(calls.count("cy"), 2)  # incomplete once, then graded
+        self.assertEqual(calls.count("cy"), 2)  # the machine failed once, then graded
         self.assertEqual(calls.count("dee"), 3)  # 1 + [batch] retries
 
         page = Table()

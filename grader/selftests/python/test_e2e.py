@@ -5,10 +5,11 @@
 
 Every role (baseline, graded, reference) runs the cpu track of one `glmasr` with random weights
 of a config made from tests/fixtures/configs/small.json (see STEPS), so the protocol, the
-round-robin order and the token checks are exercised for real. Misbehaving graded workers are
+order of the runs and the token checks are exercised for real. Misbehaving graded workers are
 a small Python program (FAKE below) that either proxies a real worker and falsifies its answers
-(replays the first answer, right on the first token only, takes a runner-up) or breaks the
-protocol (hangs, dies, floods, prints garbage).
+(replays the first answer, right on the first token only, takes a runner-up), leaves a process
+running behind it, or breaks the protocol (hangs, dies, floods, prints garbage). nvidia-smi is a
+stand-in (test_gpu_idle.FakeSmi): an idle GPU unless a test says otherwise.
 Standard library only.
 """
 
@@ -20,9 +21,11 @@ import sys
 import tempfile
 import time
 import unittest
+from unittest import mock
 
 from grader import ROOT
-from grader.pipeline import e2e
+from grader.pipeline import e2e, gpu_idle
+from grader.selftests.python.test_gpu_idle import FakeSmi, fast_checks
 
 GLMASR = os.path.join(ROOT, "build", "glmasr")
 # One thread per worker: the cpu track's small parallel regions stall for whole scheduler slices
@@ -58,18 +61,25 @@ def small_encoder_config(directory):
 # A graded worker that misbehaves: FAKE MODE ARGV... (ARGV: the real worker, for the proxies).
 FAKE = r"""
 import json, os, subprocess, sys, time
-mode, argv = sys.argv[1], sys.argv[2:]
+mode, _, pid_file = sys.argv[1].partition(":")
+argv = sys.argv[2:]
 def say(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
 real = None
 if mode == "hang-start":         # its sizing run never ends: no ready line
     time.sleep(3600)
-if mode in ("replay", "first-token", "tie-split", "die"):
+if mode in ("replay", "first-token", "tie-split", "die", "linger"):
     real = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     say(json.loads(real.stdout.readline()))
 else:
     say({"ready": True, "track": "fake", "workload": {}})
+if mode == "linger":             # honest, but leaves a detached process running (as a
+    hog = subprocess.Popen(      # GPU hog would), and writes its pids to PID_FILE
+        [sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True
+    )
+    with open(pid_file, "w") as f:
+        f.write(f"{os.getpid()} {real.pid} {hog.pid}")
 def ask(line):
     real.stdin.write(line)
     real.stdin.flush()
@@ -79,7 +89,7 @@ for n, line in enumerate(sys.stdin):
     request = json.loads(line)
     if mode == "hang":
         time.sleep(3600)
-    elif "audio_seed" not in request:  # clips: honest
+    elif "audio_seed" not in request or mode == "linger":  # clips: honest
         say(ask(line))
     elif mode == "replay":         # computes once, then answers every seed with that answer
         if first is None:
@@ -384,11 +394,31 @@ class WorkerClass(Fixture):
         self.assertEqual(w.request({"audio_seed": 1})[0], {"error": w.error})
 
 
+def running(pid):
+    """Whether pid is a live process (a zombie is dead: only its exit status is left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 class RunSpeed(Fixture):
     """run_speed with real cpu workers in every role, and fake graded workers."""
 
+    def setUp(self):
+        self.smi = FakeSmi()  # an idle GPU
+        self.addCleanup(self.smi.remove)
+
     def speed(
-        self, launch=None, own_binary=True, warmup=1, repeats=2, timeout=300, ready_timeout=300
+        self,
+        launch=None,
+        own_binary=True,
+        warmup=1,
+        repeats=2,
+        timeout=300,
+        ready_timeout=300,
+        nvidia_smi=None,
     ):
         graded_bin = GLMASR if own_binary else None
         return e2e.run_speed(
@@ -404,11 +434,17 @@ class RunSpeed(Fixture):
             request_timeout=timeout,
             baseline_track="cpu",
             reference_track="cpu",
+            nvidia_smi=nvidia_smi or self.smi.path,
         )
 
-    def test_honest_round_robin(self):
+    def test_honest_runs_bracket_the_graded_block(self):
         r = self.speed()
-        self.assertEqual(r["order"], ["baseline", "graded", "reference"] * 3)
+        # The yardsticks' warm-up and first timed round, the graded worker's three rounds, the
+        # yardsticks' second timed round.
+        self.assertEqual(
+            r["order"], ["baseline", "reference"] * 2 + ["graded"] * 3 + ["baseline", "reference"]
+        )
+        self.assertIsNone(r["environment"])
         self.assertTrue(r["graded_tokens_ok"])
         self.assertEqual(r["seed"], SEED)
         for role in ("baseline", "graded", "reference"):
@@ -416,6 +452,7 @@ class RunSpeed(Fixture):
             self.assertIsNone(t["error"])
             self.assertEqual(t["settings"], {"gemm": None, "attention": None, "sync_check": None})
             self.assertEqual([run["warmup"] for run in t["runs"]], [True, False, False])
+            self.assertEqual([run["round"] for run in t["runs"]], [0, 1, 2])
             timed = [run["wall_ms"] for run in t["runs"][1:]]
             self.assertEqual(t["median_wall_ms"], sum(timed) / 2)
             for run in t["runs"]:  # the grader's clock spans the worker's own account
@@ -429,6 +466,61 @@ class RunSpeed(Fixture):
         # The precondition of the replay test: these rounds' answers differ.
         self.assertNotEqual(base[0], base[1])
         self.assertNotEqual(base[0], base[2])
+        # Every yardstick run between two looks at the GPU's processes, every run after its
+        # utilisation settled.
+        self.assertEqual(self.smi.calls("apps"), 2 * 6)
+        self.assertEqual(self.smi.calls("util"), 6 + 3)
+
+    def test_the_yardsticks_time_as_many_runs_after_the_graded_block_as_before(self):
+        r = self.speed(warmup=0, repeats=1)
+        self.assertEqual(r["order"], ["baseline", "reference", "graded", "baseline", "reference"])
+        self.assertEqual(r["yardstick_repeats"], 2)
+        self.assertEqual(r["token_summary"], {"graded": "equal", "reference": "equal"})
+
+    def test_no_graded_process_lives_while_a_yardstick_is_timed(self):
+        # The graded worker leaves a detached process behind (a GPU hog would);
+        # whenever a yardstick is sent a request, none of the graded processes may be running.
+        pid_file = os.path.join(self.tmp, "graded.pids")
+        alive, request = [], e2e.Worker.request
+
+        def spy(worker, message, timeout=600.0):
+            if not worker.name.startswith("graded") and os.path.exists(pid_file):
+                with open(pid_file) as f:
+                    alive.append([int(p) for p in f.read().split() if running(int(p))])
+            return request(worker, message, timeout)
+
+        with mock.patch.object(e2e.Worker, "request", spy):
+            r = self.speed(self.launch(f"linger:{pid_file}"))
+        self.assertTrue(r["graded_tokens_ok"])
+        self.assertEqual(alive, [[], []], "the yardsticks' second half: nothing graded runs")
+        os.remove(pid_file)
+
+    def test_a_busy_gpu_is_checked_again_then_timed(self):
+        # Another process holds the GPU before the first yardstick run, then is gone.
+        smi = FakeSmi(apps=[["glmasr", (4242, "hog")], ["glmasr"]])
+        self.addCleanup(smi.remove)
+        with fast_checks():
+            r = self.speed(warmup=0, repeats=1, nvidia_smi=smi.path)
+        self.assertIsNone(r["environment"])
+        self.assertEqual(r["order"], ["baseline", "reference", "graded", "baseline", "reference"])
+        self.assertEqual(smi.calls("apps"), 1 + 2 * 4)
+
+    def test_a_gpu_that_stays_busy_is_not_graded(self):
+        smi = FakeSmi(apps=[["glmasr", (4242, "hog")]])
+        self.addCleanup(smi.remove)
+        with fast_checks():
+            r = self.speed(warmup=0, repeats=1, nvidia_smi=smi.path)
+        why = (
+            f"the GPU was not idle around the baseline's run 0 ({gpu_idle.ATTEMPTS} tries): "
+            "other processes hold the GPU: 4242 (hog)"
+        )
+        self.assertEqual(r["environment"], why)
+        self.assertEqual(
+            r["tracks"]["baseline"]["error"], why
+        )  # a yardstick's, never the student's
+        self.assertEqual(smi.calls("apps"), gpu_idle.ATTEMPTS)
+        self.assertEqual(r["order"], [], "nothing timed, and no graded worker started")
+        self.assertEqual(r["tracks"]["graded"], dict(r["tracks"]["graded"], runs=[], error=None))
 
     def test_graded_track_that_is_a_yardstick_runs_once(self):
         r = self.speed(own_binary=False, warmup=0, repeats=1)
@@ -470,6 +562,7 @@ class RunSpeed(Fixture):
                 baseline_track="cpu",
                 reference_track="cpu",
                 near_tie_margin=margin,
+                nvidia_smi=self.smi.path,
             )
             v = r["tokens"]["graded"][0]
             self.assertEqual(v["differences"], [2], "teacher forcing: one tie, one token")
@@ -487,7 +580,8 @@ class RunSpeed(Fixture):
             r["tracks"]["graded"]["error"], "graded (cpu): took more than 20 s to start (hung?)"
         )
         self.assertFalse(r["graded_tokens_ok"])
-        self.assertEqual(r["order"], [], "nothing to time against the yardsticks")
+        # The yardsticks' first half ran before it started; nothing is left to time against.
+        self.assertEqual(r["order"], ["baseline", "reference"])
 
     def test_a_graded_worker_that_dies_fails_alone(self):
         # (A hung one is killed after its timeout and then is just as dead: WorkerClass.)
@@ -496,10 +590,8 @@ class RunSpeed(Fixture):
         self.assertIn(
             "exited with code 3: fake: error: segmentation fault", r["tracks"]["graded"]["error"]
         )
-        # The round it died in finishes; then there is nothing left to time.
-        self.assertEqual(
-            r["order"], ["baseline", "graded", "reference", "baseline", "graded", "reference"]
-        )
+        # It dies in its second round; then there is nothing left to time against the yardsticks.
+        self.assertEqual(r["order"], ["baseline", "reference"] * 2 + ["graded"] * 2)
         self.assertTrue(r["tokens"]["graded"][0]["equal"])
         self.assertFalse(r["tokens"]["graded"][1]["equal"])
         for role in ("baseline", "reference"):

@@ -7,7 +7,7 @@ Bridge mode goes through a stand-in for ssh (a script that runs the remote comma
 or fails as ssh does) to the real grader/class_scale/gradescope/remote_grade.sh, which runs a stand-in for
 grade.py (results.json written by score.py's own functions), directly or through a stand-in
 sbatch. Each way a grade can fail — unreachable host, time-out, full queue, garbled, inflated or
-missing results, a refused or incomplete grade — must give score 0 and the "not graded" item.
+missing results, a refused grade, a machine that could not grade — must give score 0 and the "not graded" item.
 Local mode: one grade with a stand-in grade command, on the instructor tree the zip carries.
 No GPU, no network, about 15 seconds.
 
@@ -75,7 +75,7 @@ FAKE_GRADE = textwrap.dedent("""\
                         (("baseline", 1000.0), ("graded", 100.0), ("reference", 10.0))},
              "tokens": {"graded": [{"round": r, "warmup": r == 0, "equal": True} for r in range(2)]},
              "warmup": 1, "repeats": 1}
-    if behaviour == "incomplete":
+    if behaviour == "environment":
         speed["tracks"]["baseline"]["error"] = "baseline: out of GPU memory"
     results = {"track": "student", "kernels": kernels, "speed": speed, "intake": None,
                "environment": {"before": {"name": "NVIDIA H100"}, "after": {"name": "NVIDIA H100"}}}
@@ -88,7 +88,9 @@ FAKE_GRADE = textwrap.dedent("""\
     if behaviour != "missing":
         with open(a.results_json, "w") as f:
             f.write("{'score': 100, tests: [" if behaviour == "garbled" else json.dumps(out))
-    sys.exit(3 if score.incomplete_items(graded) else 0)
+    if graded["not_graded"]:
+        print(f"grade: {score.NOT_GRADED} — {graded['not_graded']}", file=sys.stderr)
+        sys.exit(3)
 """)
 
 # ssh as the bridge calls it (ssh [-o OPT]... [-i KEY] HOST COMMAND): a host named
@@ -469,14 +471,15 @@ class Gradescope(unittest.TestCase):
         self.bridge_config(root)
         self.assert_not_graded(self.run_autograder(root, "missing"), "grading failed")
 
-    def test_bridge_incomplete(self):
+    def test_bridge_environment(self):
         root = self.autograder_root()
         self.submit_tarball(root)
         self.bridge_config(root)
-        self.assertEqual(
-            self.assert_not_graded(self.run_autograder(root, "incomplete"), "incomplete")["kind"],
-            "incomplete",
+        gradescope = self.assert_not_graded(
+            self.run_autograder(root, "environment"), "could not grade"
         )
+        self.assertEqual(gradescope["kind"], "environment")
+        self.assertIn("baseline run failed", gradescope["reason"])
 
     def test_bridge_refused(self):
         root = self.autograder_root()
@@ -581,7 +584,7 @@ class Gradescope(unittest.TestCase):
         self.assertEqual(record["argv"][0], lab)  # {tree}: the zip's instructor tree
         self.assertEqual(record["linear"], STUDENT_FILE)
         self.assert_graded_as_sent(results)
-        self.assert_not_graded(self.run_autograder(root, "incomplete"), "incomplete")
+        self.assert_not_graded(self.run_autograder(root, "environment"), "could not grade")
 
 
 class Validate(unittest.TestCase):

@@ -4,9 +4,11 @@
     python3 -m grader.selftests.python.test_kernel_speed [PATH_TO_GLMASR]     (default: build/glmasr)
 
 Every role runs the cpu track of one `glmasr` on test_e2e's small workload, so the protocol,
-the rows' matching across tracks, the flush subtraction and the per-kernel table are exercised
-for real; graded workers that fail are a missing program and a small Python proxy (FAKE) that
-answers every timing request with an error or with nothing, or lists its rows out of order.
+the rows' matching across tracks, the flush subtraction, the blocks' order and the per-kernel
+table are exercised for real; graded workers that misbehave are a missing program and a small
+Python proxy (FAKE) that answers every timing request with an error or with nothing, lists its
+rows out of order, says its fused kernels replace rope_apply, or leaves a process running behind
+it. nvidia-smi is a stand-in (test_gpu_idle.FakeSmi): an idle GPU unless a test says otherwise.
 Standard library only.
 """
 
@@ -14,22 +16,36 @@ import os
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
-from grader.pipeline import kernel_speed, score
-from grader.selftests.python.test_e2e import GLMASR, small_encoder_config
+from grader.pipeline import e2e, gpu_idle, kernel_speed, score
+from grader.selftests.python.test_e2e import GLMASR, running, small_encoder_config
+from grader.selftests.python.test_gpu_idle import FakeSmi, fast_checks
 
-# A graded worker: the real one's ready line, then every request answered by MODE.
+# A graded worker: the real one's ready line, then every request answered by MODE
+# (MODE:PID_FILE for linger).
 FAKE = r"""
-import json, subprocess, sys
-mode, argv = sys.argv[1], sys.argv[2:]
+import json, os, subprocess, sys
+mode, _, pid_file = sys.argv[1].partition(":")
+argv = sys.argv[2:]
 real = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 ready = json.loads(real.stdout.readline())
 if mode == "reorder":  # lists its rows backwards, to pick which one answers for a call
     ready["rows"].reverse()
+if mode == "fused":  # its own model would run no rope_apply: fused kernels do that work
+    for row in ready["rows"]:
+        if row["op"] == "rope_apply":
+            row["fast_path_calls"] = 0
+if mode == "linger":  # honest, but leaves a detached process running (a GPU hog would)
+    hog = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True
+    )
+    with open(pid_file, "w") as f:
+        f.write(f"{os.getpid()} {real.pid} {hog.pid}")
 sys.stdout.write(json.dumps(ready) + "\n")
 sys.stdout.flush()
 for line in sys.stdin:
-    if mode == "reorder":
+    if mode in ("reorder", "fused", "linger"):
         real.stdin.write(line)
         real.stdin.flush()
         sys.stdout.write(real.stdout.readline())
@@ -56,7 +72,11 @@ class KernelSpeed(unittest.TestCase):
     def tearDownClass(cls):
         cls.scratch.cleanup()
 
-    def run_all(self, graded_bin=None, launch=None, **kw):
+    def setUp(self):
+        self.smi = FakeSmi()  # an idle GPU
+        self.addCleanup(self.smi.remove)
+
+    def run_all(self, graded_bin=None, launch=None, request_timeout=60, nvidia_smi=None):
         return kernel_speed.run(
             GLMASR,
             graded_bin,
@@ -68,13 +88,16 @@ class KernelSpeed(unittest.TestCase):
             baseline_track="cpu",
             reference_track="cpu",
             ready_timeout=120,
-            request_timeout=kw.get("request_timeout", 60),
+            request_timeout=request_timeout,
+            nvidia_smi=nvidia_smi or self.smi.path,
         )
 
     def test_every_row_timed_on_every_track(self):
         measured = self.run_all()
         self.assertEqual(measured["errors"], {})
+        self.assertIsNone(measured["environment"])
         self.assertEqual(measured["device"], "cpu")
+        self.assertEqual(measured["off_path"], {}, "the cpu track has no fused entries")
         stages = {r["stage"] for r in measured["rows"]}
         self.assertEqual(stages, {"encoder", "projector", "prefill", "decode"})
         for row in measured["rows"]:
@@ -82,6 +105,14 @@ class KernelSpeed(unittest.TestCase):
             self.assertGreater(row["calls_per_run"], 0)
             for role in score.KERNEL_SPEED_ROLES:
                 self.assertIsNotNone(row["us"][role], row)
+                self.assertEqual(row["fast_path_calls"][role], row["calls_per_run"])
+                self.assertTrue(
+                    kernel_speed.PROBE_CALLS <= row["calls"][role] <= kernel_speed.MAX_CALLS, row
+                )
+        # Each yardstick's blocks (two, one pair per row each) between looks at the GPU; the
+        # graded block after the GPU settled.
+        self.assertEqual(self.smi.calls("apps"), 2 * 2 * 2)
+        self.assertEqual(self.smi.calls("util"), 2 * 2 + 1)
         ops = score.per_op(measured)
         self.assertIn("linear", ops)
         self.assertIn("conv1d", ops)
@@ -116,6 +147,53 @@ class KernelSpeed(unittest.TestCase):
         for row in measured["rows"]:
             self.assertIsNone(row["us"]["graded"])
             self.assertIsNotNone(row["us"]["reference"])
+
+    def test_an_op_its_fused_kernels_replace_is_marked(self):
+        measured = self.run_all(
+            graded_bin=GLMASR, launch=lambda argv: [sys.executable, self.fake, "fused", *argv]
+        )
+        calls = sum(r["calls_per_run"] for r in measured["rows"] if r["op"] == "rope_apply")
+        self.assertEqual(list(measured["off_path"]), ["rope_apply"])
+        self.assertEqual(measured["off_path"]["rope_apply"]["roles"], {"graded": f"0 of {calls}"})
+        self.assertEqual(
+            measured["off_path"]["rope_apply"]["note"],
+            f"fused on its fast path: graded's model makes 0 of these {calls} calls (its fused "
+            "kernels do the rest)",
+        )
+
+    def test_no_graded_process_lives_while_a_yardstick_is_timed(self):
+        pid_file = os.path.join(self.scratch.name, "graded.pids")
+        alive, request = [], e2e.Worker.request
+
+        def spy(worker, message, timeout=600.0):
+            if not worker.name.startswith("graded") and os.path.exists(pid_file):
+                with open(pid_file) as f:
+                    alive.append([int(p) for p in f.read().split() if running(int(p))])
+            return request(worker, message, timeout)
+
+        with mock.patch.object(e2e.Worker, "request", spy):
+            measured = self.run_all(
+                graded_bin=GLMASR,
+                launch=lambda argv: [sys.executable, self.fake, f"linger:{pid_file}", *argv],
+            )
+        self.assertEqual(measured["errors"], {})
+        self.assertTrue(alive, "the yardsticks' second blocks ran after the graded one")
+        self.assertEqual([a for a in alive if a], [], "no graded process runs meanwhile")
+
+    def test_a_gpu_that_stays_busy_is_not_graded(self):
+        smi = FakeSmi(apps=[["glmasr", (4242, "hog")]])
+        self.addCleanup(smi.remove)
+        with fast_checks():
+            measured = self.run_all(graded_bin=GLMASR, nvidia_smi=smi.path)
+        why = (
+            "the GPU was not idle around the baseline's kernel timings "
+            f"({gpu_idle.ATTEMPTS} tries): other processes hold the GPU: 4242 (hog)"
+        )
+        self.assertEqual(measured["environment"], why)
+        self.assertEqual(measured["errors"]["baseline"], why)
+        self.assertEqual(measured["errors"]["graded"], f"not timed: {why}")
+        self.assertEqual(smi.calls("apps"), gpu_idle.ATTEMPTS)
+        self.assertTrue(all(r["us"]["graded"] is None for r in measured["rows"]))
 
     def test_a_graded_worker_that_hangs_costs_its_time_limit_once(self):
         measured = self.run_all(

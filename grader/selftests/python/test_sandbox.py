@@ -264,11 +264,11 @@ class SandboxTest(unittest.TestCase):
 
 
 class TrustedChildTimeOut(unittest.TestCase):
-    """grade.py's run(): a checker that runs past its time dies with everything it started, in
+    """processes.py's run(): a checker that runs past its time dies with everything it started, in
     any process group (a kernel runner starts its own; no root needed)."""
 
     def test_the_whole_tree_dies(self):
-        from grader.pipeline import grade
+        from grader.pipeline import processes
 
         marker = f"glmasr-orphan-{os.getpid()}"
         checker = (
@@ -279,7 +279,7 @@ class TrustedChildTimeOut(unittest.TestCase):
             f"time.sleep(600)\n"
         )
         started = time.time()
-        code, output, timed_out = grade.run([sys.executable, "-c", checker], timeout=2)
+        code, output, timed_out = processes.run([sys.executable, "-c", checker], timeout=2)
         self.assertEqual((code, timed_out), (None, True))
         self.assertIn("started", output)
         self.assertLess(time.time() - started, 20)

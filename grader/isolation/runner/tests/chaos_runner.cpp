@@ -11,10 +11,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "glmasr/error.h"
 #include "glmasr/track.h"
@@ -23,16 +25,34 @@
 namespace {
 
 enum Chaos {
-    kCrash = 1,         // a segmentation fault
-    kHang = 2,          // never returns
-    kExitEarly = 3,     // exit(0) in the middle of the call
-    kGarbage = 4,       // writes bytes of its own choosing on the reply pipe
-    kWritePastEnd = 5,  // writes one element past the end of `out`
-    kVendorMap = 6,     // maps the file named by GLMASR_CHAOS_LIBRARY (a stand-in for libcublas)
+    kCrash = 1,            // a segmentation fault
+    kHang = 2,             // never returns
+    kExitEarly = 3,        // exit(0) in the middle of the call
+    kGarbage = 4,          // writes bytes of its own choosing on the reply pipe
+    kWritePastEnd = 5,     // writes one element past the end of `out`
+    kUnlistedLibrary = 6,  // maps the file named by GLMASR_CHAOS_LIBRARY as code (a stand-in
+                           // for a vendor library) and unmaps it before it replies
     kNotImplemented = 7,
-    kSkipOutput = 8,  // returns without writing `out`
-    kOrphan = 9,      // leaves a detached grandchild that writes GLMASR_CHAOS_ORPHAN_FILE later
+    kSkipOutput = 8,      // returns without writing `out`
+    kOrphan = 9,          // leaves a detached grandchild that writes GLMASR_CHAOS_ORPHAN_FILE later
+    kAnonymousCode = 10,  // makes anonymous memory executable (code of its own making), and
+                          // unmaps it before it replies
+    kLibraryAfterReply = 11,  // replies, then maps GLMASR_CHAOS_LIBRARY as code and keeps it
 };
+
+// Long enough for the checker's watch (every 25 ms) to see a mapping that a call undoes.
+constexpr std::chrono::milliseconds kMappedFor{300};
+
+// Maps `bytes` executable (from `fd`, or anonymous memory when fd < 0), holds it for
+// kMappedFor, and unmaps it: the call's reply finds nothing left.
+void map_code_briefly(int fd, size_t bytes) {
+    const int flags = fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_PRIVATE;
+    void* code = mmap(nullptr, bytes, PROT_READ | PROT_EXEC, flags, fd, 0);
+    if (code == MAP_FAILED)
+        throw glmasr::Error(std::string("chaos: cannot map code: ") + std::strerror(errno));
+    std::this_thread::sleep_for(kMappedFor);
+    munmap(code, bytes);
+}
 
 void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr::Tensor& b,
                glmasr::Stream stream) {
@@ -55,13 +75,23 @@ void chaos_add(const glmasr::Tensor& out, const glmasr::Tensor& a, const glmasr:
             glmasr::cpu_track().ops.add(out, a, b, stream);
             out.f32()[out.numel()] = 42.0f;
             return;
-        case kVendorMap: {
+        case kUnlistedLibrary: {
             const char* path = std::getenv("GLMASR_CHAOS_LIBRARY");
-            const int fd = path ? open(path, O_RDONLY) : -1;
-            if (fd < 0 || mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
-                throw glmasr::Error("chaos: cannot map GLMASR_CHAOS_LIBRARY");
+            const int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+            if (fd < 0) throw glmasr::Error("chaos: cannot open GLMASR_CHAOS_LIBRARY");
+            map_code_briefly(fd, 4096);
+            close(fd);
             break;
         }
+        case kAnonymousCode: map_code_briefly(-1, 4096); break;
+        case kLibraryAfterReply:
+            std::thread([] {
+                std::this_thread::sleep_for(kMappedFor);
+                const char* path = std::getenv("GLMASR_CHAOS_LIBRARY");
+                const int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+                if (fd >= 0) mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+            }).detach();
+            break;
         case kNotImplemented: throw glmasr::NotImplemented("add", "docs/kernels/add.md");
         case kSkipOutput: return;
         case kOrphan:

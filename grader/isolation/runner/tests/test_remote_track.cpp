@@ -4,8 +4,10 @@
 //     unaligned views, fused entries composed of proxies) gives bit for bit what the same call
 //     gives in process;
 //   * served by the chaos track, a runner that crashes, hangs, exits, lies on the pipe, writes
-//     past an output, skips it, or maps a vendor library fails that call with a message saying
-//     so — and the next call is served again by a fresh runner.
+//     past an output, skips it, or maps code that grader/pipeline/allowed_objects.txt does not
+//     allow (a library, anonymous memory; both gone again before the reply) fails that call
+//     with a message saying so — and the next call is served again by a fresh runner; such code
+//     mapped after the last reply fails the test program.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
@@ -113,11 +116,17 @@ std::string chaos_add(int mode) {
     return "ok";
 }
 
-TEST(RemoteTrack, EveryMisbehaviourFailsOnlyItsOwnCall) {
-    setenv("GLMASR_RUNNER_TIMEOUT", "3", 1);
-    const std::string lib = ::testing::TempDir() + "libcublas.so.99";
+// A file that stands in for a vendor library that a list of forbidden names (cuBLAS, cuDNN,
+// CUTLASS) would miss, named by GLMASR_CHAOS_LIBRARY for the chaos runner to map as code.
+void offer_unlisted_library() {
+    const std::string lib = ::testing::TempDir() + "libcusparse.so.12";
     std::ofstream(lib) << std::string(8192, 'x');
     setenv("GLMASR_CHAOS_LIBRARY", lib.c_str(), 1);
+}
+
+TEST(RemoteTrack, EveryMisbehaviourFailsOnlyItsOwnCall) {
+    setenv("GLMASR_RUNNER_TIMEOUT", "3", 1);
+    offer_unlisted_library();
 
     const struct {
         int mode;
@@ -128,9 +137,10 @@ TEST(RemoteTrack, EveryMisbehaviourFailsOnlyItsOwnCall) {
         {3, "stopped talking during a add call"},
         {4, "malformed reply"},
         {5, "wrote outside its tensors"},
-        {6, "INTEGRITY VIOLATION"},
+        {6, "libcusparse.so.12 (not in allowed_objects.txt)"},
         {7, "not implemented: add"},
         {8, "wrong or missing output"},
+        {10, "executable memory (anonymous)"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE("chaos mode " + std::to_string(c.mode));
@@ -159,6 +169,31 @@ TEST(RemoteTrack, NothingARunnerStartsOutlivesTheChecker) {
     sleep(3);  // the grandchild would have written by now
     struct stat st;
     EXPECT_NE(stat(flag.c_str(), &st), 0) << "a runner's grandchild outlived its checker";
+}
+
+// Code a runner maps after its last reply is still seen, before the runner is told to exit: no
+// case is left to fail, so the test program fails. Run this program again with only the next
+// test, whose one call leaves such a mapping behind, and check how that program ends.
+TEST(RemoteTrack, CodeMappedAfterTheLastCallFailsTheProgram) {
+    if (std::getenv("GLMASR_LATE_MAPPING_INNER")) {  // the inner run: one call, then the end
+        offer_unlisted_library();
+        EXPECT_EQ(chaos_add(11), "ok");
+        usleep(600000);  // the runner maps the library meanwhile
+        return;
+    }
+    const std::string log = ::testing::TempDir() + "late-mapping-" + std::to_string(getpid());
+    const std::string command =
+        "GLMASR_LATE_MAPPING_INNER=1 /proc/" + std::to_string(getpid()) +
+        "/exe --gtest_filter=RemoteTrack.CodeMappedAfterTheLastCallFailsTheProgram > " + log +
+        " 2>&1";
+    EXPECT_NE(std::system(command.c_str()), 0) << "the inner run passed";
+    std::ifstream in(log);
+    const std::string output((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+    EXPECT_NE(output.find("INTEGRITY VIOLATION"), std::string::npos) << output;
+    EXPECT_NE(output.find("libcusparse.so.12 (not in allowed_objects.txt)"), std::string::npos)
+        << output;
+    std::remove(log.c_str());
 }
 
 // GLMASR_RUNNER_EXIT_REPORT (the grader's sanitizer pass): the runner is told to finish, and how
