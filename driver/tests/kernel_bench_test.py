@@ -226,7 +226,9 @@ class KernelBenchWorker(unittest.TestCase):
         self.assertIsInstance(ready["settings"], dict)
         fields = ["stage", "op", "shape", "key", "calls_per_run", "status"]
         for r in ready["rows"]:
-            self.assertEqual(set(r), set(fields), r)
+            # fast_path_calls: how many of the row's calls the track's own forward makes.
+            self.assertEqual(set(r), set(fields + ["fast_path_calls"]), r)
+            self.assertIsInstance(r["fast_path_calls"], int)
         p = run(*BENCH, "--json")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(

@@ -355,8 +355,11 @@ class Cluster(unittest.TestCase):
             "__init__.py",
             "class_scale/__init__.py",
             "class_scale/batch.py",
+            "class_scale/similarity.py",
             "class_scale/slurm.py",
             "pipeline/__init__.py",
+            "pipeline/intake.py",
+            "pipeline/review.py",
             "pipeline/score.py",
         ):
             os.makedirs(os.path.join(self.lab, "grader", os.path.dirname(name)), exist_ok=True)
