@@ -10,8 +10,10 @@ So before any student code runs, trusted code goes down exactly the paths the gr
   baseline   the trusted baseline program (build/graded/glmasr-baseline: the same libraries
              as the student's programs) transcribes a shipped clip where the student's
              programs run: in the sandbox, as its user, with its environment;
-  sanitizer  the same under each compute-sanitizer tool of the rubric, with no error — when
-             the grade has a sanitizer pass; a tool that cannot run is never skipped;
+  sanitizer  when the grade has a sanitizer pass: the same transcription under the rubric's
+             first compute-sanitizer tool, in the sandbox, and the baseline's rmsnorm suite
+             (the trusted checker, its sanitizer cases) under every tool, each without an
+             error: a tool that cannot run is never skipped;
   canary     inside the sandbox, every path it must hide shows nothing and the tree cannot be
              written: a sandbox that applies in name only fails here.
 
@@ -28,6 +30,7 @@ from grader.pipeline import sanitizer
 from grader.pipeline.processes import run
 
 TOKENS = 4  # the baseline's transcription: enough to load the model and run every kernel once
+CONTROL_SUITE = "rmsnorm"  # the baseline's suite each tool must pass cleanly (seconds under any)
 
 
 def check(g, stage, progress, box):
@@ -80,12 +83,34 @@ def tools(g, box):
             "grade's sanitizer pass cannot run; install the CUDA toolkit's, or switch the pass "
             "off in the rubric ([sanitizer] enabled)"
         )
+    first = sc["tools"][0]
+    why = trusted_run(
+        g, box, sanitizer.command(program, first), f"the trusted baseline under {first}", first
+    )
     for tool in sc["tools"]:
-        why = trusted_run(
-            g, box, sanitizer.command(program, tool), f"the trusted baseline under {tool}", tool
-        )
-        if why:
-            return why
+        why = why or trusted_suite(g, sanitizer.command(program, tool), tool)
+    return why
+
+
+def trusted_suite(g, wrapper, tool):
+    """The baseline's CONTROL_SUITE, in the trusted checker's own process, under one tool, on
+    the sanitizer pass's cases: None when it exits 0."""
+    sc = g.rubric["sanitizer"]
+    exe = os.path.join(g.build_dir, "tests", f"test_{CONTROL_SUITE}")
+    what = f"the trusted baseline's {CONTROL_SUITE} suite under {tool}"
+    if not os.path.exists(exe):
+        return f"{exe} was not built"
+    code, output, timed_out = run(
+        wrapper + [exe, f"--gtest_filter={sc['filter']}"],
+        sc["timeout_seconds"],
+        {"GLMASR_TRACK": "baseline"},
+    )
+    if timed_out:
+        return f"{what} did not finish within {sc['timeout_seconds']} s"
+    if code == sanitizer.ERROR_EXIT:
+        return f"{what} has {tool} errors: " + last_line(output)
+    if code != 0:
+        return f"{what} exited {code}: " + last_line(output)
     return None
 
 

@@ -35,6 +35,8 @@ class Preflight(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="preflight-test-")
         self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
         os.makedirs(os.path.join(self.dir, "graded"))
+        os.makedirs(os.path.join(self.dir, "tests"))
+        self.script(os.path.join(self.dir, "tests", "test_rmsnorm"), "exit 0")
         self.bin = os.path.join(self.dir, "bin")
         os.makedirs(self.bin)
         self.path = os.environ["PATH"]
@@ -113,7 +115,16 @@ class Preflight(unittest.TestCase):
             'exit 86; }; shift 6; exec "$@"',
         )
         why = self.check(self.grade())
-        self.assertIn("the trusted baseline under initcheck has initcheck errors", why)
+        self.assertIn("the trusted baseline's rmsnorm suite under initcheck has initcheck", why)
+        self.assertIn("Uninitialized __global__ read", why)
+        # The transcription runs under the first tool: one that cannot wrap it fails there.
+        self.script(
+            os.path.join(self.bin, "fake-sanitizer"),
+            'case "$7" in *glmasr-baseline) echo "error: cannot attach" >&2; exit 1;; esac; '
+            'shift 6; exec "$@"',
+        )
+        why = self.check(self.grade())
+        self.assertIn("the trusted baseline under memcheck exited 1 unsandboxed", why)
 
     def test_a_baseline_that_hangs(self):
         self.baseline("sleep 30")
