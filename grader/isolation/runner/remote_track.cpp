@@ -732,6 +732,9 @@ std::vector<std::string> unlisted_mappings(int root) {
         programs[pid] = program_of(pid);
         tools.insert(base_name(without_deleted(programs[pid])));
     }
+#if defined(__SANITIZE_ADDRESS__)
+    tools.insert("asan-build");  // this checker, and the runners built with it, map ASan's runtime
+#endif
     std::vector<std::string> found;
     for (const int pid : tree) {
         const std::vector<std::string> names = executable_mappings(pid);
