@@ -187,7 +187,9 @@ def run_pass(g, kernel_results, progress):
             under = case_outcomes(report)
             result = verdict(ended, output, timed_out, without, under)
             result["ran"] = what_ran(under, time.time() - t0)
-            result["violations"] = score.report_violations(report)
+            violations = score.report_violations(report)
+            if violations:
+                result["detail"] += ("; " if result["detail"] else "") + violations[0]
             verdicts[tool] = result
         out["kernels"][kernel] = verdicts
     out["seconds"] = round(time.time() - started, 1)
