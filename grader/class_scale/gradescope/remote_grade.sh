@@ -15,6 +15,12 @@
 # (--runner sbatch: `sbatch --wait`) — and writes results.json on stdout, nothing else.
 # --timeout bounds the whole grade, the queue's wait included.
 #
+# --forced makes it the bridge key's forced command on the host (~/.ssh/authorized_keys:
+#   command="cd TREE && exec grader/class_scale/gradescope/remote_grade.sh --forced [OPTIONS]",restrict KEY
+# ): whoever holds the key can then only hand in a submission to grade. Of what the client asked
+# ($SSH_ORIGINAL_COMMAND, read as words and never run) only `--name NAME` is taken; every other
+# setting is the host's, from this command line.
+#
 # Exit: 0 graded and 3 not graded: environment (results.json on stdout either way); 2 grade.py refused the
 # submission (its "grade: ..." line on stderr); 4 the host could not run the grade (sbatch
 # refused the job — a full queue —, the job ended without a result, the time-out); 5 a bad call;
@@ -24,9 +30,10 @@
 set -uo pipefail
 
 name="" runner="direct" timeout=1500 grade="python3 -m grader" flags="" sbatch_options=""
-jobs="grade-out/gradescope/jobs" work="grade-out/gradescope/work" max_mib=20
+jobs="grade-out/gradescope/jobs" work="grade-out/gradescope/work" max_mib=20 forced=""
 fail() { echo "remote_grade: $2" >&2; exit "$1"; }
 while [ $# -gt 0 ]; do
+  if [ "$1" = --forced ]; then forced=1; shift; continue; fi
   [ $# -ge 2 ] || fail 5 "$1 needs a value"
   case "$1" in
     --name) name="$2" ;;
@@ -42,6 +49,13 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
+if [ -n "$forced" ]; then
+  read -r -a asked <<< "${SSH_ORIGINAL_COMMAND:-}"
+  name=""
+  for ((i = 0; i + 1 < ${#asked[@]}; i++)); do
+    [ "${asked[i]}" = --name ] && name="${asked[i + 1]}"
+  done
+fi
 [[ "$name" =~ ^submission\.(tar\.gz|tgz|tar\.bz2|tar\.xz|tar|zip)$ ]] || fail 5 "bad --name '$name'"
 [[ "$timeout" =~ ^[0-9]+$ && "$max_mib" =~ ^[0-9]+$ ]] || fail 5 "--timeout and --max-mib are numbers"
 [ "$runner" = direct ] || [ "$runner" = sbatch ] || fail 5 "--runner is direct or sbatch"

@@ -18,6 +18,7 @@ import io
 import json
 import math
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -94,7 +95,9 @@ FAKE_GRADE = textwrap.dedent("""\
 """)
 
 # ssh as the bridge calls it (ssh [-o OPT]... [-i KEY] HOST COMMAND): a host named
-# unreachable* fails as ssh does (exit 255); any other runs COMMAND with bash, here.
+# unreachable* fails as ssh does (exit 255); any other runs COMMAND with bash, here, or, as sshd
+# does for a key with a forced command ($FAKE_FORCED), that command with COMMAND in
+# $SSH_ORIGINAL_COMMAND.
 FAKE_SSH = textwrap.dedent("""\
     #!/usr/bin/env bash
     key=""
@@ -110,6 +113,7 @@ FAKE_SSH = textwrap.dedent("""\
       *hang*) echo $$ > "$FAKE_LOG.hang"; exec sleep 60 ;;
     esac
     echo "$key" > "$FAKE_LOG.key"
+    if [ -n "${FAKE_FORCED:-}" ]; then SSH_ORIGINAL_COMMAND="$1" exec bash -c "$FAKE_FORCED"; fi
     exec bash -c "$1"
 """)
 
@@ -256,13 +260,14 @@ class Gradescope(unittest.TestCase):
             ''')
         write(os.path.join(root, "source", "config.toml"), config)
 
-    def run_autograder(self, root, behaviour="ok", queue="", timeout=60):
+    def run_autograder(self, root, behaviour="ok", queue="", timeout=60, forced=""):
         env = dict(
             os.environ,
             GLMASR_AUTOGRADER_ROOT=root,
             FAKE_BEHAVIOUR=behaviour,
             FAKE_LOG=self.log,
             FAKE_QUEUE=queue,
+            FAKE_FORCED=forced,
             GLMASR_GRADESCOPE_SSH_KEY="-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n",
             PATH=os.path.join(self.tmp, "bin") + os.pathsep + os.environ["PATH"],
         )
@@ -375,6 +380,55 @@ class Gradescope(unittest.TestCase):
         with open(self.log + ".key") as f:  # the key from the environment, mode 0600
             self.assertTrue(f.read().strip())
         self.assert_graded_as_sent(results)
+
+    def forced_command(self, root, flags):
+        """The host's forced command for the bridge key, as an instructor writes it."""
+        host = os.path.join(os.path.dirname(root), "host")
+        grade = f"{sys.executable} {self.fake_grade} {ROOT}"
+        return (
+            f"cd {shlex.quote(ROOT)} && exec grader/class_scale/gradescope/remote_grade.sh "
+            f"--forced --runner direct --timeout 60 --grade {shlex.quote(grade)} "
+            f"--flags {shlex.quote(flags)} --jobs {host}/jobs --work {host}/work"
+        )
+
+    def test_bridge_through_a_forced_command(self):
+        """With the key bound to remote_grade.sh --forced, the client's request names the
+        submission and nothing else: the host's settings grade it."""
+        root = self.autograder_root()
+        self.submit_tarball(root)
+        self.bridge_config(root)
+        results = self.run_autograder(root, forced=self.forced_command(root, "--flag host"))
+        record = self.fake_record()
+        self.assertEqual(record["linear"], STUDENT_FILE)
+        self.assertIn("host", record["argv"])  # the host's --flags, not the config's "x"
+        self.assertNotIn("x", record["argv"])
+        self.assert_graded_as_sent(results)
+
+    def test_a_forced_command_runs_nothing_the_client_asks(self):
+        root = self.autograder_root()
+        self.submit_tarball(root)
+        with open(os.path.join(root, "submission", "submission.tar.gz"), "rb") as f:
+            tarball = f.read()
+        marker = os.path.join(self.tmp, "key-holder-was-here")
+        forced = self.forced_command(root, "--flag host")
+        for asked in (
+            f"touch {marker}",  # a shell command
+            f"remote_grade.sh --name ../../{os.path.basename(marker)}",  # a path
+            f"x --name submission.tar.gz --grade 'touch {marker}'",  # another grade program
+        ):
+            p = subprocess.run(
+                [self.fake_ssh, "grader@gpu-host", asked],
+                input=tarball,
+                env=dict(os.environ, FAKE_FORCED=forced, FAKE_LOG=self.log, FAKE_BEHAVIOUR="ok"),
+                capture_output=True,
+                timeout=60,
+            )
+            self.assertFalse(os.path.exists(marker), asked)
+            if "--grade" in asked:  # the name was fine: the host's grade ran, on its settings
+                self.assertIn("host", self.fake_record()["argv"])
+            else:
+                self.assertEqual(p.returncode, 5, p.stderr)
+                self.assertIn(b"remote_grade: bad --name", p.stderr)
 
     def test_bridge_sbatch_graded_folder_submission(self):
         """Loose files are packed (a link stays a link: never followed) and run as a job."""
