@@ -26,7 +26,7 @@ import os
 import shutil
 import subprocess
 
-from grader.pipeline import sanitizer
+from grader.pipeline import sanitizer, score
 from grader.pipeline.processes import run
 
 TOKENS = 4  # the baseline's transcription: enough to load the model and run every kernel once
@@ -108,9 +108,9 @@ def trusted_suite(g, wrapper, tool):
     if timed_out:
         return f"{what} did not finish within {sc['timeout_seconds']} s"
     if code == sanitizer.ERROR_EXIT:
-        return f"{what} has {tool} errors: " + last_line(output)
+        return f"{what} has {tool} errors: " + said(output)
     if code != 0:
-        return f"{what} exited {code}: " + last_line(output)
+        return f"{what} exited {code}: " + said(output)
     return None
 
 
@@ -167,18 +167,16 @@ def trusted_run(g, box, wrapper, what, tool=None):
     if timed_out:
         return f"{what} did not finish {where} within {limit} s"
     if code == sanitizer.ERROR_EXIT and tool:
-        return f"{what} has {tool} errors {where}: " + last_line(output)
+        return f"{what} has {tool} errors {where}: " + (
+            score.last_error_line(output) or "(no output)"
+        )
     if code != 0:
-        return f"{what} exited {code} {where}: " + last_line(output)
+        return f"{what} exited {code} {where}: " + said(output)
     if not output.strip():
         return f"{what} printed no transcript {where}"
     return None
 
 
-def last_line(output):
-    """The most telling line of a failed run: the last that names an error, else the last."""
-    lines = [l.strip() for l in output.splitlines() if l.strip()]
-    for line in reversed(lines):
-        if "error" in line.lower():
-            return line[:300]
-    return lines[-1][:300] if lines else "(no output)"
+def said(output):
+    """The most telling line of a failed run (score.last_error_line)."""
+    return score.last_error_line(output) or "(no output)"
