@@ -654,7 +654,8 @@ def kernel_speed_share(measured, ks, items):
             and suite_item["extra"].get("passed") == suite_item["extra"]["total"]
         )
         if share is not None and not passed:
-            share, why = 0.0, f"its suite ({suite}) did not pass in full"
+            failed = f"its suite ({suite}) did not pass in full"
+            share, why = 0.0, f"{why}; {failed}" if why else failed
         table.append(
             {
                 "op": op,

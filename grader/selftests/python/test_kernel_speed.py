@@ -160,6 +160,16 @@ class KernelSpeed(unittest.TestCase):
             f"fused on its fast path: graded's model makes 0 of these {calls} calls (its fused "
             "kernels do the rest)",
         )
+        # A suite that did not pass in full adds its reason; the fast-path note stays.
+        ks = {"full_within": 1.25, "none_beyond": 1.0, "points": 0}
+        items = [{"name": "kernel: rope", "extra": {"total": 17, "passed": 16}}]
+        _, _, table = score.kernel_speed_share(measured, ks, items)
+        (rope,) = [r for r in table if r["op"] == "rope_apply"]
+        self.assertEqual(
+            rope["note"],
+            measured["off_path"]["rope_apply"]["note"] + "; its suite (rope) did not pass in full",
+        )
+        self.assertIsNone(rope["speedup"])
 
     def test_no_graded_process_lives_while_a_yardstick_is_timed(self):
         pid_file = os.path.join(self.scratch.name, "graded.pids")
