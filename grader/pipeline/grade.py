@@ -84,6 +84,8 @@ COMPILER_SETTINGS = {
 }
 
 
+# What a build in a work tree said about the student code, kept beside its build.
+BUILD_STATE = "grade-build.json"
 STARTED = time.time()
 
 
@@ -246,6 +248,18 @@ def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None
     return "the student code does not build: " + (
         errors[0].strip() if errors else out.strip()[-300:]
     )
+
+
+def recorded_build_error(build_dir, track):
+    """What the last build of this track in build_dir said about the student code (its
+    BUILD_STATE file), so that a grade of a build made earlier (--build-only, then --skip-build)
+    scores a failed build as one. None when no build recorded it."""
+    try:
+        with open(os.path.join(build_dir, BUILD_STATE)) as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return state.get("build_error") if state.get("track") == track else None
 
 
 def target_exists(build_dir, target):
@@ -665,7 +679,17 @@ def main():
         default=None,
         help="override the rubric's [sandbox] enabled",
     )
-    parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument(
+        "--skip-build",
+        action="store_true",
+        help="grade the build as it is (with --submission: the one --build-only left in --work)",
+    )
+    parser.add_argument(
+        "--build-only",
+        action="store_true",
+        help="intake and build, then stop (no GPU needed): a queue builds first and asks for a "
+        "GPU only for the grade, run later with the same --work and --skip-build",
+    )
     parser.add_argument("--skip", action="append", default=[], choices=[i.name for i in ITEMS])
     args = parser.parse_args()
 
@@ -763,6 +787,16 @@ def main():
                     sys.exit(f"grade: {e}")
             else:
                 student_build_error = build(tree, build_dir, kernels, graded, compilers)
+            with open(os.path.join(build_dir, BUILD_STATE), "w") as f:
+                json.dump({"track": graded, "build_error": student_build_error}, f)
+            if args.build_only:
+                print(
+                    f"grade: built {build_dir}: "
+                    + (student_build_error or "the student code builds")
+                )
+                return
+        else:
+            student_build_error = recorded_build_error(build_dir, graded)
         scratch = os.path.join(build_dir, "grade-clips")  # private clips' audio, inside the tree
         shutil.rmtree(scratch, ignore_errors=True)
         os.makedirs(scratch, mode=0o755)

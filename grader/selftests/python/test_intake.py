@@ -441,6 +441,21 @@ class Errors(IntakeCase):
             self.assertIn(says, done.stderr)
             self.assertEqual(len(done.stderr.strip().splitlines()), 1)
 
+    def test_a_build_made_earlier_keeps_what_it_said_about_the_student_code(self):
+        """grade.py --build-only records the student build's outcome beside the build; the grade
+        run later with --skip-build scores that outcome, for the same track only."""
+        from grader.pipeline import grade
+
+        build = self.path("build")
+        os.makedirs(build)
+        self.assertIsNone(grade.recorded_build_error(build, "student"))
+        with open(os.path.join(build, grade.BUILD_STATE), "w") as f:
+            json.dump({"track": "student", "build_error": "the student code does not build: x"}, f)
+        self.assertEqual(
+            grade.recorded_build_error(build, "student"), "the student code does not build: x"
+        )
+        self.assertIsNone(grade.recorded_build_error(build, "triton"))
+
     def test_command_line(self):
         rubric = self.path("rubric.toml")
         with open(rubric, "w") as f:
