@@ -182,26 +182,39 @@ struct ServeArgs {
 };
 int run_serve(const ServeArgs& args);
 
+// Where a recording longer than `longest` samples is cut into chunks of at most `longest` (at
+// least 1 s, else InputError): each cut at the quietest 200 ms in the second half of what the
+// chunk may cover (transcribe_file.cpp says why). level_db: that 200 ms's energy against the
+// recording's loudest 200 ms (a pause between words is tens of dB down).
+struct Cut {
+    size_t sample = 0;
+    float level_db = 0;
+};
+std::vector<Cut> pause_cuts(const std::vector<float>& pcm, int sample_rate, size_t longest);
+
 // One audio file through a model, as `glmasr transcribe` does it (transcribe_file.cpp): load and
 // resample, refuse silence, cut to the first max_windows windows if `truncate`, then generate
-// with the real prompt (a tokenizer) or synthetic_prompt, in chunks of whole 30 s windows when
-// the clip does not fit the decoder in one prompt (plan_chunks). Throws InputError.
+// with the real prompt (a tokenizer) or synthetic_prompt, in chunks cut at pauses when the clip
+// does not fit the decoder in one prompt (plan_chunks, pause_cuts). Throws InputError.
 struct FileTranscription {
     GenerateResult result;  // every chunk's tokens in order; stage times summed
     std::string text;       // the chunks' texts joined by spaces; empty without a tokenizer
     double seconds = 0;     // of audio
     int windows = 0, audio_tokens = 0;
     int chunks = 0;          // prompts the clip took (1 unless it is long)
+    std::vector<Cut> cuts;   // chunks - 1 of them
     double features_ms = 0;  // host
 };
 // max_seconds > 0: audio longer than that is refused with TooLong (`glmasr serve`'s limit).
 struct TooLong : InputError {
     using InputError::InputError;
 };
+// chunk_seconds > 0: no chunk longer than that, even where the decoder holds more (a model
+// trained on shorter prompts than its decoder holds transcribes long audio better so).
 FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
                                   const LogMelExtractor& extractor, const std::string& file,
                                   const GenerateOptions& options, bool truncate,
-                                  double max_seconds = 0);
+                                  double max_seconds = 0, double chunk_seconds = 0);
 
 // How a clip of `n_windows` windows (the last yielding `last_window_tokens` audio tokens) is
 // transcribed: the whole clip in one prompt when it has at most max_windows windows and its

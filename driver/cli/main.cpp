@@ -58,10 +58,19 @@ struct TranscribeArgs {
     int max_new_tokens = 500;
     bool force_length = false;
     bool truncate = false;
+    double chunk_seconds = 0;  // 0: chunks as long as the decoder holds
     bool json = false;
     bool verbose = false;
     bool no_graphs = false;
 };
+
+// Where a long file was cut, as --json reports it: [{"seconds": s, "level_db": dB}, ...].
+nlohmann::json cut_seconds(const std::vector<cli::Cut>& cuts, int sample_rate) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const cli::Cut& cut : cuts)
+        out.push_back({{"seconds", cut.sample / double(sample_rate)}, {"level_db", cut.level_db}});
+    return out;
+}
 
 std::string with_commas(int64_t n) {
     std::string digits = std::to_string(n), out;
@@ -138,8 +147,9 @@ int run_transcribe(const TranscribeArgs& args) {
     int exit_code = kExitOk;
     for (const std::string& file : args.files) {
         try {
-            const cli::FileTranscription done = cli::transcribe_file(
-                model, tokenizer ? &*tokenizer : nullptr, extractor, file, options, args.truncate);
+            const cli::FileTranscription done =
+                cli::transcribe_file(model, tokenizer ? &*tokenizer : nullptr, extractor, file,
+                                     options, args.truncate, 0, args.chunk_seconds);
             const GenerateResult& result = done.result;
             const std::string& text = done.text;
             const double seconds = done.seconds, features_ms = done.features_ms;
@@ -154,6 +164,7 @@ int run_transcribe(const TranscribeArgs& args) {
                                       {"windows", done.windows},
                                       {"audio_tokens", done.audio_tokens},
                                       {"chunks", done.chunks},
+                                      {"cuts", cut_seconds(done.cuts, feature_config.sample_rate)},
                                       {"timing_ms",
                                        {{"features", features_ms},
                                         {"encoder", t.encoder_ms},
@@ -279,6 +290,11 @@ int main(int argc, char** argv) {
     transcribe->add_flag(
         "--truncate", t.truncate,
         "transcribe only the first 630 s of longer audio (else it is transcribed in chunks)");
+    transcribe
+        ->add_option("--chunk-seconds", t.chunk_seconds,
+                     "cut long audio into chunks of at most this many seconds, at pauses "
+                     "(default: as long as one prompt holds)")
+        ->check(CLI::Range(1.0, 1e6));
     transcribe->add_flag("--json", t.json, "one JSON object per file");
     transcribe->add_flag("--verbose", t.verbose, "timing per stage on stderr");
     transcribe->add_flag("--no-graphs", t.no_graphs,

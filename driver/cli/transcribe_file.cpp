@@ -1,14 +1,20 @@
 // transcribe_file.cpp — one audio file through a model, as `glmasr transcribe` and the worker's
 // transcribe request do it: load and resample, refuse silence, featurise and generate; in chunks
-// of whole 30 s windows when the clip does not fit the decoder in one prompt.
+// cut at pauses when the clip does not fit the decoder in one prompt.
 //
 // Why chunks: one prompt holds every audio token of the clip (375 per full 30 s window on Nano
 // and on the shipped tiny model) plus 16 of text, and the decoder's max_positions (8192 on Nano,
 // 2048 on the tiny model) must hold that prompt and every new token; the processor also takes at
-// most max_windows windows (21: 630 s). A clip past either limit is cut into chunks of the most
-// whole windows whose prompt leaves room for --max-new-tokens, each chunk transcribed with a
-// fresh prompt and the texts joined with a space. The cut falls on a window boundary, where the
-// encoder already splits the audio. A clip that fits is one chunk, exactly as before.
+// most max_windows windows (21: 630 s). A clip past either limit is cut into chunks no longer
+// than the most whole windows whose prompt leaves room for --max-new-tokens (or --chunk-seconds,
+// when shorter), each chunk transcribed with a fresh prompt and the texts joined with a space. A
+// clip that fits is one chunk, exactly as transformers takes it.
+//
+// Where to cut (pause_cuts): speech runs across any fixed boundary, and a word cut in two is lost
+// from both halves, so each cut goes to the quietest 200 ms in the second half of the span a
+// chunk may cover — the pause between words or sentences nearest the limit. Energy over 10 ms
+// frames is enough: the recording's own pauses are far quieter than any syllable, and the cut
+// only has to fall between words, not find them.
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +40,41 @@ void add_times(StageTimes& total, const StageTimes& t) {
 }
 
 }  // namespace
+
+std::vector<Cut> pause_cuts(const std::vector<float>& pcm, int sample_rate, size_t longest) {
+    const size_t frame = static_cast<size_t>(std::max(1, sample_rate / 100));  // 10 ms
+    const size_t span = 20;                                                    // frames: 200 ms
+    std::vector<Cut> cuts;
+    if (longest < static_cast<size_t>(sample_rate))
+        throw InputError("a chunk must be at least 1 s long");
+    if (pcm.size() <= longest) return cuts;
+    // energy_before[f]: the energy of frames [0, f), so a span's energy is one difference.
+    const size_t frames = pcm.size() / frame;
+    std::vector<double> energy_before(frames + 1, 0.0);
+    for (size_t f = 0; f < frames; ++f) {
+        double e = 0;
+        for (size_t i = f * frame; i < (f + 1) * frame; ++i) e += double(pcm[i]) * pcm[i];
+        energy_before[f + 1] = energy_before[f] + e;
+    }
+    auto span_energy = [&](size_t f) { return energy_before[f + span] - energy_before[f]; };
+    double loudest = 1e-30;
+    for (size_t f = 0; f + span <= frames; ++f) loudest = std::max(loudest, span_energy(f));
+    size_t begin = 0;
+    while (pcm.size() - begin > longest) {
+        // Spans inside [begin + longest / 2, begin + longest): the quietest, the later on a tie.
+        const size_t first = (begin + longest / 2 + frame - 1) / frame;
+        const size_t last = std::min(frames, (begin + longest) / frame) - span;
+        size_t best = first;
+        for (size_t f = first; f <= last; ++f)
+            if (span_energy(f) <= span_energy(best)) best = f;
+        const size_t at = (best + span / 2) * frame;
+        // Digital silence (exact zeros) reads as the floor, -120 dB.
+        const double level = 10 * std::log10(std::max(span_energy(best) / loudest, 1e-12));
+        cuts.push_back({at, static_cast<float>(level)});
+        begin = at;
+    }
+    return cuts;
+}
 
 ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, int n_windows,
                       int last_window_tokens, int max_new_tokens,
@@ -67,8 +108,8 @@ ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, 
 
 FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
                                   const LogMelExtractor& extractor, const std::string& file,
-                                  const GenerateOptions& options, bool truncate,
-                                  double max_seconds) {
+                                  const GenerateOptions& options, bool truncate, double max_seconds,
+                                  double chunk_seconds) {
     const FeatureConfig& fc = extractor.config();
     AudioClip clip = load_audio(file, fc.sample_rate);
     FileTranscription out;
@@ -108,21 +149,34 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
         std::cerr << "glmasr: note: --max-new-tokens capped to " << plan.max_new_tokens
                   << " per 30 s window: the decoder's " << model.config().text.max_positions
                   << " positions hold no more beside one window's prompt\n";
-    if (plan.chunks > 1)
+    // The longest chunk: what the decoder holds, or --chunk-seconds when shorter.
+    size_t longest = static_cast<size_t>(plan.windows_per_chunk) * window;
+    if (chunk_seconds > 0)
+        longest = std::min(longest, static_cast<size_t>(chunk_seconds * fc.sample_rate));
+    out.cuts = pause_cuts(pcm, fc.sample_rate, longest);
+    out.chunks = static_cast<int>(out.cuts.size()) + 1;
+    if (out.chunks > 1) {
         std::cerr << "glmasr: note: " << file << ": " << static_cast<int>(out.seconds) << " s in "
-                  << plan.chunks << " chunks of up to " << plan.windows_per_chunk * fc.chunk_seconds
-                  << " s (one prompt and " << plan.max_new_tokens
-                  << " new tokens fit the decoder's " << model.config().text.max_positions
-                  << " positions)\n";
-    const bool progress = plan.chunks > 1 && ::isatty(STDERR_FILENO);
+                  << out.chunks << " chunks of up to " << longest / fc.sample_rate << " s (";
+        if (chunk_seconds > 0 && longest < static_cast<size_t>(plan.windows_per_chunk) * window)
+            std::cerr << "--chunk-seconds";
+        else
+            std::cerr << "one prompt and " << plan.max_new_tokens
+                      << " new tokens fit the decoder's " << model.config().text.max_positions
+                      << " positions";
+        std::cerr << "), cut at";
+        for (const Cut& cut : out.cuts)
+            std::fprintf(stderr, " %.2f s (%.0f dB)%s", cut.sample / double(fc.sample_rate),
+                         cut.level_db, &cut == &out.cuts.back() ? "\n" : ",");
+    }
+    const bool progress = out.chunks > 1 && ::isatty(STDERR_FILENO);
 
-    out.chunks = plan.chunks;
-    const size_t chunk_samples = static_cast<size_t>(plan.windows_per_chunk) * window;
-    for (int c = 0; c < plan.chunks; ++c) {
-        const size_t begin = c * chunk_samples, end = std::min(pcm.size(), begin + chunk_samples);
+    for (int c = 0; c < out.chunks; ++c) {
+        const size_t begin = c == 0 ? 0 : out.cuts[c - 1].sample;
+        const size_t end = c + 1 < out.chunks ? out.cuts[c].sample : pcm.size();
         if (progress)
-            std::fprintf(stderr, "glmasr: %s: chunk %d of %d (%.0f-%.0f s)\n", file.c_str(), c + 1,
-                         plan.chunks, begin / double(fc.sample_rate), end / double(fc.sample_rate));
+            std::fprintf(stderr, "glmasr: %s: chunk %d of %d (%.1f-%.1f s)\n", file.c_str(), c + 1,
+                         out.chunks, begin / double(fc.sample_rate), end / double(fc.sample_rate));
         const auto f0 = std::chrono::steady_clock::now();
         const AudioFeatures features =
             extractor.extract(std::vector<float>(pcm.begin() + begin, pcm.begin() + end));

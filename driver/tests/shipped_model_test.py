@@ -10,9 +10,10 @@ on one track (cpu by default, so CI runs it without a GPU):
     tools/tiny/clip_parity.py) must be reproduced exactly, mistakes included: for PARITY_CLIPS
     (the two-window long.wav and clips with errors), or for all 24 clips with GLMASR_ALL_CLIPS=1
     (about 2 min of CPU);
-  * a 130 s clip made of shipped clips (each inside one 30 s window) is more than the tiny
-    model's 2048 positions hold in one prompt beside --max-new-tokens: it must come out in
-    chunks, with the words of its clips.
+  * long recordings made of the shipped clips back to back, so that speech crosses every 30 s
+    window boundary (60 s with --chunk-seconds 30, and 130 s, more than the tiny model's 2048
+    positions hold in one prompt beside --max-new-tokens 1500): they come out in chunks cut at
+    the pauses between clips, every cut where the audio is silent, at most 10 % WER.
 Standard library only.
 """
 
@@ -69,29 +70,24 @@ def read_pcm(path):
         return w.readframes(w.getnframes())
 
 
-def long_clip(path, seconds=130, per_window=3):
-    """Writes `seconds` of 16 kHz audio made of shipped clips, `per_window` of them at the start
-    of each 30 s window (none crosses a window boundary), silence between; returns the
-    reference text of what it holds, in order."""
+def back_to_back(path, seconds):
+    """Writes at most `seconds` of 16 kHz audio made of shipped clips one after another, each
+    clip whole, without added pauses (its own leading and trailing quiet only), so that clips
+    straddle the 30 s window boundaries anywhere; returns (its reference text, its PCM16
+    samples)."""
     refs = references()
-    names = itertools.cycle(sorted(n for n in refs if n.startswith("clip_")))
-    rate, gap = 16000, b"\0\0" * 8000  # half a second of silence
     audio, words = b"", []
-    for start in range(0, seconds, 30):
-        window = b""
-        for _ in range(per_window if seconds - start >= 30 else 1):
-            name = next(names)
-            window += gap + read_pcm(os.path.join(CLIPS, name))
-            words.append(refs[name])
-        length = min(30, seconds - start) * rate * 2
-        assert len(window) <= length
-        audio += window + b"\0" * (length - len(window))
+    for name in itertools.cycle(sorted(n for n in refs if n.startswith("clip_"))):
+        pcm = read_pcm(os.path.join(CLIPS, name))
+        if len(audio) + len(pcm) > seconds * 16000 * 2:
+            break
+        audio, words = audio + pcm, words + [refs[name]]
     with wave.open(path, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
-        w.setframerate(rate)
+        w.setframerate(16000)
         w.writeframes(audio)
-    return " ".join(words)
+    return " ".join(words), memoryview(audio).cast("h")
 
 
 def references():
@@ -121,36 +117,43 @@ class ShippedModel(unittest.TestCase):
                     f"{name}: glmasr '{got[name]['text']}' vs transformers '{expected['text']}'",
                 )
 
-    def test_long_audio_is_transcribed_in_chunks(self):
-        # One window's prompt is 24 + 375 tokens; 2048 positions - 1500 new tokens leave room for
-        # one window per prompt. (The tiny model was trained on clips up to ~35 s: in prompts of
-        # 4 windows it garbles; Nano's 8192 positions take 21 windows at once.)
+    def long_recording(self, seconds, *flags):
+        """Transcribes a back_to_back recording; checks that no chunk is longer than 30 s, that
+        every cut fell in silence, and the WER; returns glmasr's JSON result and stderr."""
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "long130.wav")
-            reference = long_clip(path)
+            path = os.path.join(tmp, f"long{seconds}.wav")
+            reference, pcm = back_to_back(path, seconds)
             p = subprocess.run(
-                [
-                    GLMASR,
-                    "transcribe",
-                    path,
-                    "--model",
-                    MODEL,
-                    "--track",
-                    TRACK,
-                    "--json",
-                    "--max-new-tokens",
-                    "1500",
-                ],
+                [GLMASR, "transcribe", path, "--model", MODEL, "--track", TRACK, "--json", *flags],
                 capture_output=True,
                 text=True,
                 timeout=1200,
             )
         self.assertEqual(p.returncode, 0, p.stderr)
         out = json.loads(p.stdout)
-        self.assertEqual((out["chunks"], out["windows"]), (5, 5))
-        self.assertIn("130 s in 5 chunks of up to 30 s", p.stderr)
+        self.assertEqual(out["chunks"], len(out["cuts"]) + 1)
+        bounds = [0.0] + [c["seconds"] for c in out["cuts"]] + [out["audio_seconds"]]
+        self.assertLessEqual(max(b - a for a, b in zip(bounds, bounds[1:])), 30.0, bounds)
+        peak = max(abs(v) for v in pcm)
+        for cut in out["cuts"]:
+            # No word is cut: 50 ms either side of the cut stays 40 dB below the peak.
+            at = round(cut["seconds"] * 16000)
+            around = max(abs(v) for v in pcm[max(0, at - 800) : at + 800])
+            self.assertLess(around, peak / 100, f"cut at {cut['seconds']:.2f} s is not in a pause")
         errors, words = score.word_errors(reference, out["text"])
         self.assertLessEqual(errors / words, 0.10, f"reference: {reference}\nglmasr: {out['text']}")
+        return out, p.stderr
+
+    def test_a_long_recording_is_cut_at_pauses(self):
+        # 60 s fits one prompt of two windows; --chunk-seconds 30 keeps each prompt to one window.
+        out, stderr = self.long_recording(60, "--chunk-seconds", "30")
+        self.assertIn("chunks of up to 30 s (--chunk-seconds), cut at", stderr)
+
+    def test_audio_past_what_one_prompt_holds_is_cut_at_pauses(self):
+        # One window's prompt is 24 + 375 tokens; 2048 positions - 1500 new tokens leave room for
+        # one window per prompt, so no chunk is longer than 30 s.
+        out, stderr = self.long_recording(130, "--max-new-tokens", "1500")
+        self.assertIn("chunks of up to 30 s (one prompt and 1500 new tokens", stderr)
 
     def test_max_new_tokens_beyond_the_positions_is_capped(self):
         # 2048 positions - one window's prompt (24 + 375 tokens) leave 1649 new tokens.
