@@ -9,7 +9,9 @@
 #                             and compare50 (a class's most similar submissions),
 #                             chromium (grader.leaderboard_browser renders the class page),
 #                             slurm-wlm and munge (grader.slurm grades a class on a one-node
-#                             Slurm cluster the test starts on 127.0.0.1), clang and
+#                             Slurm cluster the test starts on 127.0.0.1), bubblewrap (the
+#                             grader's sandbox when it runs as an ordinary user), ccache
+#                             (grade.py's shared instructor build: make shared-build), clang and
 #                             libclang-rt-dev (`make fuzz`: libFuzzer, docs/testing.md), and
 #                             what --triton installs
 #   tools/setup.sh --triton   also .venv-triton/: Triton (pinned) and numpy from PyPI, for the
@@ -46,6 +48,8 @@ case "$mode" in
       "chromium (the leaderboard's browser test)|chromium|command -v chromium"
       "Slurm (slurmctld, slurmd, sbatch)|slurm-wlm|command -v slurmctld && command -v sbatch"
       "munge|munge|command -v munged"
+      "ccache (grade.py's shared instructor build, make shared-build)|ccache|command -v ccache"
+      "bubblewrap (the grader's sandbox without root)|bubblewrap|command -v bwrap"
       "clang++ (make fuzz)|clang|command -v clang++"
       "clang's libFuzzer runtime|libclang-rt-dev|test -f \"\$(clang++ -print-file-name=libclang_rt.fuzzer-x86_64.a)\""
       "clang-format (tools/check_style.sh)|clang-format|command -v clang-format"

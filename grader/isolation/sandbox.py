@@ -4,6 +4,9 @@
     python3 -m grader.isolation.sandbox check [--tree DIR]           # what would apply on this machine
     python3 -m grader.isolation.sandbox run [--tree DIR] [--hidden P] [--writable P] [--env K=V] -- CMD...
 
+Two backends, chosen by who runs the grader: root, or an ordinary user (bubblewrap);
+`description` names the one that applies and what it holds.
+
 When the grader runs as root (Gradescope, a Slurm node, the GPU machine, CI), a student-linked
 process is started through a chain of util-linux and coreutils programs, each of which starts
 the next without closing anything, so file descriptors the caller hands down (the kernel-test
@@ -32,8 +35,33 @@ Paths the sandbox user must reach: a kept path (the tree, a writable path) insid
 cannot enter (a mkdtemp folder, /root with mode 700) is carried onto a fresh tmpfs that covers
 that folder, so it is reachable and the folder's other contents are not; the files themselves
 must be readable by any user (make_pristine_tree makes the tree so): `unreadable()` lists those
-that are not. Without root, or when a tool is missing or the kernel refuses the namespaces,
-nothing of this applies, commands run as before, and `description` says why.
+that are not.
+
+As an ordinary user (a university cluster, the Gradescope bridge host) the chain is
+[systemd-run --user --scope] prlimit python3 seccomp.py bwrap setsid sh env CMD:
+
+  systemd-run  MemoryMax (and no swap) in a user scope, when this user's systemd can make one
+          with the memory controller delegated (else "memory not limited (why)");
+  prlimit the same limits, each lowered to the user's own hard limit (it may not raise them);
+  seccomp.py  the seccomp filter on a pipe for bwrap --seccomp (ptrace, mount, unshare, keyctl,
+          bpf, perf_event_open, ... and ioctl(TIOCSTI) return EPERM: seccomp.DENIED);
+  bwrap   new user, pid, IPC, network, UTS and cgroup namespaces (a loopback of its own, no
+          other interface), no further user namespaces, --die-with-parent, no_new_privs;
+          / read-only with a fresh
+          /proc and a minimal /dev plus the /dev/nvidia* nodes, the tree read-only, writable
+          paths writable, a private tmpfs on /tmp, /var/tmp and /dev/shm, and one on the user's
+          home and runtime folders (/run/user/UID: the user's D-Bus would start anything
+          outside) with the kept paths inside them bound back; `hidden` paths and vendor
+          library files covered as above; an empty environment plus the same variables;
+  setsid  no controlling terminal to push input into (and the filter refuses TIOCSTI);
+  sh -c   pid 1 inside, as above: its exit ends every descendant;
+  env     where a caller's NAME=VALUE words go, then CMD. The caller's descriptors reach CMD
+          untouched: the filter's pipe takes the lowest free number and bwrap closes it.
+
+The student's process runs as the grader's own uid (an ordinary user cannot map another), so it
+reads whatever that user may read outside the covered folders, and keeps its supplementary
+groups (`warnings` names them). Without root and without bubblewrap or user namespaces, or with
+enabled="off", nothing of this applies, commands run as before, and `description` says why.
 """
 
 import argparse
@@ -41,6 +69,9 @@ import glob
 import itertools
 import json
 import os
+import pwd
+import re
+import resource
 import shlex
 import shutil
 import signal
@@ -48,6 +79,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+
+from grader.isolation import seccomp
 
 # Defaults of the rubric's [sandbox] limits.
 DEFAULT_LIMITS = {
@@ -75,6 +108,27 @@ PRIVATE_DIRS = ("/var/tmp", "/dev/shm", "/tmp")
 # Passed on from the grader's environment when set.
 PASSED_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
 TOOLS = ("unshare", "mount", "mkdir", "prlimit", "setpriv", "env", "sh")
+# The unprivileged backend's programs; bwrap 0.8 brought --disable-userns and --size.
+BWRAP_TOOLS = ("bwrap", "prlimit", "setsid", "env", "sh")
+BWRAP_VERSION = (0, 8)
+SECCOMP_LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seccomp.py")
+# Variables systemd-run --user finds the user's bus by (the unprivileged memory limit).
+BUS_ENV = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
+# Kernel settings that refuse unprivileged user namespaces: (file, refusing value, the fix).
+USERNS_SETTINGS = (
+    (
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "0",
+        "sysctl kernel.unprivileged_userns_clone=1",
+    ),
+    (
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        "1",
+        "an AppArmor profile that allows bwrap userns (Ubuntu 24.04), or "
+        "sysctl kernel.apparmor_restrict_unprivileged_userns=0",
+    ),
+    ("/proc/sys/user/max_user_namespaces", "0", "sysctl user.max_user_namespaces=16384"),
+)
 # The variable through which grade.py hands prefix_json() to a trusted program (the kernel-test
 # checker) that spawns student code itself.
 PREFIX_ENV = "GLMASR_SANDBOX_PREFIX"
@@ -114,15 +168,29 @@ def _inside(path, folder):
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def _cgroup2_mount():
+    """Where cgroup v2 is mounted, or None."""
+    with open("/proc/self/mountinfo") as f:
+        return next(
+            (line.split()[4] for line in f if line.split(" - ")[1].startswith("cgroup2 ")), None
+        )
+
+
+def _last_line(completed):
+    lines = (completed.stderr + completed.stdout).strip().splitlines()
+    return lines[-1] if lines else f"exit status {completed.returncode}"
+
+
 class Sandbox:
     """The wrapper for student-linked processes on this machine (see the module's comment).
 
     tree      the tree graded (read-only inside); also the default working directory
     hidden    paths made unreadable inside (instructor-only files: private clips, reference/)
-    writable  directories the student process may write (handed to the sandbox user: chown)
+    writable  directories the student process may write (as root handed to uid: chown)
     env       variables set inside, on top of PASSED_ENV and HOME=TMPDIR=/tmp
     limits    overrides of DEFAULT_LIMITS
     enabled   "auto" (sandbox when possible), "off", or "required" (SandboxError if impossible)
+    uid, gid  the student's identity as root; an ordinary user's sandbox runs as that user
     """
 
     def __init__(
@@ -162,6 +230,7 @@ class Sandbox:
         self.memory = "memory not limited"
         self.warnings = []  # problems that do not stop the sandbox, one line each
         self._prefix, self._stage, self._cgroup, self._libraries = [], None, None, []
+        self._backend = "root" if os.geteuid() == 0 else "bubblewrap"
         lib_dirs = (
             LIBRARY_DIRS + tuple(filter(None, os.environ.get("LD_LIBRARY_PATH", "").split(":")))
             if lib_dirs is None
@@ -186,21 +255,13 @@ class Sandbox:
         """Build the command prefix and try it once; None when it works, else why not."""
         if enabled == "off":
             return "sandbox switched off"
-        if os.geteuid() != 0:
-            return "not root"
+        if self._backend == "bubblewrap":
+            return self._start_bwrap(lib_dirs, vendor_libraries)
         tools = {name: shutil.which(name) for name in TOOLS}
         missing = [name for name, path in tools.items() if path is None]
         if missing:
             return f"{', '.join(missing)} not found (util-linux, coreutils)"
-        self._libraries = sorted(
-            {
-                os.path.realpath(f)
-                for d in lib_dirs
-                for pattern in vendor_libraries
-                for f in glob.glob(os.path.join(d, pattern))
-                if os.path.isfile(f)
-            }
-        )
+        self._libraries = self._vendor_files(lib_dirs, vendor_libraries)
         self._stage = tempfile.mkdtemp(prefix="glmasr-sandbox-", dir="/tmp")
         self._cgroup, self.memory = self._memory_cgroup()
         covers = self._covers()
@@ -210,12 +271,6 @@ class Sandbox:
             os.chown(path, self.uid, self.gid)
         self._check_devices()
         script = self._script(tools, covers)
-        base_env = {
-            **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
-            "HOME": "/tmp",
-            "TMPDIR": "/tmp",
-            **self.env,
-        }
         self._prefix = [
             tools["unshare"],
             "--net",
@@ -230,8 +285,93 @@ class Sandbox:
             "-c",
             script,
             "sh",
-            *[f"{k}={v}" for k, v in base_env.items()],
+            *[f"{k}={v}" for k, v in self._inner_env().items()],
         ]
+        return self._probe()
+
+    def _start_bwrap(self, lib_dirs, vendor_libraries):
+        """The unprivileged backend's prefix (see the module's comment), tried once."""
+        tools = {name: shutil.which(name) for name in BWRAP_TOOLS}
+        if tools["bwrap"] is None:
+            return (
+                "not root, and bwrap not found: install bubblewrap (apt-get install bubblewrap; "
+                "tools/setup.sh --instructor), or grade as root"
+            )
+        missing = [name for name, path in tools.items() if path is None]
+        if missing:
+            return f"not root, and {', '.join(missing)} not found (util-linux, coreutils)"
+        said = subprocess.run(
+            [tools["bwrap"], "--version"], capture_output=True, text=True, timeout=30
+        ).stdout
+        found = re.search(r"(\d+)\.(\d+)", said)
+        if not found or tuple(map(int, found.groups())) < BWRAP_VERSION:
+            return (
+                f"not root, and {said.strip() or 'bwrap of unknown version'} is too old "
+                f"({'.'.join(map(str, BWRAP_VERSION))} or newer: --disable-userns, --size)"
+            )
+        try:
+            seccomp.machine()
+        except seccomp.Unsupported as e:
+            return f"not root, and {e}"
+        self.uid, self.gid = os.getuid(), os.getgid()
+        self._libraries = self._vendor_files(lib_dirs, vendor_libraries)
+        self._check_devices()
+        groups = sorted(set(os.getgroups()) - {self.gid})
+        if groups:
+            self.warnings.append(
+                f"the student's processes keep this user's groups ({', '.join(map(str, groups))}):"
+                " an ordinary user cannot drop them; grade as a user in no other group"
+            )
+        scope, self.memory = self._memory_scope(tools["sh"])
+        self._prefix = [
+            *scope,
+            tools["prlimit"],
+            *self._prlimit_options(lower=True),
+            "--",
+            sys.executable,
+            "-I",
+            "-S",
+            SECCOMP_LAUNCHER,
+            tools["bwrap"],
+            *self._bwrap_options(),
+            "--",
+            # Not a group leader inside (its group is bwrap's), so setsid does not fork and sh
+            # stays pid 1; -w all the same, should it fork.
+            tools["setsid"],
+            "-w",
+            tools["sh"],
+            "-c",
+            # pid 1 waits for the command (`exit` after it: the shell does not exec it) and
+            # leaves with its status, 128 + N for a death by signal N; its exit ends the rest.
+            # env drops the PWD bwrap sets: the environment is exactly the root backend's.
+            f'{shlex.quote(tools["env"])} -u PWD "$@"; exit $?',
+            "sh",
+        ]
+        failure = self._probe()
+        if failure is None:
+            return None
+        fixes = []
+        for path, refusing, fix in USERNS_SETTINGS:
+            try:
+                with open(path) as f:
+                    if f.read().strip() == refusing:
+                        fixes.append(f"{path} is {refusing}: {fix}")
+            except OSError:
+                pass
+        if fixes:
+            return (
+                f"not root, and bwrap cannot make a user namespace ({failure}): {'; '.join(fixes)}"
+            )
+        if re.search(r"namespace|uid map|setgroups|Operation not permitted", failure):
+            return (
+                f"not root, and bwrap cannot make a user namespace ({failure}): unprivileged "
+                "user namespaces are refused here (a kernel setting, a container's seccomp "
+                "profile); allow them, or grade as root"
+            )
+        return f"not root, and bwrap failed: {failure}"
+
+    def _probe(self):
+        """Run `true` through the prefix: None when it works, else the last line it said."""
         try:
             probe = subprocess.run(
                 self._prefix + ["true"],
@@ -243,18 +383,52 @@ class Sandbox:
             )
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"sandbox probe failed: {e}"
-        if probe.returncode != 0:
-            lines = (probe.stderr + probe.stdout).strip().splitlines()
-            return lines[-1] if lines else f"sandbox probe exited with {probe.returncode}"
-        return None
+        return None if probe.returncode == 0 else _last_line(probe)
+
+    @staticmethod
+    def _vendor_files(lib_dirs, vendor_libraries):
+        return sorted(
+            {
+                os.path.realpath(f)
+                for d in lib_dirs
+                for pattern in vendor_libraries
+                for f in glob.glob(os.path.join(d, pattern))
+                if os.path.isfile(f)
+            }
+        )
+
+    def _inner_env(self):
+        """The student process's environment, less what a caller appends."""
+        return {
+            **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            **self.env,
+        }
+
+    def _prlimit_options(self, lower=False):
+        """prlimit's options for the limits. lower: each lowered to this process's hard limit,
+        which an ordinary user may not raise (self.limits then holds what applies)."""
+        rows = (
+            ("cpu", resource.RLIMIT_CPU, "cpu_seconds", 1),  # SIGXCPU, then SIGKILL a second on
+            ("nproc", resource.RLIMIT_NPROC, "processes", 0),
+            ("fsize", resource.RLIMIT_FSIZE, "file_bytes", 0),
+            ("nofile", resource.RLIMIT_NOFILE, "open_files", 0),
+        )
+        options = []
+        for name, which, key, grace in rows:
+            soft, hard = self.limits[key], self.limits[key] + grace
+            cap = resource.getrlimit(which)[1]
+            if lower and cap != resource.RLIM_INFINITY:
+                soft, hard = min(soft, cap), min(hard, cap)
+                self.limits[key] = soft
+            options.append(f"--{name}={soft}:{hard}" if grace else f"--{name}={soft}")
+        return options + ["--core=0"]
 
     def _memory_cgroup(self):
         """A new cgroup v2 with memory.max, or None; and the words for the description."""
         limit = self.limits["memory_bytes"]
-        with open("/proc/self/mountinfo") as f:
-            mount = next(
-                (line.split()[4] for line in f if line.split(" - ")[1].startswith("cgroup2 ")), None
-            )
+        mount = _cgroup2_mount()
         if mount is None:
             return None, "memory not limited (no cgroup v2)"
         path = None
@@ -282,6 +456,88 @@ class Sandbox:
                 os.rmdir(path)
             return None, f"memory not limited (no writable cgroup v2: {e.strerror})"
         return path, f"memory {_human(limit)} (cgroup v2)"
+
+    def _memory_scope(self, sh):
+        """The unprivileged memory limit: systemd-run's words that start the rest in a user
+        scope with MemoryMax, when this user's systemd makes one whose memory.max holds (the
+        memory controller delegated), else []; and the words for the description."""
+        limit = self.limits["memory_bytes"]
+        run, mount = shutil.which("systemd-run"), _cgroup2_mount()
+        if run is None or mount is None:
+            return [], f"memory not limited (no {'systemd-run' if mount else 'cgroup v2'})"
+        scope = [run, "--user", "--scope", "--quiet", "--collect"]
+        scope += ["-p", f"MemoryMax={limit}", "-p", "MemorySwapMax=0", "--"]
+        read_max = (
+            f'read -r line < /proc/self/cgroup; cat {shlex.quote(mount)}"${{line#0::}}/memory.max"'
+        )
+        try:
+            probe = subprocess.run(
+                scope + [sh, "-c", read_max],
+                env=self._outer_env(),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return [], f"memory not limited (systemd-run --user: {e})"
+        if probe.returncode != 0:
+            return [], f"memory not limited (systemd-run --user: {_last_line(probe)})"
+        if probe.stdout.strip() != str(limit):
+            return [], "memory not limited (this user's systemd has no memory controller delegated)"
+        return scope, f"memory {_human(limit)} (systemd user scope)"
+
+    def _bwrap_options(self):
+        """bwrap's options: namespaces, then mounts in order (each on top of those before it:
+        / read-only, the tmpfs covers, the kept paths outermost first, hidden paths and vendor
+        libraries last), then the environment."""
+        options = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net"]
+        options += ["--unshare-uts"]
+        if os.path.exists("/proc/self/ns/cgroup"):
+            options.append("--unshare-cgroup")
+        options += ["--disable-userns", "--die-with-parent", "--as-pid-1"]
+        options += ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+        for device in sorted(glob.glob("/dev/nvidia*")):
+            options += ["--dev-bind-try", device, device]
+        kept = sorted(
+            [(self.tree, "--ro-bind")] + [(p, "--bind") for p in self.writable],
+            key=lambda k: k[0].count("/"),
+        )
+        own = {os.path.expanduser("~"), f"/run/user/{self.uid}", os.environ.get("XDG_RUNTIME_DIR")}
+        try:
+            own.add(pwd.getpwuid(self.uid).pw_dir)
+        except KeyError:
+            pass  # a uid without a passwd entry (a container): $HOME alone
+        own = {os.path.realpath(p) for p in own if p}
+        covers = [
+            (d, 0o755, 1 << 20)
+            for d in own
+            if d != "/" and os.path.isdir(d) and not any(_inside(d, k) for k, _ in kept)
+        ]
+        covers += [
+            (d, 0o1777, self.limits["tmp_bytes"])
+            for d in PRIVATE_DIRS
+            if os.path.isdir(d) and not os.path.islink(d)
+        ]
+        for folder, mode, size in sorted(covers, key=lambda c: c[0].count("/")):
+            options += ["--size", str(size), "--perms", f"{mode:04o}", "--tmpfs", folder]
+        for path, bind in kept:
+            options += [bind, path, path]
+        # A folder: an empty, unreadable, read-only tmpfs. A file, and each vendor library:
+        # /dev/null with device access (bwrap's other binds are nodev: opening would fail
+        # rather than read nothing).
+        for path in self.hidden:
+            if os.path.isdir(path):
+                options += ["--size", "4096", "--perms", "0000", "--tmpfs", path]
+                options += ["--remount-ro", path]
+            elif os.path.exists(path):
+                options += ["--dev-bind", "/dev/null", path]
+        for path in self._libraries:
+            options += ["--dev-bind", "/dev/null", path]
+        options.append("--clearenv")
+        for name, value in self._inner_env().items():
+            options += ["--setenv", name, value]
+        return options
 
     def _covers(self):
         """The folders covered by a fresh tmpfs: (folder, mode, size, kept paths inside it).
@@ -356,12 +612,9 @@ class Sandbox:
         # This shell stays pid 1 and waits: the student's process then gets the usual signal
         # semantics (pid 1 ignores SIGXCPU, SIGXFSZ, SIGTERM), its exit ends the namespace
         # and every descendant, and a death by signal N leaves with 128 + N, as in any shell.
-        limits = self.limits
         lines.append("set +e")
         lines.append(
-            f"{q(tools['prlimit'])} --cpu={limits['cpu_seconds']}:{limits['cpu_seconds'] + 1} "
-            f"--nproc={limits['processes']} --fsize={limits['file_bytes']} "
-            f"--nofile={limits['open_files']} --core=0 -- {q(tools['setpriv'])} "
+            f"{q(tools['prlimit'])} {' '.join(self._prlimit_options())} -- {q(tools['setpriv'])} "
             f"--reuid={self.uid} --regid={self.gid} --clear-groups --inh-caps=-all "
             f'--bounding-set=-all --no-new-privs -- {q(tools["env"])} -i "$@"'
         )
@@ -370,9 +623,24 @@ class Sandbox:
 
     def _describe(self):
         l = self.limits
+        if self._backend == "bubblewrap":
+            namespaces = "user+pid+mount+ipc+net+uts" + (
+                "+cgroup" if os.path.exists("/proc/self/ns/cgroup") else ""
+            )
+            table = seccomp.NUMBERS[seccomp.machine()]
+            refused = sum(name in table for name in seccomp.DENIED) + 1  # and ioctl(TIOCSTI)
+            head = (
+                f"sandboxed (bubblewrap, unprivileged): uid {self.uid} in a user namespace, "
+                f"no network, {namespaces} namespaces, seccomp ({refused} system calls "
+                f"refused), read-only tree and /, private /tmp and home"
+            )
+        else:
+            head = (
+                f"sandboxed: uid {self.uid}, no network, pid+mount+ipc namespaces, "
+                f"read-only tree and /, private /tmp"
+            )
         parts = [
-            f"sandboxed: uid {self.uid}, no network, pid+mount+ipc namespaces, "
-            f"read-only tree and /, private /tmp",
+            head,
             f"{len(self.writable)} writable, {len(self.hidden)} hidden paths",
             f"{len(self._libraries)} vendor library files covered",
             f"limits: CPU {l['cpu_seconds']} s, {l['processes']} processes, files "
@@ -383,14 +651,18 @@ class Sandbox:
 
     # ------------------------------------------------------------------------- using it
 
-    @staticmethod
-    def _outer_env():
-        """The environment of the root part of the chain (absolute tool paths: it needs none)."""
-        return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    def _outer_env(self):
+        """The environment of the chain's outer part (absolute tool paths: it needs no PATH of
+        the grader's); unprivileged, systemd-run finds the user's bus through BUS_ENV."""
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+        if self._backend == "bubblewrap":
+            env.update({k: os.environ[k] for k in BUS_ENV if k in os.environ})
+        return env
 
     def prefix(self):
         """The command line to put before a student program's argv ([] when not active).
-        `env -i NAME=VALUE...` ends it, so a caller may append more NAME=VALUE before argv."""
+        `env` ends it (as root `env -i NAME=VALUE...`), so a caller may append more NAME=VALUE
+        before argv."""
         return list(self._prefix)
 
     def prefix_json(self):
@@ -416,7 +688,7 @@ class Sandbox:
     def run(self, argv, timeout, env=None, cwd=None, pass_fds=(), input=None):
         """Run argv sandboxed; never raises for crashes or time-outs. Returns (returncode,
         stdout + stderr, timed_out) like grade.py's run(); returncode is None on a time-out and
-        -N when signal N killed the process (sandboxed: exit status 128 + N, see _script).
+        -N when signal N killed the process (sandboxed: exit status 128 + N of the pid 1 shell).
         cwd defaults to the tree."""
         argv, full_env = self.wrap(argv, env)
         with subprocess.Popen(
