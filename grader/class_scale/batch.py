@@ -6,15 +6,24 @@ each, then the class's table and leaderboard.
     make grade-all SUBMISSIONS=DIR [BATCH_FLAGS=...]
 
 Every entry of SUBMISSIONS (a directory, .zip, .tar or .tar.gz, as a course platform exports
-them) is one student, named by the entry without its archive suffix. The grades run one at a
-time under a lock on the GPU (--gpu-lock: two batches on one machine never time each other's
-runs), all in one work directory, so each submission rebuilds only its own files. Written:
+them) is one student, named by the entry without its archive suffix. Each grade has a work tree
+of its own, WORK/<student>-XXXX (WORK: --work, default OUT/work), made fresh, removed after the
+student is graded and kept otherwise (for inspection). A grade runs in two stages: the build
+(`grade.py --build-only`: intake and compile, no GPU; at most --builders at once) and then the
+grade of that build (`--skip-build`) on a GPU slot of this machine (grader/class_scale/slots.py:
+--gpus, default every GPU nvidia-smi lists; one grade per GPU, its lock file --gpu-lock.gpu<ID>,
+which every batch and the Gradescope bridge on the machine share; CUDA_VISIBLE_DEVICES set to the
+slot's GPU). So N GPUs grade N students at once, and a GPU waits for no build. A retry of a
+grade the machine could not finish (exit 3) grades the same build again. Every grade passes
+`--sandbox required` (grade.py refuses to grade where the student's processes cannot be
+sandboxed) unless --sandbox says otherwise (auto: the instructor's opt-out). Written:
 
   OUT/students/<name>/   grade.py's report.md, results.json and raw_results.json, grade.log,
                          and state.json (status, attempts, fingerprint, wall time)
-  OUT/class.csv          one row per student, one column per rubric item
+  OUT/class.csv          one row per student, one column per rubric item, and whether the
+                         student's processes ran sandboxed (the sandbox's own description)
   OUT/leaderboard.html   a static page (no network): totals, end-to-end time, speedup, the
-                         kernels' status, the GPU and the date
+                         kernels' status, the sandbox, the GPU and the date
 
 A student's state is one of: "graded" (grade.py exit 0), "not graded: environment" (exit 3: the
 machine could not grade — its preflight or one of the grader's own trusted runs failed; tried
@@ -26,27 +35,32 @@ Resumable: a student graded before, whose submission bytes and grader are unchan
 
 grades on a Slurm cluster instead: one job-array task per submission to grade, each running
 `batch.py --task INDEX --manifest OUT/slurm/manifest.json` (the same per-student step as the
-local loop), then the same class files (grader/class_scale/slurm.py; docs/grading.md, "Grading on a Slurm
-cluster"). Slurm mode is never chosen on its own: without --slurm, grades run here.
+local loop: build, then grade on the task's GPU, in a work tree of its own), then the same class
+files (grader/class_scale/slurm.py; docs/grading.md, "Grading on a Slurm cluster"). Slurm mode is
+never chosen on its own: without --slurm, grades run here.
 Standard library only.
 """
 
 import argparse
+import concurrent.futures
+import contextlib
 import csv
 import datetime
-import fcntl
 import hashlib
 import html
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 from grader import ROOT
-from grader.class_scale import similarity, slurm
+from grader.class_scale import similarity, slots, slurm
 from grader.pipeline import score
 
 GRADER = os.path.join(ROOT, "grader")
@@ -120,53 +134,101 @@ def read_json(path):
 
 
 def write_json(path, value):
-    with open(path + ".part", "w", encoding="utf-8") as f:
+    """Whole or not at all: a temporary file renamed (a killed writer leaves the old file)."""
+    part = f"{path}.part{os.getpid()}-{threading.get_ident()}"
+    with open(part, "w", encoding="utf-8") as f:
         json.dump(value, f, indent=1)
-    os.replace(path + ".part", path)
+    os.replace(part, path)
 
 
-def grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path):
-    """Grade one submission (again while the machine could not grade it); returns its state."""
+def grade_one(name, path, out, work_root, grade_cmd, timeout, retries, pool, builders=None):
+    """Grade one submission in a work tree of its own: build (no GPU; under the semaphore
+    builders, when given), then grade on a slot of pool (again while the machine could not
+    grade it). Returns its state."""
     folder = os.path.join(out, "students", name)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
+    os.makedirs(work_root, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=f"{name}-", dir=work_root)
     cmd = grade_cmd + ["--submission", os.path.abspath(path), "--out", folder, "--work", work]
-    state = {"student": name, "submission": os.path.abspath(path), "attempts": []}
+    state = {"student": name, "submission": os.path.abspath(path), "work": work, "attempts": []}
     started = time.time()
-    for attempt in range(1 + retries):
-        with open(lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one grade on the GPU at a time
-            t0 = time.time()
-            code, log = run_grade(cmd, timeout)
+
+    def record(what, command, code, log, **more):
         with open(os.path.join(folder, "grade.log"), "a", encoding="utf-8") as f:
-            f.write(f"=== attempt {attempt + 1}: {' '.join(cmd)}\n{log}\n")
-        state["attempts"].append({"exit": code, "seconds": round(time.time() - t0, 1)})
-        if code == 3:
-            continue  # the machine could not grade: grade it again
-        break
+            f.write(f"=== {what}: {' '.join(command)}\n{log}\n")
+        return {"exit": code, **more}
+
+    code = 0
+    if "--skip-build" not in cmd:  # a dry run (--grade-arg=--skip-build) builds nothing
+        build_cmd = cmd + ["--build-only"]
+        with builders or contextlib.nullcontext():
+            t0 = time.time()
+            code, log = run_grade(build_cmd, timeout)
+        state["build"] = record(
+            "build", build_cmd, code, log, started=round(t0, 3), seconds=round(time.time() - t0, 1)
+        )
+    if code == 0:
+        grade = cmd + ([] if "--skip-build" in cmd else ["--skip-build"])
+        for attempt in range(1 + retries):
+            fd, gpu = pool.acquire()
+            try:
+                t0 = time.time()
+                code, log = run_grade(grade, timeout, {"CUDA_VISIBLE_DEVICES": gpu})
+                t1 = time.time()
+            finally:
+                pool.release(fd)
+            state["attempts"].append(
+                record(
+                    f"attempt {attempt + 1} on GPU {gpu}",
+                    grade,
+                    code,
+                    log,
+                    gpu=gpu,
+                    started=round(t0, 3),
+                    seconds=round(t1 - t0, 1),
+                )
+            )
+            if code == 3:
+                continue  # the machine could not grade: grade the same build again
+            break
     results = read_json(os.path.join(folder, "results.json"))
-    if code == 0 and results is not None:
+    if code == 0 and results is not None and state["attempts"]:
         state["status"], state["reason"] = GRADED, ""
     elif code == 3 and results is not None:
         state["status"] = ENVIRONMENT
         state["reason"] = (results.get("extra_data") or {}).get("reason") or last_line(log)
     else:
         state["status"] = NOT_GRADED
+        stage = "" if state["attempts"] else " (build)"
         state["reason"] = (
-            f"no grade in {timeout / 60:g} minutes"
+            f"no grade in {timeout / 60:g} minutes{stage}"
             if code is None
-            else f"grade.py exit {code}: " + last_line(log)
+            else f"grade.py exit {code}{stage}: " + last_line(log)
         )
+    state["work_kept"] = state["status"] != GRADED
+    if not state["work_kept"]:
+        shutil.rmtree(work, ignore_errors=True)
     state["seconds"] = round(time.time() - started, 1)
     return state
 
 
 def grade_and_record(
-    name, path, fingerprint, out, work, grade_cmd, timeout, retries, lock_path, **extra
+    name,
+    path,
+    fingerprint,
+    out,
+    work_root,
+    grade_cmd,
+    timeout,
+    retries,
+    pool,
+    builders=None,
+    **extra,
 ):
     """The per-student step of both modes: grade, then write OUT/students/<name>/state.json
     (extra: more keys for it). Returns the state."""
-    state = grade_one(name, path, out, work, grade_cmd, timeout, retries, lock_path)
+    state = grade_one(name, path, out, work_root, grade_cmd, timeout, retries, pool, builders)
     state["fingerprint"] = fingerprint
     state.update(extra)
     write_json(os.path.join(out, "students", name, "state.json"), state)
@@ -193,12 +255,14 @@ def said(state):
     )
 
 
-def run_grade(cmd, timeout):
+def run_grade(cmd, timeout, env=None):
     """(exit code or None on a time-out, output). grade.py runs in a session of its own, so a
-    time-out stops it with everything it started (builds, checkers, workers)."""
+    time-out stops it with everything it started (builds, checkers, workers). env: variables to
+    set for it."""
     p = subprocess.Popen(
         cmd,
         cwd=ROOT,
+        env=dict(os.environ, **env) if env else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -232,8 +296,11 @@ def class_rows(out, names, items):
             "status": NOT_GRADED,
             "reason": "never graded",
         }
-        results = (
-            read_json(os.path.join(folder, "results.json")) if state["status"] == GRADED else None
+        written = read_json(os.path.join(folder, "results.json"))
+        results = written if state["status"] == GRADED else None
+        applied, word, description = sandbox_of(
+            sandbox_line(written)
+            or (read_json(os.path.join(folder, "raw_results.json")) or {}).get("sandbox")
         )
         tests = {t["name"]: t for t in (results or {}).get("tests", [])}
         board = {b["name"]: b["value"] for b in (results or {}).get("leaderboard", [])}
@@ -247,9 +314,39 @@ def class_rows(out, names, items):
                 "ms": board.get("end-to-end ms"),
                 "speedup": board.get("speedup"),
                 "gpu": gpu_of(results),
+                "sandboxed": applied,
+                "sandbox_word": word,
+                "sandbox": description,
             }
         )
     return rows
+
+
+def sandbox_line(results):
+    """The sandbox's description from the report's 'sandbox: ' line (score.context_lines)."""
+    if not isinstance(results, dict) or not isinstance(results.get("output"), str):
+        return None
+    for line in results["output"].splitlines():
+        if line.startswith("sandbox: "):
+            return line[len("sandbox: ") :].strip()
+    return None
+
+
+def sandbox_of(description):
+    """(applied, word, description) of a grade's sandbox (grader/isolation/sandbox.py's
+    description): applied True when the student's processes ran sandboxed, False when not, None
+    when the report does not say; word: the backend's or the reason's word — what the
+    description puts in parentheses after its first word ("sandboxed (bubblewrap): ...",
+    "unsandboxed local grade (not root)"), else its first clause."""
+    if not isinstance(description, str) or not description.strip():
+        return None, "", ""
+    description = description.strip()
+    applied = description.startswith("sandboxed")
+    m = re.match(r"(?:un)?sandboxed[^(:;]*\(([^)]*)\)", description)
+    word = m.group(1) if m else re.split(r"[;:]", description, maxsplit=1)[0]
+    if applied and not m and ":" in description:  # "sandboxed: uid 65534, no network, ..."
+        word = description.split(":", 1)[1].split(";")[0].split(",")[0].strip()
+    return applied, word.strip()[:60], description
 
 
 def gpu_of(results):
@@ -266,7 +363,7 @@ def write_csv(path, rows, items, maxima):
         w.writerow(
             ["student", "status", "total"]
             + [f"{i} (/{maxima[i]:g})" for i in items]
-            + ["end-to-end ms", "speedup", "note"]
+            + ["end-to-end ms", "speedup", "sandboxed", "sandbox", "note"]
         )
         for r in rows:
             w.writerow(
@@ -275,6 +372,8 @@ def write_csv(path, rows, items, maxima):
                 + [
                     "" if r["ms"] is None else r["ms"],
                     "" if r["speedup"] is None else r["speedup"],
+                    {True: "yes", False: "no"}.get(r["sandboxed"], ""),
+                    r["sandbox"],
                     r["reason"],
                 ]
             )
@@ -308,6 +407,15 @@ def write_html(path, rows, items, maxima, title, similar_pairs_html):
         klass = "pass" if full else "part" if t["score"] > 0 else "fail"
         return f'<td class="{klass}" title="{html.escape(t.get("output", "")[:300])}">{t["score"]:g}</td>'
 
+    def sandbox_cell(r):
+        if r["sandboxed"] is None:
+            return '<td class="none">–</td>'
+        text = ("yes" if r["sandboxed"] else "no") + (
+            f": {r['sandbox_word']}" if r["sandbox_word"] else ""
+        )
+        klass = "sandboxed" if r["sandboxed"] else "unsandboxed"
+        return f'<td class="{klass}" title="{html.escape(r["sandbox"][:300])}">{html.escape(text)}</td>'
+
     head = "".join(
         f"<th>{html.escape(i)}<br><small>/{maxima[i]:g}</small></th>" for i in others
     ) + "".join(f'<th class="k">{html.escape(i[8:])}</th>' for i in kernels)
@@ -324,6 +432,7 @@ def write_html(path, rows, items, maxima, title, similar_pairs_html):
             f'<td class="total">{"" if r["score"] is None else format(r["score"], "g")}</td>'
             f"<td>{'' if r['ms'] is None else format(r['ms'], '.1f')}</td>"
             f"<td>{'' if r['speedup'] is None else format(r['speedup'], '.2f') + '×'}</td>"
+            + sandbox_cell(r)
             + "".join(cell(r["items"][i], i) for i in others + kernels)
             + "</tr>"
         )
@@ -338,12 +447,14 @@ th, td {{ border: 1px solid #ccc; padding: 0.3em 0.5em; text-align: right; }}
 td.name {{ text-align: left; }} th.k {{ writing-mode: vertical-rl; }}
 td.pass {{ background: #d4f4d4; }} td.part {{ background: #f8f0c0; }} td.fail {{ background: #f6d0d0; }}
 tr.environment, tr.not-graded {{ color: #777; }} small.why {{ color: #a33; }}
+td.unsandboxed {{ background: #f6d0d0; }} td.sandboxed {{ text-align: left; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
 <p id="environment">{len(rows)} submissions; GPU: {html.escape(", ".join(gpus) or "none recorded")};
+sandboxed: {sum(r["sandboxed"] is True for r in rows)}, unsandboxed: {sum(r["sandboxed"] is False for r in rows)};
 page made {when}. Totals out of {total_max:g}; end-to-end time and speedup as measured by the
 grader's clock on the speed item's workload.</p>
-<table id="leaderboard"><thead><tr><th>#</th><th>student</th><th>total</th><th>ms</th><th>speedup</th>
+<table id="leaderboard"><thead><tr><th>#</th><th>student</th><th>total</th><th>ms</th><th>speedup</th><th>sandbox</th>
 {head}</tr></thead><tbody>
 {chr(10).join(body)}
 </tbody></table>
@@ -393,18 +504,35 @@ def write_class(out, names, rubric, title, t0, similar):
 
 
 def run_local(entries, out, work, grade_cmd, rubric, grader, args):
+    """Every student to grade, side by side: one grade per GPU slot at a time, at most
+    args.builders builds at a time, each in its own work tree."""
     started = time.time()
+    pool = slots.Slots(args.gpu_lock, slots.gpu_ids(args.gpus), poll_seconds=0.2)
+    builders = threading.Semaphore(max(1, args.builders))
+    todo = []
     for n, (name, path) in enumerate(entries, 1):
         fingerprint, grade = needs_grade(name, path, out, grader, args.regrade)
-        if not grade:
+        if grade:
+            todo.append((n, name, path, fingerprint))
+        else:
             print(f"[{n}/{len(entries)}] {name}: unchanged since its grade, skipped")
-            continue
+    if not todo:
+        return
+    print(
+        f"batch: {len(todo)} to grade on {len(pool.ids)} GPU slot(s) "
+        f"({', '.join(pool.ids)}), {max(1, args.builders)} build(s) at a time",
+        flush=True,
+    )
+    said_lock = threading.Lock()
+
+    def one(n, name, path, fingerprint):
         if sys.stderr.isatty():  # a grade takes minutes: say which one runs (terminal only)
-            print(
-                f"batch: [{time.time() - started:5.0f} s] [{n}/{len(entries)}] {name}: grading",
-                file=sys.stderr,
-                flush=True,
-            )
+            with said_lock:
+                print(
+                    f"batch: [{time.time() - started:5.0f} s] [{n}/{len(entries)}] {name}: grading",
+                    file=sys.stderr,
+                    flush=True,
+                )
         state = grade_and_record(
             name,
             path,
@@ -414,9 +542,17 @@ def run_local(entries, out, work, grade_cmd, rubric, grader, args):
             grade_cmd,
             rubric["batch"]["timeout_minutes"] * 60,
             rubric["batch"]["retries"],
-            args.gpu_lock,
+            pool,
+            builders,
         )
-        print(f"[{n}/{len(entries)}] {name}: {said(state)}", flush=True)
+        with said_lock:
+            print(f"[{n}/{len(entries)}] {name}: {said(state)}", flush=True)
+
+    # Enough workers for every slot to be busy while the next builds run.
+    workers = min(len(todo), len(pool.ids) + max(1, args.builders))
+    with concurrent.futures.ThreadPoolExecutor(workers) as executor:
+        for future in [executor.submit(one, *t) for t in todo]:
+            future.result()
 
 
 # Slurm mode (grader/class_scale/slurm.py). OUT/slurm/ holds the manifest, the task script, job.json (the
@@ -431,23 +567,28 @@ def run_task(args):
         sys.exit(2)
     student = manifest["students"][args.task]
     name = student["name"]
-    # The lock keeps two grades from timing on one GPU: with a GPU of its own (gres), a task
-    # needs only that GPU's lock.
-    gpus = os.environ.get("SLURM_JOB_GPUS") or os.environ.get("CUDA_VISIBLE_DEVICES")
-    lock = manifest["gpu_lock"] + (f".gpu{gpus.replace(',', '-')}" if gpus else "")
+    # The slot lock keeps two grades from timing on one GPU. With a GPU of its own (gres), a
+    # task takes that GPU's slot (named by its node-wide id) and leaves CUDA_VISIBLE_DEVICES as
+    # Slurm set it; otherwise a slot of the pool --gpus names (or every GPU of the node).
+    gpus = os.environ.get("SLURM_JOB_GPUS")
+    if gpus and not manifest.get("gpus"):
+        pool = slots.Slots(
+            manifest["gpu_lock"], [gpus], visible=os.environ.get("CUDA_VISIBLE_DEVICES")
+        )
+    else:
+        pool = slots.Slots(manifest["gpu_lock"], slots.gpu_ids(manifest.get("gpus")), 0.2)
     task = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', args.task)}"
-    # A work tree per student: tasks run side by side, each builds its own.
-    os.makedirs(manifest["work"], exist_ok=True)
+    # A work tree per grade (WORK/<student>-XXXX): tasks run side by side, each builds its own.
     state = grade_and_record(
         name,
         student["path"],
         student["fingerprint"],
         manifest["out"],
-        os.path.join(manifest["work"], name),
+        manifest["work"],
         manifest["grade_cmd"],
         manifest["timeout"],
         manifest["retries"],
-        lock,
+        pool,
         run=manifest["run"],
         slurm={"task": task, "node": os.environ.get("SLURMD_NODENAME", ""), "gpus": gpus or ""},
     )
@@ -551,6 +692,7 @@ def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
             "timeout": rubric["batch"]["timeout_minutes"] * 60,
             "retries": rubric["batch"]["retries"],
             "gpu_lock": args.gpu_lock,
+            "gpus": args.gpus,
             "students": todo,
         },
     )
@@ -593,8 +735,8 @@ def main():
     parser.add_argument(
         "--work",
         default=None,
-        help="grade.py's work directory (default OUT/work; "
-        "with --slurm, one WORK/<student> per task, a path on the node)",
+        help="the root of the per-grade work trees WORK/<student>-XXXX (default OUT/work; "
+        "with --slurm a path the nodes reach)",
     )
     parser.add_argument(
         "--grade-cmd",
@@ -611,8 +753,28 @@ def main():
     )
     parser.add_argument(
         "--gpu-lock",
-        default="/tmp/glmasr-grade-gpu.lock",
-        help="the lock file every grade holds while it runs",
+        default=slots.DEFAULT_LOCK,
+        help="the GPU slots' lock files are GPU_LOCK.gpu<ID>: a grade holds its GPU's while it "
+        "runs (shared by every batch and the Gradescope bridge on the machine)",
+    )
+    parser.add_argument(
+        "--gpus",
+        default=None,
+        help="the GPUs to grade on: N (0..N-1) or a list 0,2,3 (default: CUDA_VISIBLE_DEVICES, "
+        "else every GPU nvidia-smi lists); one grade per GPU at a time",
+    )
+    parser.add_argument(
+        "--builders",
+        type=int,
+        default=max(1, (os.cpu_count() or 1) // 16),
+        help="builds (no GPU) at a time (default: one per 16 CPU cores)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        choices=["required", "auto", "off"],
+        default="required",
+        help="grade.py --sandbox for every grade (default required: no grade without the "
+        "sandbox; auto: grade unsandboxed where it cannot be made, and say so)",
     )
     parser.add_argument("--regrade", action="store_true", help="grade every submission again")
     parser.add_argument("--title", default="GLM-ASR Kernel Lab — class results")
@@ -688,7 +850,7 @@ def main():
         sys.exit(2)
     grade_cmd = (
         (args.grade_cmd.split() if args.grade_cmd else [sys.executable, "-m", "grader"])
-        + ["--rubric", os.path.abspath(args.rubric)]
+        + ["--rubric", os.path.abspath(args.rubric), "--sandbox", args.sandbox]
         + args.grade_arg
     )
     out = os.path.abspath(args.out)

@@ -19,8 +19,12 @@ config.toml's [gradescope] mode says where the grade runs:
   local    the container has the GPU: grade.py runs here, on the instructor tree of the zip;
   bridge   the submission goes to a GPU host through a configured transport command (in
            production `ssh ... user@host`), where grader/class_scale/gradescope/remote_grade.sh runs grade.py
-           in the host's instructor tree (directly or as a Slurm job, `sbatch --wait`) and
-           sends back results.json. No student code ever runs in this container.
+           in the host's instructor tree and sends back results.json: the build first, without
+           a GPU, then the grade on a free GPU of the host or as a Slurm job (`sbatch --wait`),
+           each grade in a work tree of its own, many at once. The zip's commit
+           (build_info.json) goes along: a host at another commit does not grade ("not graded",
+           kind "environment"). [bridge] sandbox (default "required") is passed on as grade.py's
+           --sandbox. No student code ever runs in this container.
 
 Whatever happens, results.json is written. A returned results.json is checked (numbers,
 tests[] fields, a score no larger than the sum of the tests' max_score) before it is passed on;
@@ -91,6 +95,12 @@ CONFIG_KEYS = {
         "remote_jobs": (str, "grade-out/gradescope/jobs"),
         "remote_work": (str, "grade-out/gradescope/work"),
         "remote_margin_seconds": (int, 60),
+        "sandbox": (str, "required"),
+        "gpus": (str, ""),
+        "gpu_lock": (str, ""),
+        "exclusive": (bool, True),
+        "build_runner": (str, "host"),
+        "build_sbatch_options": (str, ""),
     },
 }
 
@@ -134,7 +144,7 @@ def load_config(path):
             value = table.get(key, default)
             if value is None:
                 raise ConfigError(f"{path}: [{section}] needs '{key}'")
-            if not isinstance(value, kind) or isinstance(value, bool):
+            if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
                 raise ConfigError(f"{path}: [{section}] '{key}' must be a {kind.__name__}")
             config[section][key] = value
     g, b = config["gradescope"], config["bridge"]
@@ -153,9 +163,14 @@ def load_config(path):
             raise ConfigError(f"{path}: bridge mode needs [bridge] transport and remote_root")
         if b["runner"] not in ("sbatch", "direct"):
             raise ConfigError(f'{path}: [bridge] runner must be "sbatch" or "direct"')
+        if b["build_runner"] not in ("host", "sbatch"):
+            raise ConfigError(f'{path}: [bridge] build_runner must be "host" or "sbatch"')
+        if b["sandbox"] not in ("required", "auto", "off"):
+            raise ConfigError(f'{path}: [bridge] sandbox must be "required", "auto" or "off"')
         try:
             shlex.split(b["transport"]), shlex.split(b["sbatch_options"])
             shlex.split(b["grade"]), shlex.split(b["grade_flags"])
+            shlex.split(b["build_sbatch_options"])
         except ValueError as e:
             raise ConfigError(f"{path}: [bridge]: {e}")
     return config
@@ -406,7 +421,8 @@ def outcome(rc, stdout, stderr, timeout, where, results_text=None):
     if rc == 0:
         return read_returned(stdout if results_text is None else results_text, where)
     if rc == 3:
-        why = last_line(stderr, "grade:")
+        # grade.py's own line, or remote_grade.sh's (the host's tree is at another commit).
+        why = last_line(stderr, "grade:") or last_line(stderr, "remote_grade: not graded")
         raise NotGraded(
             "the grading machine could not grade (not your code: its environment failed"
             + (f" — {why.split(' — ', 1)[-1]}" if why else "")
@@ -494,13 +510,15 @@ def ssh_key(source, scratch):
     return path
 
 
-def remote_command(config, name, timeout):
-    """The command line the transport runs on the GPU host (one string, every part quoted)."""
+def remote_command(config, name, timeout, commit=None):
+    """The command line the transport runs on the GPU host (one string, every part quoted).
+    commit: the zip's (build_info.json); the host grades only at that commit."""
     b = config["bridge"]
     args = [
         "grader/class_scale/gradescope/remote_grade.sh",
         "--name",
         name,
+        *(["--commit", commit] if commit else []),
         "--runner",
         b["runner"],
         "--timeout",
@@ -513,7 +531,19 @@ def remote_command(config, name, timeout):
         b["remote_work"],
         "--max-mib",
         str(config["gradescope"]["max_submission_mib"]),
+        "--sandbox",
+        b["sandbox"],
+        "--build-runner",
+        b["build_runner"],
     ]
+    if b["gpus"]:
+        args += ["--gpus", b["gpus"]]
+    if b["gpu_lock"]:
+        args += ["--gpu-lock", b["gpu_lock"]]
+    if not b["exclusive"]:
+        args += ["--exclusive", "no"]
+    if b["build_sbatch_options"]:
+        args += ["--build-sbatch-options", b["build_sbatch_options"]]
     if b["sbatch_options"]:
         args += ["--sbatch-options", b["sbatch_options"]]
     if b["grade_flags"]:
@@ -521,7 +551,7 @@ def remote_command(config, name, timeout):
     return f"cd {shlex.quote(b['remote_root'])} && exec " + shlex.join(args)
 
 
-def grade_bridge(config, root, submission, suffix):
+def grade_bridge(config, root, submission, suffix, commit=None):
     b, g = config["bridge"], config["gradescope"]
     source = os.path.join(root, "source")
     with tempfile.TemporaryDirectory(prefix="gradescope-bridge-") as scratch:
@@ -541,7 +571,7 @@ def grade_bridge(config, root, submission, suffix):
             )
         transport = [placeholders(a, values) for a in shlex.split(b["transport"])]
         remote_timeout = max(g["timeout_seconds"] - b["remote_margin_seconds"], 1)
-        command = remote_command(config, name, remote_timeout)
+        command = remote_command(config, name, remote_timeout, commit)
         print(
             f"bridge: {shlex.join(transport)} {shlex.quote(command)}  < {name} "
             f"({os.path.getsize(payload)} bytes)"
@@ -584,7 +614,11 @@ def run(root):
     results_path = os.path.join(root, "results", "results.json")
     info = read_build_info(source)
     max_points = info.get("max_points", 0) if number(info.get("max_points", 0)) else 0
-    extra = {"mode": None, "autograder_commit": info.get("commit")}
+    extra = {
+        "mode": None,
+        "autograder_commit": info.get("commit"),
+        "autograder_tree_dirty": info.get("dirty"),
+    }
     try:
         try:
             config = load_config(os.path.join(source, "config.toml"))
@@ -597,7 +631,8 @@ def run(root):
         if config["gradescope"]["mode"] == "local":
             results = grade_local(config, root, submission)
         else:
-            results = grade_bridge(config, root, submission, suffix)
+            commit = info.get("commit") if isinstance(info.get("commit"), str) else None
+            results = grade_bridge(config, root, submission, suffix, commit)
         extra.update(status="graded", seconds=round(time.time() - started, 1))
         results.setdefault("extra_data", {})["gradescope"] = extra
         print(f"graded: {results['score']} / {sum(t['max_score'] for t in results['tests'])}")

@@ -12,7 +12,9 @@ Writes grade-out/gradescope-autograder.zip with, at its root (Gradescope's layou
   autograder.py     what both run: the config, local and bridge modes, results.json checks
   find_python.sh    the first Python >= 3.11
   config.toml       --config (default grader/class_scale/gradescope/config.toml): the mode and its settings
-  build_info.json   the commit built from, whether tracked files had changes, the rubric's total
+  build_info.json   the commit built from (git rev-parse HEAD: in bridge mode the GPU host
+                    grades only at this commit), whether tracked files had changes ("dirty"),
+                    the rubric's total
   lab.tar.gz        local mode only: the instructor tree, `git archive HEAD` (the assets are
                     tracked files) plus every --extra path (e.g. private clips), ~20 MiB
   ssh/id_key, ssh/known_hosts   with --ssh-key / --known-hosts (bridge mode)
@@ -139,10 +141,13 @@ def main():
         if not os.path.relpath(os.path.abspath(path), ROOT).startswith(".."):
             print(f"make_autograder: warning: {path} is inside the repository: never commit it")
 
+    # The commit the GPU host must be at to grade with this zip (remote_grade.sh --commit), and
+    # whether the tree it was made from differed from it (tracked files changed).
     commit = (git("rev-parse", "HEAD") or b"").decode().strip() or None
     changes = git("status", "--porcelain", "--untracked-files=no")
     info = {
         "commit": commit,
+        "dirty": bool(changes),
         "tracked_changes_left_out": bool(changes),
         "built": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "mode": mode,
@@ -175,6 +180,11 @@ def main():
     os.replace(part, args.out)
     with zipfile.ZipFile(args.out) as z:
         names = z.namelist()
+    if mode == "bridge" and changes:
+        print(
+            "make_autograder: warning: the tree has uncommitted changes to tracked files: the GPU "
+            f"host grades at commit {(commit or 'unknown')[:12]}, without them"
+        )
     print(
         f"make_autograder: {args.out} ({os.path.getsize(args.out) / 2**20:.2f} MiB, {mode} "
         f"mode, commit {(commit or 'unknown')[:12]}): {', '.join(names)}"

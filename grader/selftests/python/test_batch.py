@@ -16,6 +16,7 @@ import textwrap
 import unittest
 
 from grader import ROOT
+from grader.class_scale.batch import read_json
 
 BATCH = ["-m", "grader.class_scale.batch"]
 # The stand-in grader imports the grader's score.py from the project root.
@@ -28,14 +29,28 @@ FAKE_GRADE = textwrap.dedent("""\
     from grader.pipeline import score
     p = argparse.ArgumentParser()
     p.add_argument("root"); p.add_argument("--rubric"); p.add_argument("--submission")
-    p.add_argument("--out"); p.add_argument("--work")
+    p.add_argument("--out"); p.add_argument("--work"); p.add_argument("--sandbox")
+    p.add_argument("--build-only", action="store_true"); p.add_argument("--skip-build", action="store_true")
     a = p.parse_args()
-    with open(os.path.join(a.work + ".calls"), "a") as f:
-        f.write(os.path.basename(a.submission) + "\\n")
     behaviour = open(os.path.join(a.submission, "behaviour.txt")).read().split()
-    calls = open(a.work + ".calls").read().split().count(os.path.basename(a.submission))
-    if behaviour[0] == "refused":
-        print("grade: student/linear.cu: a symbolic link", file=sys.stderr); sys.exit(2)
+    name, root = os.path.basename(a.submission), os.path.dirname(a.work)  # root: batch's WORK
+    if a.build_only:  # intake and build: no GPU, into --work
+        open(os.path.join(root, "builds"), "a").write(name + "\\n")
+        if behaviour[0] == "refused":
+            print("grade: student/linear.cu: a symbolic link", file=sys.stderr); sys.exit(2)
+        open(os.path.join(a.work, "built"), "w").write(name); sys.exit(0)
+    assert a.skip_build and open(os.path.join(a.work, "built")).read() == name
+    # Alone on its GPU slot: a marker only one grade of the slot can make.
+    busy = os.path.join(root, "busy.gpu" + os.environ["CUDA_VISIBLE_DEVICES"])
+    try:
+        os.close(os.open(busy, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        open(os.path.join(root, "shared"), "a").write(name + "\\n")
+    with open(os.path.join(root, "calls"), "a") as f:
+        f.write(name + " " + a.sandbox + " " + os.environ["CUDA_VISIBLE_DEVICES"] + "\\n")
+    calls = [l.split()[0] for l in open(os.path.join(root, "calls"))].count(name)
+    time.sleep(float(os.environ.get("FAKE_GPU_SECONDS", "0.2")))
+    os.remove(busy)
     if behaviour[0] == "hang":
         time.sleep(60)
     if behaviour[0] == "vanish" and calls == 1:  # a Slurm task that cancels itself (test_slurm.py)
@@ -56,7 +71,9 @@ FAKE_GRADE = textwrap.dedent("""\
         speed["tracks"]["baseline"]["error"] = "baseline (baseline): out of GPU memory"
     results = {"track": "student", "kernels": kernels, "speed": speed,
                "stubs": {k: "NotImplemented" for k in kernels} if stub else {},
-               "environment": {"before": "NVIDIA H100 80GB HBM3, 580.1, 1980 MHz", "after": None}}
+               "environment": {"before": "NVIDIA H100 80GB HBM3, 580.1, 1980 MHz", "after": None},
+               "sandbox": "unsandboxed local grade (not root)" if "unsandboxed" in behaviour
+                          else "sandboxed (bubblewrap): uid 65534, no network"}
     graded = score.grade(results, rubric)
     os.makedirs(a.out, exist_ok=True)
     json.dump(score.gradescope_results(graded), open(os.path.join(a.out, "results.json"), "w"))
@@ -98,7 +115,7 @@ class Batch(unittest.TestCase):
         self.subs = os.path.join(self.dir, "subs")
         for name, behaviour in (
             ("ada", "ok 10"),
-            ("bob", "ok 100"),
+            ("bob", "ok 100 unsandboxed"),
             ("cy", "incomplete 50 1"),
             ("dee", "incomplete 50 9"),
             ("eve", "refused"),
@@ -134,13 +151,19 @@ class Batch(unittest.TestCase):
             os.path.join(self.dir, "gpu.lock"),
             "--grade-cmd",
             f"{sys.executable} {self.fake} {ROOT}",
+            "--gpus",
+            "2",
             *extra,
         ]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
+    def call_lines(self):
+        """(student, --sandbox, GPU) of every grade stage the stand-in ran."""
+        with open(os.path.join(self.out, "work", "calls")) as f:
+            return [tuple(line.split()) for line in f]
+
     def calls(self):
-        with open(os.path.join(self.out, "work.calls")) as f:
-            return f.read().split()
+        return [c[0] for c in self.call_lines()]
 
     def test_a_class(self):
         p = self.batch()
@@ -169,6 +192,21 @@ class Batch(unittest.TestCase):
         calls = self.calls()
         self.assertEqual(calls.count("cy"), 2)  # the machine failed once, then graded
         self.assertEqual(calls.count("dee"), 3)  # 1 + [batch] retries
+        # Two GPU slots, each grade alone on its slot; --sandbox required by default.
+        self.assertEqual({c[2] for c in self.call_lines()}, {"0", "1"})
+        self.assertFalse(os.path.exists(os.path.join(self.out, "work", "shared")))
+        self.assertEqual({c[1] for c in self.call_lines()}, {"required"})
+        # A work tree per grade: removed once graded, kept for inspection otherwise.
+        states = {n: read_json(os.path.join(self.out, "students", n, "state.json")) for n in rows}
+        self.assertEqual(len({s["work"] for s in states.values()}), 6)
+        self.assertFalse(os.path.exists(states["ada"]["work"]))
+        self.assertTrue(os.path.isdir(states["dee"]["work"]))
+        self.assertEqual([n for n, s in states.items() if s["work_kept"]], ["dee", "eve", "fay"])
+        self.assertEqual(states["eve"]["attempts"], [])  # refused by its build: never on a GPU
+        # Which sandbox each grade ran in, in the table and on the page.
+        self.assertEqual((rows["ada"]["sandboxed"], rows["bob"]["sandboxed"]), ("yes", "no"))
+        self.assertEqual(rows["eve"]["sandboxed"], "")  # never graded: nothing to say
+        self.assertIn("bubblewrap", rows["ada"]["sandbox"])
 
         page = Table()
         with open(os.path.join(self.out, "leaderboard.html"), encoding="utf-8") as f:
@@ -178,14 +216,21 @@ class Batch(unittest.TestCase):
         self.assertIn("NVIDIA H100 80GB HBM3", text)
         ranked = [r[1] for r in page.rows[1:]]
         self.assertEqual(ranked[:3], ["ada", "cy", "bob"])  # total, then time
+        self.assertEqual(page.rows[0][5], "sandbox")
+        self.assertEqual(page.rows[1][5], "yes: bubblewrap")
+        self.assertEqual(page.rows[3][5], "no: not root")
         self.assertTrue(all(r[0] == "" for r in page.rows[4:]))  # the ungraded are not ranked
         self.assertEqual(len(page.rows), 7)
 
         # Resuming: the graded are skipped, the others tried again; a changed file is regraded.
         before = len(self.calls())
+        with open(os.path.join(self.out, "work", "builds")) as f:
+            builds = len(f.read().split())
         self.batch()
         again = self.calls()[before:]
-        self.assertEqual(sorted(set(again)), ["dee", "eve", "fay"])
+        self.assertEqual(sorted(set(again)), ["dee", "fay"])
+        with open(os.path.join(self.out, "work", "builds")) as f:
+            self.assertEqual(sorted(set(f.read().split()[builds:])), ["dee", "eve", "fay"])
         with open(os.path.join(self.subs, "ada", "behaviour.txt"), "w") as f:
             f.write("ok 20")
         before = len(self.calls())

@@ -48,9 +48,18 @@ FAKE_GRADE = textwrap.dedent("""\
     p = argparse.ArgumentParser()
     p.add_argument("root"); p.add_argument("--submission"); p.add_argument("--out")
     p.add_argument("--work"); p.add_argument("--results-json"); p.add_argument("--flag")
+    p.add_argument("--sandbox"); p.add_argument("--build-only", action="store_true")
+    p.add_argument("--skip-build", action="store_true")
     a = p.parse_args()
     behaviour, log = os.environ["FAKE_BEHAVIOUR"], os.environ["FAKE_LOG"]
     sub = a.submission
+    if a.build_only:  # the intake and build: no GPU
+        if behaviour == "refused":
+            print("grade: submission.tar.gz: not a readable archive", file=sys.stderr); sys.exit(2)
+        open(os.path.join(a.work, "built"), "w").write(a.submission)
+        sys.exit(0)
+    if a.skip_build:  # the grade of the build --build-only left in --work
+        assert open(os.path.join(a.work, "built")).read() == a.submission
     if os.path.isdir(sub):
         members = {os.path.relpath(os.path.join(d, n), sub): "file"
                    for d, _, ns in os.walk(sub) for n in ns}
@@ -63,7 +72,8 @@ FAKE_GRADE = textwrap.dedent("""\
             content = t.extractfile("student/linear.cu").read().decode() \\
                 if "student/linear.cu" in members else None
     record = {"argv": sys.argv[1:], "submission": os.path.basename(sub), "members": members,
-              "linear": content, "cwd": os.getcwd(), "pid": os.getpid()}
+              "linear": content, "cwd": os.getcwd(), "pid": os.getpid(), "work": a.work,
+              "gpu": os.environ.get("CUDA_VISIBLE_DEVICES")}
     if behaviour == "sleep":
         json.dump(record, open(log, "w")); time.sleep(60)
     if behaviour == "refused":
@@ -257,6 +267,8 @@ class Gradescope(unittest.TestCase):
             remote_jobs = "{host_dir}/jobs"
             remote_work = "{host_dir}/work"
             remote_margin_seconds = 1
+            gpus = "2"
+            gpu_lock = "{host_dir}/gpu.lock"
             ''')
         write(os.path.join(root, "source", "config.toml"), config)
 
@@ -363,6 +375,10 @@ class Gradescope(unittest.TestCase):
             self.assertTrue((infos[name].external_attr >> 16) & stat.S_IXUSR, name)
         self.assertEqual(self.info["mode"], "bridge")
         self.assertFalse(self.info["tree"])
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True)
+        if head.returncode == 0:  # the commit the GPU host must be at, and whether it was dirty
+            self.assertEqual(self.info["commit"], head.stdout.decode().strip())
+            self.assertIsInstance(self.info["dirty"], bool)
         self.assertLess(os.path.getsize(self.zip), 200_000)
 
     # -- bridge mode
@@ -379,7 +395,39 @@ class Gradescope(unittest.TestCase):
         self.assertIn("--flag", record["argv"])
         with open(self.log + ".key") as f:  # the key from the environment, mode 0600
             self.assertTrue(f.read().strip())
+        argv = record["argv"]
+        self.assertEqual(argv[argv.index("--sandbox") + 1], "required")  # the default
+        self.assertIn("--skip-build", argv)  # built first, without a GPU slot
+        self.assertIn(record["gpu"], ("0", "1"))  # then on one of the host's two slots
+        self.assertFalse(os.path.exists(record["work"]))  # its own work tree, removed after
         self.assert_graded_as_sent(results)
+        # The same submission again (a retry): the same result, not a second grade.
+        again = self.run_autograder(root, behaviour="refused")
+        self.assertEqual(self.fake_record()["pid"], record["pid"])
+        again["extra_data"].pop("gradescope")
+        self.assertEqual(again, results)
+
+    def test_bridge_refuses_another_commit(self):
+        """A GPU host whose tree is at another commit than the zip's does not grade."""
+        root = self.autograder_root()
+        self.submit_tarball(root)
+        self.bridge_config(root)
+        info = os.path.join(root, "source", "build_info.json")
+        with open(info) as f:
+            built = dict(json.load(f), commit="0123456789ab" * 3 + "0123")
+        write(info, json.dumps(built))
+        extra = self.assert_not_graded(self.run_autograder(root), "could not grade")
+        self.assertEqual(extra["kind"], "environment")
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True)
+        host = head.stdout.decode().strip()[:12] if head.returncode == 0 else "no commit"
+        self.assertIn(
+            f"the GPU host's instructor tree is at {host}"
+            if host == "no commit"
+            else f"is at commit {host}",
+            extra["reason"],
+        )
+        self.assertIn("built from commit 0123456789ab", extra["reason"])
+        self.assertFalse(os.path.exists(self.log))  # nothing was graded
 
     def forced_command(self, root, flags):
         """The host's forced command for the bridge key, as an instructor writes it."""

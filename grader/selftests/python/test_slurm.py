@@ -274,6 +274,7 @@ class Cluster(unittest.TestCase):
         cls.env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
         cls.env["PYTHONPATH"] = ROOT  # the stand-in grader imports grader.pipeline.score
         cls.env["SLURM_CONF"] = cls.conf
+        cls.env["FAKE_GPU_SECONDS"] = "1.5"  # a grade long enough for two to overlap
         cls.daemon("slurmctld", ["slurmctld", "-D", "-i", "-f", cls.conf])
         cls.daemon("slurmd", ["slurmd", "-D", "-N", "localhost", "-f", cls.conf])
         deadline = time.time() + 30
@@ -356,6 +357,7 @@ class Cluster(unittest.TestCase):
             "class_scale/__init__.py",
             "class_scale/batch.py",
             "class_scale/similarity.py",
+            "class_scale/slots.py",
             "class_scale/slurm.py",
             "pipeline/__init__.py",
             "pipeline/intake.py",
@@ -430,14 +432,34 @@ class Cluster(unittest.TestCase):
         self.assertIn("sbatch refused the array", p.stderr)
         self.assertIn("--gres ''", p.stderr)
 
-        p = self.batch("--gres", "", "--sbatch-arg", "--comment=glmasr-test")
+        # Tasks side by side on the node (no --exclusive), on four GPU slots (lock files only:
+        # this node has no GPU), each grade in a work tree of its own.
+        p = self.batch(
+            "--gres", "", "--no-exclusive", "--gpus", "4", "--sbatch-arg", "--comment=glmasr-test"
+        )
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # not everyone was graded
         job = self.read("slurm", "job.json")
         self.assertEqual(job["sbatch"][-2:], ["--comment=glmasr-test", job["sbatch"][-1]])
         self.assertTrue(job["collected"])
         self.assertEqual(job["students"], ["ada", "bob", "cy", "dee"])
-        for arg in ("--array=0-3", "--exclusive", "--requeue", "--time=13"):  # 1 × 3 + 10
+        for arg in ("--array=0-3", "--requeue", "--time=13"):  # 1 × 3 + 10
             self.assertIn(arg, job["sbatch"])
+        self.assertNotIn("--exclusive", job["sbatch"])
+        graded = [self.read("students", n, "state.json") for n in ("ada", "bob")]
+        (a0, a1), (b0, b1) = (
+            (s["attempts"][0]["started"], s["attempts"][0]["started"] + s["attempts"][0]["seconds"])
+            for s in graded
+        )
+        self.assertLess(max(a0, b0), min(a1, b1), "the two grades did not run at the same time")
+        self.assertNotEqual(graded[0]["work"], graded[1]["work"])
+        self.assertNotEqual(graded[0]["attempts"][0]["gpu"], graded[1]["attempts"][0]["gpu"])
+        self.assertFalse(os.path.exists(os.path.join(self.out, "work", "shared")))
+        print(
+            f"Slurm: ada graded {a0 - min(a0, b0):.1f}-{a1 - min(a0, b0):.1f} s on GPU slot "
+            f"{graded[0]['attempts'][0]['gpu']}, bob {b0 - min(a0, b0):.1f}-"
+            f"{b1 - min(a0, b0):.1f} s on {graded[1]['attempts'][0]['gpu']}",
+            file=sys.stderr,
+        )
         self.assertFalse(any(a.startswith("--gres") for a in job["sbatch"]))
 
         with open(os.path.join(self.out, "class.csv"), newline="") as f:
@@ -468,7 +490,7 @@ class Cluster(unittest.TestCase):
             results = self.read("students", name, "results.json")
             self.assertEqual(results["score"], float(rows[name]["total"]))
             self.assertIn(
-                f"=== attempt 1: {sys.executable} {self.fake}",
+                f"=== attempt 1 on GPU {state['attempts'][0]['gpu']}: {sys.executable} {self.fake}",
                 self.read("students", name, "grade.log"),
             )
         self.assertIn("grade.py exit 2", self.read("students", "cy", "state.json")["reason"])
@@ -506,8 +528,8 @@ class Cluster(unittest.TestCase):
             {"ada": "graded", "bob": "graded", "cy": "not graded", "dee": "graded"},
             {n: r["note"] for n, r in rows.items()},
         )
-        with open(os.path.join(self.out, "work", "ada.calls")) as f:
-            self.assertEqual(len(f.read().split()), 1)  # graded once, kept since
+        with open(os.path.join(self.out, "work", "calls")) as f:
+            self.assertEqual([l.split()[0] for l in f].count("ada"), 1)  # graded once, kept since
         print(f"Slurm test: {time.time() - t0:.1f} s", file=sys.stderr)
 
 
