@@ -31,6 +31,8 @@ they can be tested on recorded results without a GPU (grader/selftests/score_sel
 
 import argparse
 import dataclasses
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -86,6 +88,27 @@ COMPILER_SETTINGS = {
 
 # What a build in a work tree said about the student code, kept beside its build.
 BUILD_STATE = "grade-build.json"
+
+# The shared instructor build (docs/grading.md, "The build"): the pristine instructor tree built
+# once (--make-shared-build, `make shared-build`) through ccache, whose cache every --submission
+# grade then reads and never writes. A grade's fresh work tree gets every object that does not
+# depend on the submission from it, byte for byte what the instructor's compile made of the same
+# bytes, and compiles the student's files itself: CMakeLists.txt gives the student tracks'
+# libraries no launcher.
+SHARED_BUILD = os.path.join(ROOT, "build-shared")
+SHARED_STAMP = "shared-build.json"  # written last: its absence is an unfinished build
+LAUNCHER = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in ("C", "CXX", "CUDA")]
+# The environment CMake reads when it configures: part of what the shared build was made with.
+CONFIGURE_ENV = (
+    "CUDAARCHS",
+    "CC",
+    "CXX",
+    "CUDACXX",
+    "CUDAHOSTCXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CUDAFLAGS",
+)
 STARTED = time.time()
 
 
@@ -192,20 +215,72 @@ def compiler_settings(instructor_build):
     ]
 
 
-def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None):
+def configure_options(compilers, shared):
+    """A new build's configure options: the generator, compilers (compiler_settings) and, with
+    a shared build, ccache as every language's compiler launcher."""
+    return (
+        (["-G", "Ninja"] if shutil.which("ninja") else [])
+        + list(compilers)
+        + (LAUNCHER if shared else [])
+    )
+
+
+def configure_settings(compilers):
+    """What a build with a shared build's cache is configured from besides the tree: its options
+    and the environment CMake reads (CONFIGURE_ENV). The shared build records them; a grade
+    that would configure otherwise cannot use it."""
+    return configure_options(compilers, True) + [
+        f"{name}={os.environ[name]}" for name in CONFIGURE_ENV if os.environ.get(name)
+    ]
+
+
+def ccache_env(shared, tree, build_dir, writable=False):
+    """The environment of a build's compiles. With a shared build: its cache, read-only unless
+    writable (only --make-shared-build fills it), paths under the tree hashed relative to it (so
+    that every work tree hits the same entries) and ccache's temporary files in the build.
+    Without one: ccache stays out of the way of a build configured with it earlier."""
+    if not shared:
+        return {"CCACHE_DISABLE": "1"}
+    env = {
+        "CCACHE_DIR": os.path.join(shared, "ccache"),
+        "CCACHE_BASEDIR": tree,
+        "CCACHE_NOHASHDIR": "1",
+        "CCACHE_TEMPDIR": os.path.join(build_dir, "ccache-tmp"),
+        "CCACHE_MAXSIZE": "0",  # no limit: nothing the instructor's build cached is evicted
+    }
+    if writable:
+        env["CCACHE_NOREADONLY"] = "1"
+    else:  # not even its statistics counters
+        env.update(CCACHE_READONLY="1", CCACHE_NOSTATS="1")
+    return env
+
+
+def student_targets(track):
+    """Everything that links the graded track: its failure is the submission's."""
+    return STUDENT_TRACKS[track]["targets"] + [f"glmasr-{track}", f"kernel-runner-{track}"]
+
+
+def build(
+    tree,
+    build_dir,
+    kernels,
+    graded_track,
+    compilers=(),
+    aot_sandbox=None,
+    shared=None,
+    fill_shared=False,
+):
     """Builds the trusted programs (a failure is the grader's: exit 2) and then the student's
     (a failure is the submission's: returned as one message, every student item scores 0).
     compilers: -D options for a new build's configure (compiler_settings); aot_sandbox: the
     sandbox in which a Python track's compile executes the student's kernel files
     (aot/trackgen.py, GLMASR_AOT_SANDBOX), with its writable box; None: they run as
-    they are."""
+    they are. shared: the shared build whose cache the compiles read (fill_shared: and write:
+    --make-shared-build only)."""
+    env = ccache_env(shared, tree, build_dir, writable=fill_shared)
     if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
-        configure = (
-            ["cmake", "-S", tree, "-B", build_dir]
-            + (["-G", "Ninja"] if shutil.which("ninja") else [])
-            + list(compilers)
-        )
-        code, out, _ = run(configure, timeout=900, cwd=tree)
+        configure = ["cmake", "-S", tree, "-B", build_dir] + configure_options(compilers, shared)
+        code, out, _ = run(configure, timeout=900, env=env, cwd=tree)
         if code != 0:
             sys.exit("grade: cmake configure failed:\n" + out[-3000:])
     jobs = str(os.cpu_count() or 2)
@@ -213,7 +288,10 @@ def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None
     if cuda_build(build_dir):
         trusted += ["glmasr-trusted", "glmasr-baseline"]
     code, out, _ = run(
-        ["cmake", "--build", build_dir, "-j", jobs, "--target", *trusted], timeout=3600, cwd=tree
+        ["cmake", "--build", build_dir, "-j", jobs, "--target", *trusted],
+        timeout=3600,
+        env=env,
+        cwd=tree,
     )
     if code != 0:
         sys.exit("grade: building the grader's own programs failed:\n" + out[-5000:])
@@ -231,11 +309,9 @@ def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None
         sys.exit(2)
     # Everything that links the graded track: its failure is the submission's, and the report
     # says so.
-    student = STUDENT_TRACKS[graded_track]["targets"] + [
-        f"glmasr-{graded_track}",
-        f"kernel-runner-{graded_track}",
-    ]
-    env = {"GLMASR_AOT_SANDBOX": json.dumps(aot_sandbox)} if aot_sandbox else None
+    student = student_targets(graded_track)
+    if aot_sandbox:
+        env = dict(env, GLMASR_AOT_SANDBOX=json.dumps(aot_sandbox))
     code, out, _ = run(
         ["cmake", "--build", build_dir, "-j", jobs, "--target", *student],
         timeout=3600,
@@ -248,6 +324,107 @@ def build(tree, build_dir, kernels, graded_track, compilers=(), aot_sandbox=None
     return "the student code does not build: " + (
         errors[0].strip() if errors else out.strip()[-300:]
     )
+
+
+def tree_fingerprint(tree):
+    """A digest of every file of a pristine tree (path, mode, bytes): the shared build was made
+    from the tree whose digest its stamp records."""
+    h = hashlib.sha256()
+    for folder, dirs, files in os.walk(tree):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            h.update(os.path.relpath(path, tree).encode("utf-8", "surrogateescape") + b"\0")
+            h.update(b"x" if os.stat(path).st_mode & 0o111 else b"-")
+            with open(path, "rb") as f:
+                h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def shared_build_problem(shared, fingerprint, settings):
+    """Why a grade cannot use the shared build (one line), or None: there is none (no stamp: never
+    made, or its making did not finish), it was made from another instructor tree, or with
+    other configure settings than this grade's."""
+    remake = "make it again (make shared-build) or grade without it (--shared-build none)"
+    try:
+        with open(os.path.join(shared, SHARED_STAMP)) as f:
+            stamp = json.load(f)
+    except (OSError, ValueError):
+        return (
+            f"no shared instructor build in {shared}: make it (make shared-build) or grade "
+            "without it (--shared-build none)"
+        )
+    if stamp.get("fingerprint") != fingerprint:
+        return (
+            f"the shared instructor build in {shared} is stale: the instructor tree has changed "
+            f"since it was made ({stamp.get('made', '?')}); {remake}"
+        )
+    if stamp.get("settings") != settings:
+        differ = sorted(set(stamp.get("settings") or []) ^ set(settings))
+        return (
+            f"the shared instructor build in {shared} was configured otherwise than this grade "
+            f"({', '.join(differ)}); {remake}"
+        )
+    return None
+
+
+def make_shared_build(shared, kernels, compilers):
+    """--make-shared-build: the pristine instructor tree in SHARED/tree, built with ccache filling
+    SHARED/ccache: the trusted programs and every student track's targets with the instructor's
+    own student files (the libraries of those are compiled, not cached). Its tree is updated in
+    place, so a second run rebuilds what changed. The stamp is written last."""
+    os.makedirs(shared, exist_ok=True)
+    # Its tree has the reference's sources and its cache their machine code (PTX too): closed to
+    # other users, the sandbox's among them; the grader's group may read it.
+    os.chmod(shared, 0o750)
+    with open(os.path.join(shared, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one making at a time
+        stamp = os.path.join(shared, SHARED_STAMP)
+        if os.path.exists(stamp):
+            os.remove(stamp)
+        tree = os.path.join(shared, "tree")
+        build_dir = os.path.join(tree, "build")
+        fresh = tempfile.mkdtemp(prefix="grade-shared-")
+        try:
+            intake.make_pristine_tree(ROOT, fresh)
+            fingerprint = tree_fingerprint(fresh)
+            sync_tree(fresh, tree, keep="build")
+        except intake.IntakeError as e:
+            sys.exit(f"grade: {e}")
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+        made = build(
+            tree, build_dir, kernels, "student", compilers, shared=shared, fill_shared=True
+        )
+        tracks = ["student"] if cuda_build(build_dir) else []
+        for track in STUDENT_TRACKS:
+            if track != "student" and tracks and target_exists(build_dir, f"kernel-runner-{track}"):
+                code, out, _ = run(
+                    ["cmake", "--build", build_dir, "-j", str(os.cpu_count() or 2), "--target"]
+                    + student_targets(track),
+                    timeout=3600,
+                    env=ccache_env(shared, tree, build_dir, writable=True),
+                    cwd=tree,
+                )
+                made = made or (code != 0 and f"the {track} track: " + out.strip()[-300:])
+                tracks.append(track)
+        if made:
+            sys.exit(
+                f"grade: the shared build of the instructor's own student files failed: {made}"
+            )
+        with open(stamp + ".part", "w") as f:
+            json.dump(
+                {
+                    "fingerprint": fingerprint,
+                    "settings": configure_settings(compilers),
+                    "tracks": tracks,
+                    "made": time.strftime("%Y-%m-%d %H:%M:%S"),
+                },
+                f,
+                indent=1,
+            )
+        os.replace(stamp + ".part", stamp)
+    print(f"grade: made the shared instructor build {shared} ({', '.join(tracks) or 'no CUDA'})")
 
 
 def recorded_build_error(build_dir, track):
@@ -690,6 +867,20 @@ def main():
         help="intake and build, then stop (no GPU needed): a queue builds first and asks for a "
         "GPU only for the grade, run later with the same --work and --skip-build",
     )
+    parser.add_argument(
+        "--shared-build",
+        default=None,
+        metavar="DIR",
+        help="with --submission: the shared instructor build whose compiler cache the work "
+        "tree's build reads (default build-shared/ where one was made; 'none': build "
+        "everything in the work tree); one that is stale or missing ends the grade (exit 2)",
+    )
+    parser.add_argument(
+        "--make-shared-build",
+        action="store_true",
+        help="build the pristine instructor tree once into --shared-build's directory (default "
+        "build-shared/), filling the cache every --submission build then reads, and stop",
+    )
     parser.add_argument("--skip", action="append", default=[], choices=[i.name for i in ITEMS])
     args = parser.parse_args()
 
@@ -709,6 +900,16 @@ def main():
         )
         sys.exit(2)
     student_track = graded in STUDENT_TRACKS
+    shared = (
+        None if args.shared_build == "none" else os.path.abspath(args.shared_build or SHARED_BUILD)
+    )
+    if args.make_shared_build:
+        if not shared:
+            sys.exit("grade: --make-shared-build needs a directory (--shared-build DIR)")
+        if not shutil.which("ccache"):
+            sys.exit("grade: --make-shared-build needs ccache (tools/setup.sh --instructor)")
+        make_shared_build(shared, kernels, compiler_settings(args.build))
+        return
     results = {"track": graded, "seed_hidden": args.seed is not None}
     # Reports only this process writes (0700, and /tmp is private inside the sandbox), and the
     # work directory: the pristine tree and its build, readable (never writable) by the
@@ -731,6 +932,27 @@ def main():
             fresh = tempfile.mkdtemp(prefix="grade-tree-")
             try:
                 intake.make_pristine_tree(ROOT, fresh)
+                if not args.skip_build and shared:
+                    # Used only as what it was made from: this pristine tree, configured alike.
+                    # The default one is optional; one that exists but does not match is not.
+                    problem = shared_build_problem(
+                        shared,
+                        tree_fingerprint(fresh),
+                        configure_settings(compiler_settings(args.build)),
+                    )
+                    if problem and (
+                        args.shared_build or os.path.exists(os.path.join(shared, "ccache"))
+                    ):
+                        shutil.rmtree(fresh, ignore_errors=True)
+                        print(f"grade: {problem}", file=sys.stderr)
+                        sys.exit(2)
+                    if problem:
+                        shared = None
+                        print(
+                            f"grade: no shared instructor build in {SHARED_BUILD} (make "
+                            f"shared-build): building everything in {build_dir}",
+                            file=sys.stderr,
+                        )
                 results["intake"] = intake.intake(
                     args.submission, fresh, intake.policy_from(rubric.get("submission", {}), graded)
                 )
@@ -740,7 +962,7 @@ def main():
             sync_tree(fresh, tree, keep="build")
             shutil.rmtree(fresh, ignore_errors=True)
         else:
-            tree, build_dir = ROOT, args.build
+            tree, build_dir, shared = ROOT, args.build, None
             results["intake"] = None  # this checkout, as it is: local feedback, not a hand-in
 
         # The sandbox of the student's processes; a trusted track's grade has none, and the
@@ -782,11 +1004,14 @@ def main():
                             graded,
                             compilers,
                             dict(compile_box.handoff(), box=aot_box),
+                            shared=shared,
                         )
                 except sandbox.SandboxError as e:
                     sys.exit(f"grade: {e}")
             else:
-                student_build_error = build(tree, build_dir, kernels, graded, compilers)
+                student_build_error = build(
+                    tree, build_dir, kernels, graded, compilers, shared=shared
+                )
             with open(os.path.join(build_dir, BUILD_STATE), "w") as f:
                 json.dump({"track": graded, "build_error": student_build_error}, f)
             if args.build_only:
