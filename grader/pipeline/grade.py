@@ -427,6 +427,15 @@ def make_shared_build(shared, kernels, compilers):
     print(f"grade: made the shared instructor build {shared} ({', '.join(tracks) or 'no CUDA'})")
 
 
+def write_whole(path, text):
+    """Writes a result file so that a reader never sees half of it: a temporary file beside it,
+    then renamed over it (a grade killed meanwhile leaves the old file or none)."""
+    partial = f"{path}.partial-{os.getpid()}"
+    with open(partial, "w") as f:
+        f.write(text)
+    os.replace(partial, path)
+
+
 def recorded_build_error(build_dir, track):
     """What the last build of this track in build_dir said about the student code (its
     BUILD_STATE file), so that a grade of a build made earlier (--build-only, then --skip-build)
@@ -1077,15 +1086,12 @@ def main():
     results["execution_time"] = time.time() - started
 
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "raw_results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_whole(os.path.join(args.out, "raw_results.json"), json.dumps(results, indent=1))
     graded_items = score.grade(results, rubric)
-    with open(os.path.join(args.out, "report.md"), "w") as f:
-        f.write(score.render_markdown(graded_items))
-    gradescope = score.gradescope_results(graded_items)
+    write_whole(os.path.join(args.out, "report.md"), score.render_markdown(graded_items))
+    gradescope = json.dumps(score.gradescope_results(graded_items), indent=1)
     for path in filter(None, [os.path.join(args.out, "results.json"), args.results_json]):
-        with open(path, "w") as f:
-            json.dump(gradescope, f, indent=1)
+        write_whole(path, gradescope)
     print(score.render_terminal(graded_items))
     print(
         f"\nreport: {os.path.join(args.out, 'report.md')}  results: "
