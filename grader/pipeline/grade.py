@@ -461,13 +461,18 @@ def target_exists(build_dir, target):
     return any(line.split(":")[0].strip(". ") == target for line in p.stdout.splitlines())
 
 
-def check_integrity(build_dir, tree, track):
-    """Static checks of the student's build: symbols and linked libraries."""
+def check_integrity(build_dir, tree, track, forbidden):
+    """Static checks of the student's build: what it was compiled from (nothing of `forbidden`,
+    the instructor's folders), its symbols and linked libraries."""
     library = os.path.join(build_dir, STUDENT_TRACKS[track]["library"])
-    violations, error = integrity.check_symbols(library, tree)
-    violations += integrity.check_linkage(
+    violations, error = integrity.check_includes(
+        build_dir, STUDENT_TRACKS[track]["library"], tree, forbidden
+    )
+    found, symbols_error = integrity.check_symbols(library, tree)
+    violations += found + integrity.check_linkage(
         [os.path.join(build_dir, "graded", f"{p}-{track}") for p in ("glmasr", "kernel-runner")]
     )
+    error = "; ".join(filter(None, [error, symbols_error])) or None
     return {"checked": error is None, "library": library, "violations": violations, "error": error}
 
 
@@ -1041,7 +1046,7 @@ def main():
 
         if student_track:
             results["sandbox"] = box.description
-            results["integrity"] = check_integrity(build_dir, tree, graded)
+            results["integrity"] = check_integrity(build_dir, tree, graded, hidden + [ROOT])
         else:
             results["sandbox"] = "not needed: the graded track is trusted code"
             results["integrity"] = {"checked": False, "violations": []}
@@ -1065,7 +1070,19 @@ def main():
             build_error=student_build_error,
             results=results,
         )
-        results["not_graded"] = preflight.check(grade, "before", progress, box)
+        # Integrity checks that could not run on a student build that exists leave the grade
+        # undecided: the environment's fault (a missing nm or ninja), never a pass.
+        unchecked = (
+            student_track
+            and cuda_build(build_dir)
+            and not student_build_error
+            and results["integrity"]["error"]
+        )
+        results["not_graded"] = (
+            f"the integrity checks of the student's build could not run: {unchecked}"
+            if unchecked
+            else preflight.check(grade, "before", progress, box)
+        )
         for item in ITEMS:
             if item.name in args.skip or not rubric[item.table].get("enabled", True):
                 continue

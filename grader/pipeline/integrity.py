@@ -10,6 +10,11 @@ student's artefacts from outside:
               (/proc/PID/maps): every executable mapping must be the process's own program or an
               object allowed_objects.txt allows — a vendor library reached at run time without any
               symbol, or code written into memory, is not;
+  * includes: every file the compiler read to build the student library (its dependency record:
+              Ninja's log, or the Makefile build's .d files) must be the student's own, a header
+              of the kernel contract (INCLUDE_ROOTS) or a file outside the tree and outside
+              every forbidden folder (the instructor's checkout, private clips): an `#include` of
+              the reference's sources, or of anything else of the instructor's, is a violation;
   * stubs:    which TODO kernels still throw NotImplemented (information, not a violation).
 A violation is a short dict {"check", "detail"}; score.py zeroes every item the student's code
 produced when there is one (docs/grading.md, "Integrity"). The kernel-test checker applies the
@@ -55,6 +60,80 @@ def check_symbols(library, root, nm=None):
             {"check": "symbols", "detail": "forbidden symbols (see the scan's output)"}
         ], None
     return [], (p.stdout + p.stderr).strip()[-300:]
+
+
+# Folders of the tree whose files the student library may include: the student's own and the
+# headers of the kernel contract. The build folder (generated sources) is allowed beside them.
+INCLUDE_ROOTS = ("student", "driver/include", "driver/cuda/include")
+
+
+def dependencies(build_dir, library):
+    """{object: [files the compiler read]} for the objects of `library` (a path relative to
+    build_dir, e.g. student/libglmasr_student.a), from the build's dependency record; raises
+    OSError when there is none."""
+    folder, name = os.path.split(library)
+    target = re.sub(r"^lib|\.a$", "", name)
+    objects = os.path.join(folder, "CMakeFiles", f"{target}.dir") + os.sep
+    found = {}
+    if os.path.exists(os.path.join(build_dir, "build.ninja")):
+        p = subprocess.run(
+            ["ninja", "-C", build_dir, "-t", "deps"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=120,
+        )
+        if p.returncode != 0:
+            raise OSError(f"ninja -t deps: {p.stderr.strip()[-200:]}")
+        current = None
+        for line in p.stdout.splitlines():
+            if not line.startswith(" "):
+                obj = line.split(":", 1)[0]
+                current = found.setdefault(obj, []) if obj.startswith(objects) else None
+            elif current is not None and line.strip():
+                current.append(line.strip())
+    else:  # Makefile builds keep each object's depfile beside it
+        for top, _, files in os.walk(os.path.join(build_dir, objects)):
+            for f in files:
+                if f.endswith(".o.d"):
+                    with open(os.path.join(top, f), errors="replace") as d:
+                        text = d.read().replace("\\\n", " ")
+                    _, _, deps = text.partition(": ")
+                    obj = os.path.relpath(os.path.join(top, f[: -len(".d")]), build_dir)
+                    found[obj] = deps.split()
+    if not found:
+        raise OSError(f"no dependency record of {library} in {build_dir}")
+    return found
+
+
+def check_includes(build_dir, library, tree, forbidden=()):
+    """Every file the student library was compiled from must be the student's, a contract
+    header (INCLUDE_ROOTS), generated in build_dir, or outside the tree and every `forbidden`
+    folder. Returns (violations, error line or None)."""
+    tree, build_dir = os.path.realpath(tree), os.path.realpath(build_dir)
+    allowed = [os.path.join(tree, r) for r in INCLUDE_ROOTS] + [build_dir]
+    closed = [tree] + [os.path.realpath(f) for f in forbidden]
+
+    def inside(path, folders):
+        return any(path == f or path.startswith(f + os.sep) for f in folders)
+
+    try:
+        deps = dependencies(build_dir, library)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [], str(e)
+    violations = []
+    for obj, files in sorted(deps.items()):
+        for f in files:
+            path = os.path.realpath(os.path.join(build_dir, f))
+            if inside(path, closed) and not inside(path, allowed):
+                violations.append(
+                    {
+                        "check": "includes",
+                        "detail": f"{os.path.basename(obj)} was compiled from {path}: not the "
+                        "student's file nor a header of the kernel contract",
+                    }
+                )
+    return violations[:20], None
 
 
 def needed_libraries(binary):

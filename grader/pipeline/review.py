@@ -5,12 +5,12 @@
     python3 -m grader.pipeline.review SUBMISSION [--track student] [--json]
 
 A kernel computes on the buffers it is given; it has no need to read the environment, load a
-library, start a process or a thread, make a raw system call or open a file. This scan lists
-every line of the graded track's student-owned files (the rubric's [submission.owned] globs)
-that does one of those, by category (CATEGORIES, the one list of what is looked for), each as
-{file, line, category, match, text}. Comments are blanked first (C/C++/CUDA `//` and `/* */`,
-Python `#` and docstrings), keeping line numbers; string literals stay, since a path such as
-"/proc/self/maps" is code. It is information for review, not a verdict: nothing is scored, and
+library, start a process or a thread, make a raw system call, load code from data or open a
+file. This scan lists every line of the graded track's student-owned files (the rubric's
+[submission.owned] globs) that does one of those, by category (CATEGORIES, the one list of what
+is looked for), each as {file, line, category, match, text}. Comments are blanked first
+(C/C++/CUDA `//` and `/* */`, Python `#` and docstrings), keeping line numbers; string
+literals stay, since a path such as "/proc/self/maps" is code. It is information for review, not a verdict: nothing is scored, and
 a lexical scan is easy to evade (a macro that pastes a name together), which is why the
 integrity checks (integrity.py) look at the built code and the running processes instead.
 
@@ -87,6 +87,16 @@ CATEGORIES = {
         r"\bPROT_EXEC\b",
         r"\bmprotect\b",
         r"\bmemfd_create\b",
+    ],
+    # Bytes that become code: a file the assembler embeds (not in the build's dependency record,
+    # integrity.check_includes), GPU code loaded or compiled at run time.
+    "code from data": [
+        r"\.incbin\b",
+        r"#\s*embed\b",
+        r"\bcu(?:da)?(?:Module|Library)Load\w*",
+        r"\bcuLink\w*",
+        r"\bnvrtc\w*",
+        r"\bnvJitLink\w*",
     ],
     "files and sockets": [
         r"\b(?:f|fd|fre)?open(?:at2?|64)?\s*\(",

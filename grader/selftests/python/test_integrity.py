@@ -112,6 +112,65 @@ class AllowedObjects(unittest.TestCase):
                 integrity.allowlist(f.name)
 
 
+class Includes(unittest.TestCase):
+    """What the student library was compiled from, read from a Makefile build's depfiles."""
+
+    def setUp(self):
+        scratch = tempfile.TemporaryDirectory()
+        self.addCleanup(scratch.cleanup)
+        self.tree = os.path.join(scratch.name, "tree")
+        self.build = os.path.join(self.tree, "build")
+        self.private = os.path.join(scratch.name, "private")
+        self.objects = os.path.join(self.build, "student/CMakeFiles/glmasr_student.dir")
+        os.makedirs(self.objects)
+
+    def compiled_from(self, *files):
+        """One object whose depfile lists `files` (paths relative to the tree, or absolute)."""
+        deps = " \\\n  ".join(os.path.join(self.tree, f) for f in files)
+        with open(os.path.join(self.objects, "rmsnorm.cu.o.d"), "w") as f:
+            f.write(f"student/CMakeFiles/glmasr_student.dir/rmsnorm.cu.o: {deps}\n")
+        return integrity.check_includes(
+            self.build, "student/libglmasr_student.a", self.tree, [self.private]
+        )
+
+    def test_the_students_files_contract_headers_and_system_headers_are_allowed(self):
+        found = self.compiled_from(
+            "student/rmsnorm.cu",
+            "student/kernels.h",
+            "driver/include/glmasr/ops.h",
+            "driver/cuda/include/glmasr/fp32_kernels.h",
+            "build/generated/track.h",
+            "/usr/include/stdio.h",
+            "/usr/local/cuda/include/cuda_runtime.h",
+        )
+        self.assertEqual(found, ([], None))
+
+    def test_any_other_file_of_the_tree_or_of_a_forbidden_folder_is_a_violation(self):
+        for path in (
+            "reference/common.cuh",
+            "student/../reference/norm.cu",
+            "grader/rubric.toml",
+            "driver/src/model.cpp",
+            os.path.join(self.private, "transcripts.tsv"),
+        ):
+            with self.subTest(path=path):
+                violations, error = self.compiled_from("student/rmsnorm.cu", path)
+                self.assertIsNone(error)
+                self.assertEqual(len(violations), 1, violations)
+                self.assertEqual(violations[0]["check"], "includes")
+                self.assertIn(
+                    f"rmsnorm.cu.o was compiled from {os.path.normpath(os.path.join(self.tree, path))}",
+                    violations[0]["detail"],
+                )
+
+    def test_a_build_without_a_dependency_record_is_not_checked(self):
+        violations, error = integrity.check_includes(
+            self.build, "student/libglmasr_student.a", self.tree
+        )
+        self.assertEqual(violations, [])
+        self.assertIn("no dependency record", error)
+
+
 class Linkage(unittest.TestCase):
     def test_every_needed_library_must_be_listed(self):
         needed = ["libcudart.so.13", "libstdc++.so.6", "libc.so.6", "libcusparse.so.12"]

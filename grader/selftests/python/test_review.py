@@ -48,6 +48,9 @@ CUDA_USES = [
     ('asm volatile("syscall" ::: "rcx", "r11");', {"system calls"}),
     ("mprotect(page, 4096, PROT_READ | PROT_EXEC);", {"system calls"}),
     ("prctl(PR_SET_DUMPABLE, 0);", {"system calls"}),
+    ('asm(".incbin \\"kernels.cubin\\"");', {"code from data"}),
+    ("cuModuleLoadData(&module, image);", {"code from data"}),
+    ("nvrtcCompileProgram(program, 0, nullptr);", {"code from data"}),
 ]
 # Honest kernel code that looks like a use to a careless pattern.
 CUDA_HONEST = [
