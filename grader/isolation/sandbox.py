@@ -26,6 +26,8 @@ checker's pipes on fds 3 and 4) reach the student's process untouched:
           one can be made (else the description says "memory not limited (why)");
   prlimit CPU seconds, processes (RLIMIT_NPROC counts every process of the uid), file size,
           open files, no core dumps. Not RLIMIT_AS: CUDA reserves huge virtual ranges;
+  setsid  a session of its own: no controlling terminal (a grader started from a root shell
+          would otherwise hand its terminal down, and TIOCSTI types into it);
   setpriv uid/gid 65534 ("nobody"), no supplementary groups, no capabilities, no_new_privs;
   env -i  an empty environment plus PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES (when set),
           HOME=TMPDIR=/tmp and the variables the caller names;
@@ -107,7 +109,7 @@ LIBRARY_DIRS = (
 PRIVATE_DIRS = ("/var/tmp", "/dev/shm", "/tmp")
 # Passed on from the grader's environment when set.
 PASSED_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
-TOOLS = ("unshare", "mount", "mkdir", "prlimit", "setpriv", "env", "sh")
+TOOLS = ("unshare", "mount", "mkdir", "prlimit", "setsid", "setpriv", "env", "sh")
 # The unprivileged backend's programs; bwrap 0.8 brought --disable-userns and --size.
 BWRAP_TOOLS = ("bwrap", "prlimit", "setsid", "env", "sh")
 BWRAP_VERSION = (0, 8)
@@ -614,7 +616,8 @@ class Sandbox:
         # and every descendant, and a death by signal N leaves with 128 + N, as in any shell.
         lines.append("set +e")
         lines.append(
-            f"{q(tools['prlimit'])} {' '.join(self._prlimit_options())} -- {q(tools['setpriv'])} "
+            f"{q(tools['prlimit'])} {' '.join(self._prlimit_options())} -- {q(tools['setsid'])} "
+            f"{q(tools['setpriv'])} "
             f"--reuid={self.uid} --regid={self.gid} --clear-groups --inh-caps=-all "
             f'--bounding-set=-all --no-new-privs -- {q(tools["env"])} -i "$@"'
         )

@@ -66,6 +66,9 @@ DENIED = (
     "fanotify_init",  # watches the file accesses of the whole mount, the grader's too
     "quotactl",  # disk quotas: the host's
     "quotactl_fd",  # disk quotas: the host's
+    "io_uring_setup",  # the kernel making I/O calls on the caller's behalf: a large surface
+    "io_uring_enter",  # io_uring (as io_uring_setup)
+    "io_uring_register",  # io_uring (as io_uring_setup)
 )
 # ioctl(fd, TIOCSTI, c) pushes c into a terminal's input, so a process that reaches the
 # grader's terminal could type commands into it; the sandbox's setsid also takes the terminal.
@@ -118,6 +121,9 @@ NUMBERS = {
         "fanotify_init": 300,
         "quotactl": 179,
         "quotactl_fd": 443,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
     },
     "aarch64": {
         "ioctl": 29,
@@ -161,6 +167,9 @@ NUMBERS = {
         "fanotify_init": 262,
         "quotactl": 60,
         "quotactl_fd": 443,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
     },
 }
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # both little-endian

@@ -320,9 +320,16 @@ def build(
     )
     if code == 0:
         return None
-    errors = [l for l in out.splitlines() if "error" in l.lower()]
+    # Only a message located in the student's own files is quoted: the compiler quotes the line
+    # it stopped at, and a file the student's code made it read may be the instructor's.
+    student_dir = os.path.join(os.path.realpath(tree), "student") + os.sep
+    errors = [
+        l.strip()
+        for l in out.splitlines()
+        if "error" in l.lower() and (l.startswith("student/") or student_dir in l)
+    ]
     return "the student code does not build: " + (
-        errors[0].strip() if errors else out.strip()[-300:]
+        errors[0] if errors else "the compiler's messages point outside the student's files"
     )
 
 

@@ -24,6 +24,8 @@ def run(cmd, timeout, env=None, cwd=ROOT):
         cmd,
         cwd=cwd,
         env=merged,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # no controlling terminal for anything below it
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -152,6 +152,9 @@ class Includes(unittest.TestCase):
             "grader/rubric.toml",
             "driver/src/model.cpp",
             os.path.join(self.private, "transcripts.tsv"),
+            "/proc/self/cwd/../reference/argmax.cu",
+            "/proc/self/reference/argmax.cu",  # as Ninja records the line above
+            "/dev/fd/3",
         ):
             with self.subTest(path=path):
                 violations, error = self.compiled_from("student/rmsnorm.cu", path)
@@ -159,7 +162,7 @@ class Includes(unittest.TestCase):
                 self.assertEqual(len(violations), 1, violations)
                 self.assertEqual(violations[0]["check"], "includes")
                 self.assertIn(
-                    f"rmsnorm.cu.o was compiled from {os.path.normpath(os.path.join(self.tree, path))}",
+                    f"rmsnorm.cu.o was compiled from {os.path.join(self.tree, path)}",
                     violations[0]["detail"],
                 )
 

@@ -110,6 +110,17 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual(lines[:3], [str(SANDBOX_UID)] * 3)
         self.assertEqual(lines[-1], "0000000000000000")
 
+    def test_a_session_of_its_own_without_a_terminal(self):
+        # Fields 6 and 7 of /proc/self/stat: the process session (the process itself, which
+        # setsid made a session leader: exec keeps its pid) and the terminal (0: none).
+        code, out, _ = self.run_in(
+            "python3",
+            "-c",
+            "import os; print(os.getsid(0) == os.getpid(), open('/proc/self/stat').read().rsplit(')', 1)[1].split()[4])",
+        )
+        self.assertEqual(code, 0, out)
+        self.assertEqual(out.split(), ["True", "0"])
+
     def test_empty_environment_plus_allowed(self):
         os.environ["GRADER_SECRET"] = "do not leak"
         try:
