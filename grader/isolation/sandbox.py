@@ -189,6 +189,10 @@ class Sandbox:
     tree      the tree graded (read-only inside); also the default working directory
     hidden    paths made unreadable inside (instructor-only files: private clips, reference/)
     writable  directories the student process may write (as root handed to uid: chown)
+    concealed folders shown empty inside except for the kept paths in them (the tree, writable
+              and visible paths): the instructor's checkout, whose work trees are inside it
+    visible   directories shown read-only although inside a concealed folder (a Python track's
+              compiler environment)
     env       variables set inside, on top of PASSED_ENV and HOME=TMPDIR=/tmp
     limits    overrides of DEFAULT_LIMITS
     enabled   "auto" (sandbox when possible), "off", or "required" (SandboxError if impossible)
@@ -200,6 +204,8 @@ class Sandbox:
         tree,
         hidden=(),
         writable=(),
+        concealed=(),
+        visible=(),
         env=None,
         limits=None,
         enabled="auto",
@@ -216,10 +222,16 @@ class Sandbox:
         self.tree = os.path.realpath(tree)
         self.hidden = [os.path.realpath(p) for p in hidden]
         self.writable = [os.path.realpath(p) for p in writable]
+        self.visible = [os.path.realpath(p) for p in visible]
+        self.concealed = [
+            c
+            for c in (os.path.realpath(p) for p in concealed)
+            if os.path.isdir(c) and not _inside(c, self.tree)  # a folder above the tree, or apart
+        ]
         self.env = dict(env or {})
         self.limits = dict(DEFAULT_LIMITS, **(limits or {}))
         self.uid, self.gid = uid, gid
-        for path in [self.tree] + self.writable:
+        for path in [self.tree] + self.writable + self.visible:
             if not os.path.isdir(path):
                 raise SandboxError(f"{path}: not a directory")
             if path == "/" or any(_inside(d, path) for d in PRIVATE_DIRS):
@@ -502,7 +514,9 @@ class Sandbox:
         for device in sorted(glob.glob("/dev/nvidia*")):
             options += ["--dev-bind-try", device, device]
         kept = sorted(
-            [(self.tree, "--ro-bind")] + [(p, "--bind") for p in self.writable],
+            [(self.tree, "--ro-bind")]
+            + [(p, "--bind") for p in self.writable]
+            + [(p, "--ro-bind") for p in self.visible],
             key=lambda k: k[0].count("/"),
         )
         own = {os.path.expanduser("~"), f"/run/user/{self.uid}", os.environ.get("XDG_RUNTIME_DIR")}
@@ -510,7 +524,7 @@ class Sandbox:
             own.add(pwd.getpwuid(self.uid).pw_dir)
         except KeyError:
             pass  # a uid without a passwd entry (a container): $HOME alone
-        own = {os.path.realpath(p) for p in own if p}
+        own = {os.path.realpath(p) for p in own if p} | set(self.concealed)
         covers = [
             (d, 0o755, 1 << 20)
             for d in own
@@ -547,11 +561,8 @@ class Sandbox:
         The private folders, and every folder the sandbox user cannot enter on the way to a
         kept path (outside the private folders); the kept paths (tree and writable ones, the
         outermost only) are carried onto the tmpfs at the same place."""
-        kept = [
-            p
-            for p in [self.tree] + self.writable
-            if not any(q != p and _inside(p, q) for q in [self.tree] + self.writable)
-        ]
+        every = [self.tree] + self.writable + self.visible
+        kept = [p for p in every if not any(q != p and _inside(p, q) for q in every)]
         blocked = []
         for path in kept:
             if any(_inside(path, d) for d in PRIVATE_DIRS):
@@ -563,6 +574,9 @@ class Sandbox:
                     if not any(_inside(folder, b) for b in blocked):
                         blocked.append(folder)
                     break
+        for folder in self.concealed:
+            if not any(_inside(folder, b) for b in blocked):
+                blocked = [b for b in blocked if not _inside(b, folder)] + [folder]
         covers = [(b, 0o755, 1 << 20, [k for k in kept if _inside(k, b)]) for b in blocked]
         covers += [
             (d, 0o1777, self.limits["tmp_bytes"], [k for k in kept if _inside(k, d)])
@@ -587,7 +601,7 @@ class Sandbox:
         lines = ["set -e"]
         if self._cgroup:
             lines.append(f"echo 0 > {q(os.path.join(self._cgroup, 'cgroup.procs'))}")
-        for path in self.writable + [self.tree]:
+        for path in self.writable + self.visible + [self.tree]:
             lines.append(f"{mount} --rbind {q(path)} {q(path)}")
         for i, (folder, mode, size, kept) in enumerate(covers):
             stage = os.path.join(self._stage, str(i))
@@ -600,7 +614,8 @@ class Sandbox:
                 lines.append(f"{mount} --rbind {q(path)} {q(inner)}")
             lines.append(f"{mount} --move {q(stage)} {q(folder)}")
         lines.append(f"{mount} -o remount,bind,ro /")
-        lines.append(f"{mount} -o remount,bind,ro,nosuid,nodev {q(self.tree)}")
+        for path in [self.tree] + self.visible:
+            lines.append(f"{mount} -o remount,bind,ro,nosuid,nodev {q(path)}")
         for path in self.hidden:
             lines.append(
                 f"if [ -d {q(path)} ]; then {mount} -t tmpfs -o ro,mode=0,size=4k tmpfs "
@@ -644,7 +659,8 @@ class Sandbox:
             )
         parts = [
             head,
-            f"{len(self.writable)} writable, {len(self.hidden)} hidden paths",
+            f"{len(self.writable)} writable, {len(self.hidden)} hidden paths, "
+            f"{len(self.concealed)} concealed folders",
             f"{len(self._libraries)} vendor library files covered",
             f"limits: CPU {l['cpu_seconds']} s, {l['processes']} processes, files "
             f"{_human(l['file_bytes'])}, {l['open_files']} open files, no core dumps",

@@ -999,13 +999,28 @@ def main():
                 )
             )
         hidden = [h for h in hidden if os.path.exists(h)]
+        # The instructor's checkout (its reference sources and builds, the shared build, other
+        # grades' work trees) shows empty; a work tree inside it stays where it is.
+        concealed = [ROOT] if os.path.realpath(tree) != os.path.realpath(ROOT) else []
         try:
-            box = sandbox.Sandbox(tree, hidden=hidden, writable=[], **settings)
+            box = sandbox.Sandbox(tree, hidden=hidden, writable=[], concealed=concealed, **settings)
         except sandbox.SandboxError as e:
             sys.exit(f"grade: {e}")
 
         student_build_error = None
         compilers = compiler_settings(args.build)
+        # A Python track's compiler environment (a virtual environment in the checkout) stays
+        # readable for its compile.
+        environments = [
+            os.path.dirname(os.path.dirname(c.split("=", 1)[1]))
+            for c in compilers
+            if c.startswith(("-DGLMASR_TRITON_PYTHON=", "-DGLMASR_CUTILE_PYTHON="))
+        ] + [
+            entry
+            for c in compilers
+            if c.startswith("-DGLMASR_CUTILE_PYTHONPATH=")
+            for entry in c.split("=", 1)[1].split(":")
+        ]
         if not args.skip_build:
             progress(f"building the {graded} track and the grader's programs in {build_dir}")
             if STUDENT_TRACKS.get(graded, {}).get("setup") and box and box.active:
@@ -1016,7 +1031,12 @@ def main():
                 os.makedirs(aot_box, mode=0o755)
                 try:
                     with sandbox.Sandbox(
-                        tree, hidden=hidden, writable=[aot_box], **settings
+                        tree,
+                        hidden=hidden,
+                        writable=[aot_box],
+                        concealed=concealed,
+                        visible=[e for e in environments if os.path.isdir(e)],
+                        **settings,
                     ) as compile_box:
                         student_build_error = build(
                             tree,

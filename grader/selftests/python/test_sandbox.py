@@ -48,6 +48,31 @@ def processes_running(marker):
     return pids
 
 
+def checkout_with_a_work_tree(test):
+    """A folder like the instructor's checkout (world-readable, outside every private folder, so
+    nothing but concealment keeps it from the sandbox user): a solution file, a compiler
+    environment and a work tree inside. Returns (checkout, tree, environment)."""
+    folder = os.path.join(os.path.dirname(os.path.dirname(sandbox.__file__)), "..", "grade-out")
+    os.makedirs(folder, exist_ok=True)
+    checkout = tempfile.mkdtemp(prefix="test-sandbox-checkout-", dir=folder)
+    test.addCleanup(shutil.rmtree, checkout, True)
+    files = {"reference.cu": "// the solution\n", "work/tree/mine.cu": "// the student's\n"}
+    files[".venv/bin/tool"] = "#!/bin/sh\n"
+    for rel, text in files.items():
+        path = os.path.join(checkout, rel)
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    for top, _, names in os.walk(checkout):
+        os.chmod(top, 0o755)
+        for name in names:
+            os.chmod(os.path.join(top, name), 0o644)
+    return checkout, os.path.join(checkout, "work/tree"), os.path.join(checkout, ".venv")
+
+
+CONCEALED_RUN = "ls -A {checkout}; cat mine.cu {environment}/bin/tool {checkout}/reference.cu"
+
+
 class SandboxTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -110,9 +135,22 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual(lines[:3], [str(SANDBOX_UID)] * 3)
         self.assertEqual(lines[-1], "0000000000000000")
 
+    def test_a_concealed_folder_shows_only_the_paths_kept_in_it(self):
+        checkout, tree, environment = checkout_with_a_work_tree(self)
+        with sandbox.Sandbox(tree, concealed=[checkout], visible=[environment]) as box:
+            self.assertIn("1 concealed folders", box.description)
+            code, out, _ = box.run(
+                ["sh", "-c", CONCEALED_RUN.format(checkout=checkout, environment=environment)], 20
+            )
+        self.assertNotEqual(code, 0)
+        self.assertEqual(out.split()[:2], [".venv", "work"], out)
+        self.assertIn("// the student's", out)
+        self.assertIn("#!/bin/sh", out)
+        self.assertNotIn("the solution", out)
+
     def test_a_session_of_its_own_without_a_terminal(self):
         # Fields 6 and 7 of /proc/self/stat: the process session (the process itself, which
-        # setsid made a session leader: exec keeps its pid) and the terminal (0: none).
+        # setsid made it the leader, and exec keeps the pid) and the terminal (0: none).
         code, out, _ = self.run_in(
             "python3",
             "-c",
@@ -287,10 +325,13 @@ import fcntl, json, os, sys
 from grader.isolation import sandbox, seccomp
 spec = json.loads(sys.argv[1])
 box = sandbox.Sandbox(spec["tree"], hidden=spec["hidden"], writable=spec["writable"],
+                      concealed=spec.get("concealed", []), visible=spec.get("visible", []),
                       env={"GLMASR_ALLOWED": "yes"}, lib_dirs=spec["lib_dirs"],
                       limits=spec["limits"])
 out = {"description": box.description, "active": box.active}
-if box.active:
+if box.active and "probe" not in spec:
+    out["runs"] = {name: box.run(argv, 20) for name, argv in spec["runs"].items()}
+elif box.active:
     numbers = json.dumps(seccomp.NUMBERS[seccomp.machine()])
     syscalls = [sys.executable, "-c", spec["probe"], numbers]
     out["runs"] = {name: box.run(argv, 20) for name, argv in spec["runs"].items()}
@@ -488,13 +529,40 @@ class Unprivileged(unittest.TestCase):
         self.assertFalse(timed_out, name)
         return code, said
 
+    def test_a_concealed_folder_shows_only_the_paths_kept_in_it(self):
+        checkout, tree, environment = checkout_with_a_work_tree(self)
+        run = CONCEALED_RUN.format(checkout=checkout, environment=environment)
+        spec = {
+            "tree": tree,
+            "hidden": [],
+            "writable": [],
+            "concealed": [checkout],
+            "visible": [environment],
+            "lib_dirs": [],
+            "limits": {},
+            "runs": {"concealed": ["sh", "-c", run]},
+        }
+        code, said = self.as_user("-", json.dumps(spec), timeout=60)
+        self.assertEqual(code, 0, said)
+        result = json.loads(said.splitlines()[-1])
+        self.assertIn("1 concealed folders", result["description"])
+        code, out, _ = result["runs"]["concealed"]
+        self.assertNotEqual(code, 0)
+        self.assertEqual(out.split()[:2], [".venv", "work"], out)
+        self.assertIn("// the student's", out)
+        self.assertIn("#!/bin/sh", out)
+        self.assertNotIn("the solution", out)
+
     def test_check_names_the_backend(self):
         self.assertTrue(self.check.startswith("sandboxed (bubblewrap, unprivileged): uid"))
         self.assertIn("seccomp (", self.check)
         self.assertRegex(self.check, r"memory (\d+ \w+ \(systemd user scope\)|not limited \()")
         description = self.result["description"]
         self.assertTrue(description.startswith("sandboxed (bubblewrap, unprivileged)"))
-        self.assertIn("1 writable, 2 hidden paths; 1 vendor library files covered", description)
+        self.assertIn(
+            "1 writable, 2 hidden paths, 0 concealed folders; 1 vendor library files covered",
+            description,
+        )
         self.assertIn("limits: CPU 1 s", description)
 
     def test_runs_as_the_user_with_no_new_privs_and_the_filter(self):
