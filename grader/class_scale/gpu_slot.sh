@@ -10,11 +10,12 @@
 # `flock -o` holds the lock in the flock process, not in CMD: nothing CMD starts (a student's
 # program) inherits the lock's descriptor, and the lock ends when flock does, however it ends.
 # --gpus: N means GPUs 0..N-1, or a comma list of ids; default the ids of $CUDA_VISIBLE_DEVICES,
-# else as many as `nvidia-smi -L` lists, else one. --lock: default /tmp/glmasr-grade-gpu.lock.
+# else as many as `nvidia-smi -L` lists, else one. --lock: default /tmp/glmasr-gpu-slots-<uid>/gpu,
+# in a folder that must be this user's own and closed to others (slots.py says why).
 # Exit: CMD's; 5 a bad call. Says "gpu_slot: GPU <ID>" on stderr when CMD starts.
 set -uo pipefail
 
-gpus="" lock="/tmp/glmasr-grade-gpu.lock" poll="${GLMASR_GPU_SLOT_POLL:-1}"
+gpus="" lock="/tmp/glmasr-gpu-slots-$(id -u)/gpu" poll="${GLMASR_GPU_SLOT_POLL:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --gpus) gpus="${2:-}"; shift 2 ;;
@@ -40,7 +41,12 @@ else
   IFS=, read -r -a ids <<< "$gpus"
 fi
 [ "${#ids[@]}" -gt 0 ] || { echo "gpu_slot: no GPU in --gpus '$gpus'" >&2; exit 5; }
-mkdir -p "$(dirname "$lock")" || exit 5
+folder="$(dirname "$lock")"
+mkdir -p -m 700 "$folder" || exit 5
+if [ -L "$folder" ] || [ "$(stat -c '%u %a' "$folder")" != "$(id -u) 700" ]; then
+  echo "gpu_slot: $folder: the GPU slots' folder is not this user's own, closed to others ($(stat -c 'owner uid %u, mode %a' "$folder")): remove it, or choose another --lock" >&2
+  exit 5
+fi
 
 while true; do
   for id in "${ids[@]}"; do

@@ -1,7 +1,8 @@
 """slots.py — GPU slots: at most one grade on a GPU of this host at a time.
 
 A slot is one GPU and one lock file, PREFIX.gpu<ID> (PREFIX: batch.py's --gpu-lock, by default
-/tmp/glmasr-grade-gpu.lock). A grade takes a free slot (flock, non-blocking, over every slot in
+/tmp/glmasr-gpu-slots-<uid>/gpu: a folder of the grading user's own, mode 0700, so that no other
+user of the host can hold a slot or plant its file; one grading user per GPU host). A grade takes a free slot (flock, non-blocking, over every slot in
 turn; all busy: it waits and tries again), runs with CUDA_VISIBLE_DEVICES set to the slot's GPU,
 and gives the slot back when it ends. The lock is flock(2)'s: the kernel drops it when the
 process holding it dies, so a crashed or killed grade never leaves a slot taken. Every grader of
@@ -13,11 +14,25 @@ time on one GPU. Standard library only.
 import fcntl
 import os
 import shutil
+import stat
 import subprocess
 import threading
 import time
 
-DEFAULT_LOCK = "/tmp/glmasr-grade-gpu.lock"
+DEFAULT_LOCK = f"/tmp/glmasr-gpu-slots-{os.getuid()}/gpu"
+
+
+def own_folder(folder):
+    """Makes `folder` (mode 0700) or checks that it is this user's own and closed to others: a
+    lock another user can open is a lock another user can hold. Raises OSError saying why."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise OSError(
+            f"{folder}: the GPU slots' folder is not this user's own, closed to others (owner "
+            f"uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}): remove it, or choose "
+            "another --gpu-lock"
+        )
 
 
 def gpu_ids(spec=None):
@@ -57,8 +72,7 @@ class Slots:
         return f"{self.prefix}.gpu{gpu.replace(',', '-')}"
 
     def _try(self, gpu):
-        # O_RDONLY | O_CREAT: a lock file another user made is still lockable.
-        fd = os.open(self.path(gpu), os.O_RDONLY | os.O_CREAT, 0o666)
+        fd = os.open(self.path(gpu), os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return fd
@@ -69,7 +83,7 @@ class Slots:
     def acquire(self, deadline=None):
         """(fd, CUDA_VISIBLE_DEVICES) of a free slot, waiting for one; None when deadline
         (time.time()) passes."""
-        os.makedirs(os.path.dirname(os.path.abspath(self.prefix)), exist_ok=True)
+        own_folder(os.path.dirname(os.path.abspath(self.prefix)))
         while True:
             with self._local:
                 for gpu in self.ids:
