@@ -268,7 +268,7 @@ class Gradescope(unittest.TestCase):
             remote_work = "{host_dir}/work"
             remote_margin_seconds = 1
             gpus = "2"
-            gpu_lock = "{host_dir}/gpu.lock"
+            gpu_lock = "{host_dir}/gpu-slots/gpu"
             ''')
         write(os.path.join(root, "source", "config.toml"), config)
 
