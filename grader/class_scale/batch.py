@@ -33,11 +33,13 @@ Resumable: a student graded before, whose submission bytes and grader are unchan
 
     python3 -m grader.class_scale.batch SUBMISSIONS --slurm [--partition P] [--account A] [--gres G] ...
 
-grades on a Slurm cluster instead: one job-array task per submission to grade, each running
-`batch.py --task INDEX --manifest OUT/slurm/manifest.json` (the same per-student step as the
-local loop: build, then grade on the task's GPU, in a work tree of its own), then the same class
-files (grader/class_scale/slurm.py; docs/grading.md, "Grading on a Slurm cluster"). Slurm mode is
-never chosen on its own: without --slurm, grades run here.
+grades on a Slurm cluster instead, in two job arrays of one task per submission to grade: a
+build array without a GPU (`batch.py --task INDEX --stage build`: grade.py --build-only into the
+student's work tree WORK/<student>-<run>, on storage every node sees) and a GPU array whose task
+INDEX starts once build task INDEX has ended (`--stage grade`: grade.py --skip-build on that
+build, on the task's GPU), then the same class files (grader/class_scale/slurm.py;
+docs/grading.md, "Class scale"). Slurm mode is never chosen on its own: without --slurm, grades
+run here.
 Standard library only.
 """
 
@@ -145,53 +147,75 @@ def grade_one(name, path, out, work_root, grade_cmd, timeout, retries, pool, bui
     """Grade one submission in a work tree of its own: build (no GPU; under the semaphore
     builders, when given), then grade on a slot of pool (again while the machine could not
     grade it). Returns its state."""
-    folder = os.path.join(out, "students", name)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
+    folder = fresh_folder(out, name)
     os.makedirs(work_root, exist_ok=True)
     work = tempfile.mkdtemp(prefix=f"{name}-", dir=work_root)
     cmd = grade_cmd + ["--submission", os.path.abspath(path), "--out", folder, "--work", work]
     state = {"student": name, "submission": os.path.abspath(path), "work": work, "attempts": []}
     started = time.time()
-
-    def record(what, command, code, log, **more):
-        with open(os.path.join(folder, "grade.log"), "a", encoding="utf-8") as f:
-            f.write(f"=== {what}: {' '.join(command)}\n{log}\n")
-        return {"exit": code, **more}
-
-    code = 0
+    code, log = 0, ""
     if "--skip-build" not in cmd:  # a dry run (--grade-arg=--skip-build) builds nothing
-        build_cmd = cmd + ["--build-only"]
-        with builders or contextlib.nullcontext():
-            t0 = time.time()
-            code, log = run_grade(build_cmd, timeout)
-        state["build"] = record(
-            "build", build_cmd, code, log, started=round(t0, 3), seconds=round(time.time() - t0, 1)
-        )
+        code, log, state["build"] = build_stage(cmd, folder, timeout, builders)
     if code == 0:
-        grade = cmd + ([] if "--skip-build" in cmd else ["--skip-build"])
-        for attempt in range(1 + retries):
-            fd, gpu = pool.acquire()
-            try:
-                t0 = time.time()
-                code, log = run_grade(grade, timeout, {"CUDA_VISIBLE_DEVICES": gpu})
-                t1 = time.time()
-            finally:
-                pool.release(fd)
-            state["attempts"].append(
-                record(
-                    f"attempt {attempt + 1} on GPU {gpu}",
-                    grade,
-                    code,
-                    log,
-                    gpu=gpu,
-                    started=round(t0, 3),
-                    seconds=round(t1 - t0, 1),
-                )
-            )
-            if code == 3:
-                continue  # the machine could not grade: grade the same build again
-            break
+        code, log = grade_stage(cmd, folder, timeout, retries, pool, state["attempts"])
+    conclude(state, folder, code, log, timeout)
+    state["seconds"] = round(time.time() - started, 1)
+    return state
+
+
+def fresh_folder(out, name):
+    """OUT/students/<name>/, emptied."""
+    folder = os.path.join(out, "students", name)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    return folder
+
+
+def logged(folder, what, command, log):
+    """Append one run's output to the student's grade.log."""
+    with open(os.path.join(folder, "grade.log"), "a", encoding="utf-8") as f:
+        f.write(f"=== {what}: {' '.join(command)}\n{log}\n")
+
+
+def build_stage(cmd, folder, timeout, builders=None):
+    """grade.py --build-only (intake and compile, no GPU) into cmd's --work. Returns (exit code
+    or None on a time-out, output, the build's record). Exit 0 includes student code that does
+    not compile: grade.py records the compiler's error in the build folder, and the grade of
+    that build scores it."""
+    build_cmd = cmd + ["--build-only"]
+    with builders or contextlib.nullcontext():
+        t0 = time.time()
+        code, log = run_grade(build_cmd, timeout)
+    logged(folder, "build", build_cmd, log)
+    return code, log, {"exit": code, "started": round(t0, 3), "seconds": round(time.time() - t0, 1)}
+
+
+def grade_stage(cmd, folder, timeout, retries, pool, attempts):
+    """The grade of the build in cmd's --work (--skip-build) on a slot of pool, again while the
+    machine could not grade it (exit 3): the same build each time. Appends each attempt's
+    record to attempts; returns the last (exit code, output)."""
+    grade = cmd + ([] if "--skip-build" in cmd else ["--skip-build"])
+    code, log = None, ""
+    for attempt in range(1 + retries):
+        fd, gpu = pool.acquire()
+        try:
+            t0 = time.time()
+            code, log = run_grade(grade, timeout, {"CUDA_VISIBLE_DEVICES": gpu})
+            t1 = time.time()
+        finally:
+            pool.release(fd)
+        logged(folder, f"attempt {attempt + 1} on GPU {gpu}", grade, log)
+        attempts.append(
+            {"exit": code, "gpu": gpu, "started": round(t0, 3), "seconds": round(t1 - t0, 1)}
+        )
+        if code != 3:
+            break  # exit 3: the machine could not grade; grade the same build again
+    return code, log
+
+
+def conclude(state, folder, code, log, timeout):
+    """The student's status and reason from the last run (exit code, output) and the files
+    grade.py wrote; removes the work tree of a graded student."""
     results = read_json(os.path.join(folder, "results.json"))
     if code == 0 and results is not None and state["attempts"]:
         state["status"], state["reason"] = GRADED, ""
@@ -208,9 +232,7 @@ def grade_one(name, path, out, work_root, grade_cmd, timeout, retries, pool, bui
         )
     state["work_kept"] = state["status"] != GRADED
     if not state["work_kept"]:
-        shutil.rmtree(work, ignore_errors=True)
-    state["seconds"] = round(time.time() - started, 1)
-    return state
+        shutil.rmtree(state["work"], ignore_errors=True)
 
 
 def grade_and_record(
@@ -555,49 +577,118 @@ def run_local(entries, out, work, grade_cmd, rubric, grader, args):
             future.result()
 
 
-# Slurm mode (grader/class_scale/slurm.py). OUT/slurm/ holds the manifest, the task script, job.json (the
-# array last submitted and whether it was collected) and the tasks' logs.
+# Slurm mode (grader/class_scale/slurm.py). OUT/slurm/ holds the manifest, the two task scripts,
+# job.json (the arrays last submitted and whether they were collected) and the tasks' logs. A
+# student's work tree (the manifest's WORK/<student>-<run>) is on storage both arrays' nodes see:
+# the build task builds into it, the GPU task grades that build.
 
 
 def run_task(args):
-    """One array task: grade the manifest's student number args.task, on this node."""
+    """One array task: build (args.stage "build") or grade ("grade") the manifest's student
+    number args.task, on this node. The build task's exit status is what the GPU task's
+    dependency reads (slurm.py): 0 when there is a build to grade."""
     manifest = read_json(args.manifest)
     if manifest is None:
         print(f"batch: {args.manifest}: no manifest", file=sys.stderr)
         sys.exit(2)
     student = manifest["students"][args.task]
-    name = student["name"]
-    # The slot lock keeps two grades from timing on one GPU. With a GPU of its own (gres), a
-    # task takes that GPU's slot (named by its node-wide id) and leaves CUDA_VISIBLE_DEVICES as
-    # Slurm set it; otherwise a slot of the pool --gpus names (or every GPU of the node).
-    gpus = os.environ.get("SLURM_JOB_GPUS")
-    if gpus and not manifest.get("gpus"):
-        pool = slots.Slots(
-            manifest["gpu_lock"], [gpus], visible=os.environ.get("CUDA_VISIBLE_DEVICES")
+    task = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', args.task)}"
+    node = os.environ.get("SLURMD_NODENAME", "")
+    gpus = os.environ.get("SLURM_JOB_GPUS", "")
+    if args.stage == "build":
+        sys.exit(build_task(manifest, student, {"task": task, "node": node, "gpus": gpus}))
+    grade_task(manifest, student, {"task": task, "node": node, "gpus": gpus})
+
+
+def build_task(manifest, student, where):
+    """The build array's task: a fresh student folder and work tree (a requeued task starts
+    over), grade.py --build-only into the tree, its record in the folder's build.json. Returns
+    the task's exit status: 0 when there is a build to grade (the student's code may not
+    compile: that is a grade); else 1, after writing the student's state.json ("not graded",
+    grade.py's reason), so that Slurm cancels the GPU task."""
+    name, work = student["name"], student["work"]
+    folder = fresh_folder(manifest["out"], name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    cmd = manifest["grade_cmd"] + ["--submission", student["path"], "--out", folder, "--work", work]
+    code, log, build = 0, "", {"exit": 0}
+    if "--skip-build" not in cmd:  # a dry run builds nothing
+        code, log, build = build_stage(cmd, folder, manifest["timeout"])
+    build.update(run=manifest["run"], slurm=where)
+    write_json(os.path.join(folder, "build.json"), build)
+    if code == 0:
+        print(f"{name}: built in {build.get('seconds', 0):.0f} s", flush=True)
+        return 0
+    state = {"student": name, "submission": student["path"], "work": work, "attempts": []}
+    state["build"] = build
+    conclude(state, folder, code, log, manifest["timeout"])
+    state.update(seconds=build["seconds"], fingerprint=student["fingerprint"], run=manifest["run"])
+    state["slurm"] = {
+        "build_task": where["task"],
+        "build_node": where["node"],
+        "build_gpus": where["gpus"],
+    }
+    write_json(os.path.join(folder, "state.json"), state)
+    print(f"{name}: {said(state)}", flush=True)
+    return 1
+
+
+def grade_task(manifest, student, where):
+    """The GPU array's task: grade the build its build task left (again after a requeue: the
+    build is kept, only the grade runs again) and write the student's state.json."""
+    name, work = student["name"], student["work"]
+    folder = os.path.join(manifest["out"], "students", name)
+    build = read_json(os.path.join(folder, "build.json")) or {}
+    build_where = build.pop("slurm", {})
+    state = {"student": name, "submission": student["path"], "work": work, "attempts": []}
+    state["build"] = build
+    started = time.time()
+    cmd = manifest["grade_cmd"] + ["--submission", student["path"], "--out", folder, "--work", work]
+    if build.get("run") != manifest["run"]:
+        state.update(status=NOT_GRADED, work_kept=True)
+        state["reason"] = f"no build of this run in {folder} (its build task left no build.json)"
+    elif not os.path.isdir(work):
+        state.update(status=NOT_GRADED, work_kept=True)
+        state["reason"] = (
+            f"the build's work tree {work} is not on node {where['node']}: --work must be on "
+            "storage that the build and GPU nodes both see"
         )
     else:
-        pool = slots.Slots(manifest["gpu_lock"], slots.gpu_ids(manifest.get("gpus")), 0.2)
-    task = f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{os.environ.get('SLURM_ARRAY_TASK_ID', args.task)}"
-    # A work tree per grade (WORK/<student>-XXXX): tasks run side by side, each builds its own.
-    state = grade_and_record(
-        name,
-        student["path"],
-        student["fingerprint"],
-        manifest["out"],
-        manifest["work"],
-        manifest["grade_cmd"],
-        manifest["timeout"],
-        manifest["retries"],
-        pool,
-        run=manifest["run"],
-        slurm={"task": task, "node": os.environ.get("SLURMD_NODENAME", ""), "gpus": gpus or ""},
+        for stale in ("results.json", "report.md", "raw_results.json"):  # a requeued grade's
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(folder, stale))
+        # The slot lock keeps two grades from timing on one GPU. With a GPU of its own (gres),
+        # the task takes that GPU's slot (named by its node-wide id) and leaves
+        # CUDA_VISIBLE_DEVICES as Slurm set it; otherwise a slot of the pool --gpus names (or
+        # every GPU of the node).
+        if where["gpus"] and not manifest.get("gpus"):
+            pool = slots.Slots(
+                manifest["gpu_lock"],
+                [where["gpus"]],
+                visible=os.environ.get("CUDA_VISIBLE_DEVICES"),
+            )
+        else:
+            pool = slots.Slots(manifest["gpu_lock"], slots.gpu_ids(manifest.get("gpus")), 0.2)
+        code, log = grade_stage(
+            cmd, folder, manifest["timeout"], manifest["retries"], pool, state["attempts"]
+        )
+        conclude(state, folder, code, log, manifest["timeout"])
+    state["seconds"] = round(build.get("seconds", 0) + time.time() - started, 1)
+    state.update(fingerprint=student["fingerprint"], run=manifest["run"])
+    state["slurm"] = dict(
+        where,
+        build_task=build_where.get("task", ""),
+        build_node=build_where.get("node", ""),
+        build_gpus=build_where.get("gpus", ""),
     )
+    write_json(os.path.join(folder, "state.json"), state)
     print(f"{name}: {said(state)}", flush=True)
 
 
 def collect(out, job):
-    """After the array: every student of it without a state.json of this run becomes "not
-    graded", with what Slurm says of the task. Marks job.json collected."""
+    """After the arrays: every student of them without a state.json of this run becomes "not
+    graded", with what Slurm says of the task: the build task's when that one did not complete
+    (its GPU task never ran), else the GPU task's. Marks job.json collected."""
     missing = [
         (i, name)
         for i, name in enumerate(job["students"])
@@ -605,14 +696,23 @@ def collect(out, job):
         != job["run"]
     ]
     records, source = slurm.task_records(job["job"]) if missing else ({}, None)
+    builds, build_source = (
+        slurm.task_records(job["build_job"]) if missing and job.get("build_job") else ({}, None)
+    )
     for index, name in missing:
-        record = records.get(index)
+        record, build = records.get(index), builds.get(index)
+        if build and not build["state"].startswith("COMPLETED"):
+            why = slurm.reason(job["build_job"], index, build, build=True)
+            where = {"task": f"{job['build_job']}_{index}", "source": build_source, **build}
+        else:
+            why = slurm.reason(job["job"], index, record)
+            where = {"task": f"{job['job']}_{index}", "source": source, **(record or {})}
         state = {
             "student": name,
             "status": NOT_GRADED,
             "run": job["run"],
-            "reason": slurm.reason(job["job"], index, record),
-            "slurm": {"task": f"{job['job']}_{index}", "source": source, **(record or {})},
+            "reason": why,
+            "slurm": where,
         }
         os.makedirs(os.path.join(out, "students", name), exist_ok=True)
         write_json(os.path.join(out, "students", name, "state.json"), state)
@@ -621,13 +721,18 @@ def collect(out, job):
     write_json(os.path.join(out, "slurm", "job.json"), job)
 
 
+def job_ids(job):
+    """The arrays of a job.json: the build array's (when it has one) and the GPU array's."""
+    return [j for j in (job.get("build_job"), job["job"]) if j]
+
+
 def wait_and_collect(out, job, s, poll):
     print(
-        f"batch: waiting for Slurm job {job['job']} ({len(job['students'])} tasks; at most "
-        f"{s['wait_hours']:g} h)",
+        f"batch: waiting for Slurm jobs {' and '.join(job_ids(job))} ({len(job['students'])} "
+        f"tasks each; at most {s['wait_hours']:g} h)",
         flush=True,
     )
-    if not slurm.wait(job["job"], s["wait_hours"], poll, say=lambda l: print(l, flush=True)):
+    if not slurm.wait(job_ids(job), s["wait_hours"], poll, say=lambda l: print(l, flush=True)):
         print(
             f"batch: Slurm job {job['job']} is still queued or running after "
             f"{s['wait_hours']:g} h; run the same command again to wait for it and collect it",
@@ -638,9 +743,10 @@ def wait_and_collect(out, job, s, poll):
 
 
 def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
-    """Submit the students to grade as one array, wait for it, record the tasks that left no
-    grade. An array of an earlier run not yet collected is waited for and collected instead."""
-    missing = [p for p in ("sbatch", "squeue") if not shutil.which(p)]
+    """Submit the students to grade as two arrays (build, then grade on a GPU), wait for them,
+    record the tasks that left no grade. Arrays of an earlier run not yet collected are waited
+    for and collected instead."""
+    missing = [p for p in ("sbatch", "squeue", "scontrol") if not shutil.which(p)]
     if missing:
         print(
             f"batch: --slurm: {' and '.join(missing)} not found on PATH (run batch.py on a "
@@ -658,7 +764,7 @@ def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
         )
         if args.no_wait:
             try:
-                still = slurm.active(job["job"])
+                still = slurm.active(job_ids(job))
             except slurm.SlurmError as e:
                 print(f"batch: {e}", file=sys.stderr)
                 sys.exit(2)
@@ -670,17 +776,26 @@ def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
             wait_and_collect(out, job, s, args.poll_seconds)
         return
 
+    run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{os.urandom(4).hex()}"
     todo = []
     for name, path in entries:
         fingerprint, grade = needs_grade(name, path, out, grader, args.regrade)
         if grade:
-            todo.append({"name": name, "path": os.path.abspath(path), "fingerprint": fingerprint})
+            todo.append(
+                {
+                    "name": name,
+                    "path": os.path.abspath(path),
+                    "fingerprint": fingerprint,
+                    # One per run: a requeued task finds its own; a later run starts fresh.
+                    "work": os.path.join(work, f"{name}-{run[-8:]}"),
+                }
+            )
         else:
             print(f"{name}: unchanged since its grade, skipped")
     if not todo:
         return
-    os.makedirs(os.path.join(folder, "logs"), exist_ok=True)
-    run = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-{os.urandom(4).hex()}"
+    logs = os.path.join(folder, "logs")
+    os.makedirs(logs, exist_ok=True)
     manifest = os.path.join(folder, "manifest.json")
     write_json(
         manifest,
@@ -696,33 +811,52 @@ def run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s):
             "students": todo,
         },
     )
-    script = os.path.join(folder, "task.sh")
-    with open(script, "w") as f:
-        f.write(slurm.task_script(sys.executable, manifest))
-    os.chmod(script, 0o755)
-    cmd = slurm.sbatch_command(len(todo), script, os.path.join(folder, "logs"), ROOT, s)
+    scripts = {}
+    for stage, file in (("build", "build.sh"), ("grade", "task.sh")):
+        scripts[stage] = os.path.join(folder, file)
+        with open(scripts[stage], "w") as f:
+            f.write(slurm.task_script(sys.executable, manifest, stage))
+        os.chmod(scripts[stage], 0o755)
+    # The build array is submitted held and released only once the GPU array, whose tasks
+    # depend on it, is accepted: a GPU array sbatch refuses leaves no build running.
+    build_cmd = slurm.build_sbatch_command(len(todo), scripts["build"], logs, ROOT, s)
     try:
-        job_id = slurm.submit(cmd)
+        build_job = slurm.submit(build_cmd)
     except slurm.SlurmError as e:
+        print(f"batch: build array: {e}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        cmd = slurm.sbatch_command(len(todo), scripts["grade"], logs, ROOT, s, after=build_job)
+        job_id = slurm.submit(cmd)
+        slurm.release(build_job)
+    except slurm.SlurmError as e:
+        slurm.cancel(build_job)
         hint = (
-            " (a cluster without GPU gres: --gres '' or [batch] slurm_gres = \"\")"
-            if s["gres"] and "gres" in str(e).lower()
+            f" (it asks for --gres={s['gres']}; a cluster without GPU gres: --gres '' or "
+            '[batch] slurm_gres = "")'
+            if s["gres"] and "refused" in str(e)
             else ""
         )
-        print(f"batch: {e}{hint}", file=sys.stderr)
+        print(f"batch: GPU array: {e}{hint}", file=sys.stderr)
         sys.exit(2)
     job = {
         "job": job_id,
+        "build_job": build_job,
         "run": run,
         "students": [t["name"] for t in todo],
         "submitted": datetime.datetime.now().isoformat(timespec="seconds"),
         "sbatch": cmd,
+        "build_sbatch": build_cmd,
         "collected": False,
     }
     write_json(job_path, job)
-    print(f"batch: submitted Slurm job {job_id}: {len(todo)} tasks ({' '.join(cmd)})", flush=True)
+    print(
+        f"batch: submitted Slurm build job {build_job} ({' '.join(build_cmd)}) and GPU job "
+        f"{job_id} ({' '.join(cmd)}): {len(todo)} tasks each",
+        flush=True,
+    )
     if args.no_wait:
-        print("batch: not waiting; run the same command again to collect the array")
+        print("batch: not waiting; run the same command again to collect the arrays")
         sys.exit(0)
     wait_and_collect(out, job, s, args.poll_seconds)
 
@@ -736,7 +870,7 @@ def main():
         "--work",
         default=None,
         help="the root of the per-grade work trees WORK/<student>-XXXX (default OUT/work; "
-        "with --slurm a path the nodes reach)",
+        "with --slurm a path every node reaches: a build node builds there, a GPU node grades it)",
     )
     parser.add_argument(
         "--grade-cmd",
@@ -782,16 +916,17 @@ def main():
     sl.add_argument(
         "--slurm",
         action="store_true",
-        help="grade on a Slurm cluster, one job-array task per submission",
+        help="grade on a Slurm cluster: a build array (no GPU) and a GPU array, one task per "
+        "submission in each",
     )
     sl.add_argument("--partition", default=None)
     sl.add_argument("--account", default=None)
-    sl.add_argument("--gres", default=None, help='per task (default gpu:1); "" drops it')
+    sl.add_argument("--gres", default=None, help='per GPU task (default gpu:1); "" drops it')
     sl.add_argument(
         "--exclusive",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="a whole node per task (default on)",
+        help="a whole node per GPU task (default on)",
     )
     sl.add_argument(
         "--requeue",
@@ -803,9 +938,11 @@ def main():
         "--time-minutes",
         type=float,
         default=None,
-        help="a task's --time (default timeout_minutes × (1 + retries) + 10)",
+        help="a GPU task's --time (default timeout_minutes × (1 + retries) + 10)",
     )
-    sl.add_argument("--max-running", type=int, default=None, help="tasks running at once (0: any)")
+    sl.add_argument(
+        "--max-running", type=int, default=None, help="tasks of each array at once (0: any)"
+    )
     sl.add_argument(
         "--sbatch-arg",
         action="append",
@@ -817,22 +954,45 @@ def main():
         "--wait-hours",
         type=float,
         default=None,
-        help="stop waiting for the array after this long (default 48)",
+        help="stop waiting for the arrays after this long (default 48)",
     )
     sl.add_argument("--poll-seconds", type=float, default=30, help="squeue every this often")
     sl.add_argument(
         "--no-wait",
         action="store_true",
-        help="submit and return; the same command run later collects the array",
+        help="submit and return; the same command run later collects the arrays",
+    )
+    sl.add_argument(
+        "--build-partition",
+        default=None,
+        help="the build array's partition, e.g. a CPU one (default: --partition's)",
+    )
+    sl.add_argument(
+        "--build-cpus", type=int, default=None, help="a build task's --cpus-per-task (0: default)"
+    )
+    sl.add_argument(
+        "--build-time-minutes",
+        type=float,
+        default=None,
+        help="a build task's --time (default timeout_minutes + 10)",
+    )
+    sl.add_argument(
+        "--build-sbatch-arg",
+        action="append",
+        default=None,
+        metavar="ARG",
+        help="one more sbatch argument of the build array (repeatable; default: the "
+        "--sbatch-arg list less its GPU requests)",
     )
     sl.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
+    sl.add_argument("--stage", choices=["build", "grade"], default="grade", help=argparse.SUPPRESS)
     sl.add_argument("--manifest", default=None, help=argparse.SUPPRESS)
     # `--sbatch-arg --qos=x`: the value is an sbatch option, which argparse would take for one
     # of ours.
     argv = sys.argv[1:]
     for i in range(len(argv) - 1):
-        if argv[i] == "--sbatch-arg":
-            argv[i : i + 2] = ["--sbatch-arg=" + argv[i + 1], None]
+        if argv[i] in ("--sbatch-arg", "--build-sbatch-arg"):
+            argv[i : i + 2] = [argv[i] + "=" + argv[i + 1], None]
     args = parser.parse_args([a for a in argv if a is not None])
 
     if args.task is not None:
@@ -873,6 +1033,10 @@ def main():
                 "max_running": args.max_running,
                 "sbatch_args": args.sbatch_arg,
                 "wait_hours": args.wait_hours,
+                "build_partition": args.build_partition,
+                "build_cpus": args.build_cpus,
+                "build_time_minutes": args.build_time_minutes,
+                "build_sbatch_args": args.build_sbatch_arg,
             },
         )
         run_slurm(entries, out, work, grade_cmd, rubric, grader, args, s)

@@ -38,6 +38,8 @@ FAKE_GRADE = textwrap.dedent("""\
         open(os.path.join(root, "builds"), "a").write(name + "\\n")
         if behaviour[0] == "refused":
             print("grade: student/linear.cu: a symbolic link", file=sys.stderr); sys.exit(2)
+        if behaviour[0] == "nocompile":  # grade.py records the compiler's error, exits 0
+            open(os.path.join(a.work, "build_error"), "w").write("student/linear.cu:3: error: expected ';'")
         open(os.path.join(a.work, "built"), "w").write(name); sys.exit(0)
     assert a.skip_build and open(os.path.join(a.work, "built")).read() == name
     # Alone on its GPU slot: a marker only one grade of the slot can make.
@@ -57,7 +59,9 @@ FAKE_GRADE = textwrap.dedent("""\
         task = os.environ["SLURM_ARRAY_JOB_ID"] + "_" + os.environ["SLURM_ARRAY_TASK_ID"]
         subprocess.run(["scancel", task]); time.sleep(60); sys.exit(0)
     rubric = score.load_rubric(a.rubric)
-    stub = behaviour[0] == "stub"
+    stub = behaviour[0] in ("stub", "nocompile")
+    build_error = os.path.join(a.work, "build_error")
+    build_error = open(build_error).read() if os.path.exists(build_error) else None
     kernels = {k: {"status": "failed" if stub else "passed", "passed": 0 if stub else 3, "total": 3,
                    "message": "0 of 3 passed (NotImplemented)" if stub else "3 passed",
                    "failures": []} for k in rubric["kernels"]["points"]}
@@ -70,7 +74,8 @@ FAKE_GRADE = textwrap.dedent("""\
     if behaviour[0] == "incomplete" and calls <= int(behaviour[2]):
         speed["tracks"]["baseline"]["error"] = "baseline (baseline): out of GPU memory"
     results = {"track": "student", "kernels": kernels, "speed": speed,
-               "stubs": {k: "NotImplemented" for k in kernels} if stub else {},
+               "stubs": {k: "NotImplemented" for k in kernels} if behaviour[0] == "stub" else {},
+               "build_error": build_error,
                "environment": {"before": "NVIDIA H100 80GB HBM3, 580.1, 1980 MHz", "after": None},
                "sandbox": "unsandboxed local grade (not root)" if "unsandboxed" in behaviour
                           else "sandboxed (bubblewrap): uid 65534, no network"}
@@ -148,7 +153,7 @@ class Batch(unittest.TestCase):
             "--rubric",
             self.rubric,
             "--gpu-lock",
-            os.path.join(self.dir, "gpu.lock"),
+            os.path.join(self.dir, "gpu-slots", "gpu"),
             "--grade-cmd",
             f"{sys.executable} {self.fake} {ROOT}",
             "--gpus",

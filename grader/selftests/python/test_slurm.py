@@ -6,9 +6,11 @@
 Parsing: the sbatch command line and what sacct/scontrol say of an array's tasks (anywhere).
 Cluster: a real one-node Slurm cluster on 127.0.0.1, made for the test in a temporary directory
 (its own munged socket and key, slurm.conf, state and spool; slurmctld and slurmd run with -D as
-the test's children and are stopped at the end), on which batch.py --slurm grades four
-submissions with a stand-in for grade.py (as test_batch.py's: no GPU, seconds): a correct one, a
-stub, one grade.py refuses, and one whose Slurm task is cancelled before it writes its grade.
+the test's children and are stopped at the end; four GPUs of gres where mknod can make their
+device nodes), on which batch.py --slurm grades five submissions in a build array and a GPU
+array with a stand-in for grade.py (as test_batch.py's: no GPU, seconds): a correct one, a
+stub, one grade.py refuses at its build, one whose GPU task is cancelled before it writes its
+grade, and one whose code does not compile (a grade: 0, with the compiler's error).
 batch.py runs from a copy (with slurm.py and score.py) so that edits elsewhere in grader/ during
 the test do not change its grader fingerprint. Without root or the Slurm and munge programs (tools/setup.sh --instructor installs them), the
 Cluster tests are skipped. Every wait is bounded; the whole file takes seconds.
@@ -20,6 +22,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -37,7 +40,8 @@ from grader.selftests.python.test_batch import (  # the stand-in grader, the pag
 # The stand-in for grade.py: does what the submission's behaviour.txt says, with results.json
 # written by score.py's own functions. "ok MS": every kernel passes, the graded track takes MS ms;
 # "stub": every kernel throws NotImplemented; "refused": exit 2 as grade.py refusing a hand-in;
-# "vanish": on its first call, cancels its own Slurm task (a task that never writes its grade).
+# "vanish": on its first call, cancels its own Slurm task (a task that never writes its grade);
+# "nocompile": the build records a compiler error and ends 0, as grade.py --build-only does.
 
 PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol", "scancel")
 
@@ -93,6 +97,20 @@ class Parsing(unittest.TestCase):
             {"gres": "none", "time_minutes": 5},
         )
         self.assertEqual((s["gres"], s["time_minutes"]), ("", 5))
+        # The build array: no GPU request, not exclusive, held; a partition of its own.
+        s = self.settings(
+            slurm_sbatch_args=["--qos=t", "--gpus-per-task=1", "--gres", "gpu:2", "-G1"],
+            slurm_build_partition="cpu",
+            slurm_build_cpus=16,
+        )
+        cmd = slurm.build_sbatch_command(40, "/o/slurm/build.sh", "/o/slurm/logs", "/lab", s)
+        self.assertEqual(cmd[-2:], ["--qos=t", "/o/slurm/build.sh"])
+        for arg in ("--partition=cpu", "--cpus-per-task=16", "--hold", "--time=40"):
+            self.assertIn(arg, cmd)
+        self.assertNotIn("--exclusive", cmd)
+        cmd = slurm.sbatch_command(40, "/o/slurm/task.sh", "/o/slurm/logs", "/lab", s, after="7")
+        for arg in ("--dependency=aftercorr:7", "--kill-on-invalid-dep=yes", "--gpus-per-task=1"):
+            self.assertIn(arg, cmd)
 
     def test_array_indices(self):
         self.assertEqual(slurm.expand("4"), [4])
@@ -236,6 +254,23 @@ class Cluster(unittest.TestCase):
                 raise RuntimeError("munged did not start: " + cls.log("munged"))
             time.sleep(0.1)
 
+        # Four GPUs of gres for the GPU array: device nodes stand for them (Slurm only numbers
+        # them: CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS). Where mknod is not allowed, the
+        # cluster has no GPU gres and the GPU array asks for none (--gres "").
+        cls.gres = True
+        try:
+            for i in range(4):
+                os.mknod(os.path.join(t, f"gpu{i}"), 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+        except OSError:
+            cls.gres = False
+        with open(os.path.join(t, "gres.conf"), "w") as f:
+            if cls.gres:
+                f.write(f"AutoDetect=off\nNodeName=localhost Name=gpu File={t}/gpu[0-3]\n")
+        node = node_line()
+        if cls.gres:
+            node = "GresTypes=gpu\n" + node.replace(" State=", " Gres=gpu:4 State=")
+        # sched_interval=1: the controller tests the GPU tasks' dependencies every second, so a
+        # GPU task starts within about a second of its build task (every 60 s by default).
         cls.conf = os.path.join(t, "slurm.conf")
         with open(cls.conf, "w") as f:
             f.write(
@@ -260,15 +295,16 @@ class Cluster(unittest.TestCase):
                 SelectType=select/cons_tres
                 SelectTypeParameters=CR_Core
                 SchedulerType=sched/builtin
+                SchedulerParameters=sched_interval=1
                 MpiDefault=none
                 ReturnToService=2
                 JobAcctGatherType=jobacct_gather/none
                 AccountingStorageType=accounting_storage/none
                 JobCompType=jobcomp/none
                 MinJobAge=300
-                {node_line()}
+                {{node}}
                 PartitionName=grading Nodes=localhost Default=YES MaxTime=INFINITE State=UP
-                """)
+                """).replace("{node}", node)
             )
         # Only this cluster's settings: none of a Slurm job this test might itself run in.
         cls.env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
@@ -372,6 +408,7 @@ class Cluster(unittest.TestCase):
             ("bob", "stub"),
             ("cy", "refused"),
             ("dee", "vanish"),
+            ("eli", "nocompile"),
         ):
             os.makedirs(os.path.join(self.subs, name))
             with open(os.path.join(self.subs, name, "behaviour.txt"), "w") as f:
@@ -401,7 +438,7 @@ class Cluster(unittest.TestCase):
             "--rubric",
             self.rubric,
             "--gpu-lock",
-            os.path.join(self.dir, "gpu.lock"),
+            os.path.join(self.dir, "gpu-slots", "gpu"),
             "--grade-cmd",
             f"{sys.executable} {self.fake} {ROOT}",
             "--poll-seconds",
@@ -425,52 +462,90 @@ class Cluster(unittest.TestCase):
 
     def test_a_class_on_slurm(self):
         t0 = time.time()
-        # The shipped rubric asks for a GPU per task: this cluster has none, and says so.
-        p = self.batch()
+        # The GPU array asks for a GPU per task that this cluster does not have, and says so;
+        # the build array, submitted held, is cancelled before any of it runs.
+        p = self.batch("--gres", "gpu:h100:1" if self.gres else "gpu:1")
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
-        self.assertIn("sbatch refused the array", p.stderr)
+        self.assertIn("GPU array: sbatch refused the array", p.stderr)
         self.assertIn("--gres ''", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "slurm", "job.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.out, "students", "ada")))
 
-        # Tasks side by side on the node (no --exclusive), on four GPU slots (lock files only:
-        # this node has no GPU), each grade in a work tree of its own.
-        p = self.batch(
-            "--gres", "", "--no-exclusive", "--gpus", "4", "--sbatch-arg", "--comment=glmasr-test"
-        )
+        # A build array (no GPU) and a GPU array, tasks side by side on the node (no
+        # --exclusive): with gres, one GPU per GPU task; without, four GPU slots (lock files
+        # only). Each grade in a work tree of its own.
+        gpus = [] if self.gres else ["--gres", "", "--gpus", "4"]
+        p = self.batch(*gpus, "--no-exclusive", "--sbatch-arg", "--comment=glmasr-test")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # not everyone was graded
         job = self.read("slurm", "job.json")
+        build_job = job["build_job"]
         self.assertEqual(job["sbatch"][-2:], ["--comment=glmasr-test", job["sbatch"][-1]])
+        self.assertIn("--comment=glmasr-test", job["build_sbatch"])
         self.assertTrue(job["collected"])
-        self.assertEqual(job["students"], ["ada", "bob", "cy", "dee"])
-        for arg in ("--array=0-3", "--requeue", "--time=13"):  # 1 × 3 + 10
+        self.assertEqual(job["students"], ["ada", "bob", "cy", "dee", "eli"])
+        for arg in ("--array=0-4", "--requeue", "--time=13"):  # 1 × 3 + 10
             self.assertIn(arg, job["sbatch"])
-        self.assertNotIn("--exclusive", job["sbatch"])
-        graded = [self.read("students", n, "state.json") for n in ("ada", "bob")]
-        (a0, a1), (b0, b1) = (
+        for arg in ("--array=0-4", "--requeue", "--time=11", "--hold"):  # 1 + 10
+            self.assertIn(arg, job["build_sbatch"])
+        self.assertIn(f"--dependency=aftercorr:{build_job}", job["sbatch"])
+        self.assertIn("--kill-on-invalid-dep=yes", job["sbatch"])
+        self.assertNotIn("--exclusive", job["sbatch"] + job["build_sbatch"])
+        self.assertFalse(any(a.startswith("--gres") for a in job["build_sbatch"]))
+        self.assertEqual("--gres=gpu:1" in job["sbatch"], self.gres)
+        states = {n: self.read("students", n, "state.json") for n in job["students"]}
+        graded = [states[n] for n in ("ada", "bob", "eli")]
+        for index, state in zip((0, 1, 4), graded):
+            # Built without a GPU, graded after its own build task ended, on a GPU (gres).
+            built = state["build"]["started"] + state["build"]["seconds"]
+            self.assertGreaterEqual(state["attempts"][0]["started"], built)
+            self.assertEqual(state["slurm"]["build_gpus"], "")
+            self.assertEqual(state["slurm"]["build_task"], f"{build_job}_{index}")
+            self.assertEqual(state["slurm"]["gpus"] != "", self.gres)
+        spans = sorted(
             (s["attempts"][0]["started"], s["attempts"][0]["started"] + s["attempts"][0]["seconds"])
             for s in graded
         )
-        self.assertLess(max(a0, b0), min(a1, b1), "the two grades did not run at the same time")
-        self.assertNotEqual(graded[0]["work"], graded[1]["work"])
-        self.assertNotEqual(graded[0]["attempts"][0]["gpu"], graded[1]["attempts"][0]["gpu"])
+        self.assertTrue(
+            any(a[1] > b[0] for a, b in zip(spans, spans[1:])),
+            f"no two grades ran at the same time: {spans}",
+        )
+        self.assertEqual(len({s["work"] for s in graded}), 3)
         self.assertFalse(os.path.exists(os.path.join(self.out, "work", "shared")))
+        first = min(s[0] for s in spans)
         print(
-            f"Slurm: ada graded {a0 - min(a0, b0):.1f}-{a1 - min(a0, b0):.1f} s on GPU slot "
-            f"{graded[0]['attempts'][0]['gpu']}, bob {b0 - min(a0, b0):.1f}-"
-            f"{b1 - min(a0, b0):.1f} s on {graded[1]['attempts'][0]['gpu']}",
+            "Slurm: "
+            + ", ".join(
+                f"{n} built at {s['build']['started'] - first:+.1f} s for "
+                f"{s['build']['seconds']:.1f} s, graded at {s['attempts'][0]['started'] - first:+.1f} "
+                f"s for {s['attempts'][0]['seconds']:.1f} s on GPU {s['attempts'][0]['gpu']}"
+                for n, s in zip(("ada", "bob", "eli"), graded)
+            ),
             file=sys.stderr,
         )
-        self.assertFalse(any(a.startswith("--gres") for a in job["sbatch"]))
 
         with open(os.path.join(self.out, "class.csv"), newline="") as f:
             rows = {r["student"]: r for r in csv.DictReader(f)}
         self.assertEqual(
             {n: r["status"] for n, r in rows.items()},
-            {"ada": "graded", "bob": "graded", "cy": "not graded", "dee": "not graded"},
+            {
+                "ada": "graded",
+                "bob": "graded",
+                "cy": "not graded",
+                "dee": "not graded",
+                "eli": "graded",
+            },
             {n: r["note"] for n, r in rows.items()},
         )
         self.assertEqual(float(rows["ada"]["total"]), 74.0)  # kernels 54 + speed 20 (no WER)
         self.assertEqual(float(rows["bob"]["total"]), 0.0)  # a stub earns nothing
+        # Code that does not compile is a grade: its build task ended 0, its GPU task scored
+        # the build with the compiler's error.
+        self.assertEqual(float(rows["eli"]["total"]), 0.0)
+        self.assertIn(
+            "build: student/linear.cu:3: error: expected ';'",
+            self.read("students", "eli", "results.json")["output"],
+        )
         self.assertIn("a symbolic link", rows["cy"]["note"])  # grade.py's own line
         self.assertEqual(rows["cy"]["total"], "")  # never a silent 0
         self.assertEqual(rows["dee"]["total"], "")
@@ -480,43 +555,52 @@ class Cluster(unittest.TestCase):
             "its grade: CANCELLED, exit code 0:15, node localhost",
         )
 
-        for name in ("ada", "bob", "cy", "dee"):
-            state = self.read("students", name, "state.json")
-            self.assertEqual(state["run"], job["run"])
-            self.assertEqual(state["slurm"]["task"], f"{job['job']}_{job['students'].index(name)}")
-        for name in ("ada", "bob"):  # graded inside their tasks, on the node
-            state = self.read("students", name, "state.json")
+        for name in job["students"]:
+            self.assertEqual(states[name]["run"], job["run"])
+            self.assertEqual(
+                states[name]["slurm"]["build_task" if name == "cy" else "task"],
+                f"{build_job if name == 'cy' else job['job']}_{job['students'].index(name)}",
+            )
+        for name in ("ada", "bob", "eli"):  # graded inside their tasks, on the node
+            state = states[name]
             self.assertEqual((state["status"], state["slurm"]["node"]), ("graded", "localhost"))
             results = self.read("students", name, "results.json")
             self.assertEqual(results["score"], float(rows[name]["total"]))
+            log = self.read("students", name, "grade.log")
+            self.assertIn(f"=== build: {sys.executable} {self.fake}", log)
             self.assertIn(
                 f"=== attempt 1 on GPU {state['attempts'][0]['gpu']}: {sys.executable} {self.fake}",
-                self.read("students", name, "grade.log"),
+                log,
             )
-        self.assertIn("grade.py exit 2", self.read("students", "cy", "state.json")["reason"])
-        self.assertEqual(self.read("students", "dee", "state.json")["slurm"]["source"], "scontrol")
+        # cy's hand-in is refused by its build: the build task ends it "not graded" and exits
+        # 1, and Slurm cancels its GPU task, which never starts.
+        self.assertIn("grade.py exit 2 (build)", states["cy"]["reason"])
+        self.assertEqual(states["cy"]["attempts"], [])
+        logs = os.path.join(self.out, "slurm", "logs")
+        self.assertTrue(os.path.exists(os.path.join(logs, f"{build_job}_2.out")))
+        self.assertFalse(os.path.exists(os.path.join(logs, f"{job['job']}_2.out")))
+        self.assertEqual(states["dee"]["slurm"]["source"], "scontrol")
         self.assertFalse(os.path.exists(os.path.join(self.out, "students", "cy", "results.json")))
-        self.assertTrue(
-            os.path.exists(os.path.join(self.out, "slurm", "logs", f"{job['job']}_0.out"))
-        )
+        self.assertTrue(os.path.exists(os.path.join(logs, f"{job['job']}_0.out")))
 
         page = Table()
         text = self.read("leaderboard.html")
         page.feed(text)
-        self.assertEqual([r[1] for r in page.rows[1:3]], ["ada", "bob"])
-        self.assertEqual(len(page.rows), 5)
-        self.assertTrue(all(r[0] == "" for r in page.rows[3:]))  # the ungraded are not ranked
+        self.assertEqual([r[1] for r in page.rows[1:4]], ["ada", "bob", "eli"])
+        self.assertEqual(len(page.rows), 6)
+        self.assertTrue(all(r[0] == "" for r in page.rows[4:]))  # the ungraded are not ranked
         self.assertIn("CANCELLED", text)
 
-        # Again, without waiting: the graded are kept, the two others go in a new array of two.
-        p = self.batch("--gres", "", "--no-wait")
+        # Again, without waiting: the graded are kept, the two others go in new arrays of two,
+        # in work trees of this run.
+        p = self.batch(*gpus, "--no-wait")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         again = self.read("slurm", "job.json")
         self.assertNotEqual(again["job"], job["job"])
         self.assertEqual((again["students"], again["collected"]), (["cy", "dee"], False))
-        # The next run waits for that array and collects it instead of submitting; dee's task
-        # grades this time (the stand-in cancels only its first call).
-        p = self.batch("--gres", "")
+        # The next run waits for those arrays and collects them instead of submitting; dee's
+        # task grades this time (the stand-in cancels only its first call).
+        p = self.batch(*gpus)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn(f"Slurm job {again['job']} of an earlier run is not collected yet", p.stdout)
         self.assertNotIn("submitted", p.stdout)
@@ -525,11 +609,23 @@ class Cluster(unittest.TestCase):
             rows = {r["student"]: r for r in csv.DictReader(f)}
         self.assertEqual(
             {n: r["status"] for n, r in rows.items()},
-            {"ada": "graded", "bob": "graded", "cy": "not graded", "dee": "graded"},
+            {
+                "ada": "graded",
+                "bob": "graded",
+                "cy": "not graded",
+                "dee": "graded",
+                "eli": "graded",
+            },
             {n: r["note"] for n, r in rows.items()},
+        )
+        self.assertEqual(  # a work tree of the new run: a retry starts from a fresh build
+            self.read("students", "dee", "state.json")["work"],
+            os.path.join(self.out, "work", "dee-" + again["run"][-8:]),
         )
         with open(os.path.join(self.out, "work", "calls")) as f:
             self.assertEqual([l.split()[0] for l in f].count("ada"), 1)  # graded once, kept since
+        with open(os.path.join(self.out, "work", "builds")) as f:
+            self.assertEqual([l.split()[0] for l in f].count("ada"), 1)  # and built once
         print(f"Slurm test: {time.time() - t0:.1f} s", file=sys.stderr)
 
 
