@@ -24,8 +24,9 @@ checker's pipes on fds 3 and 4) reach the student's process untouched:
           and CUTLASS library file found in the library folders covered by /dev/null, so even
           loading one by hand finds an empty file. It joins a cgroup v2 with memory.max when
           one can be made (else the description says "memory not limited (why)");
-  prlimit CPU seconds, processes (RLIMIT_NPROC counts every process of the uid), file size,
-          open files, no core dumps. Not RLIMIT_AS: CUDA reserves huge virtual ranges;
+  prlimit CPU seconds, processes (RLIMIT_NPROC counts every process of the uid: the cgroup's
+          pids.max instead when there is one, so that grades side by side share no limit),
+          file size, open files, no core dumps. Not RLIMIT_AS: CUDA reserves huge virtual ranges;
   setsid  a session of its own: no controlling terminal (a grader started from a root shell
           would otherwise hand its terminal down, and TIOCSTI types into it);
   setpriv uid/gid 65534 ("nobody"), no supplementary groups, no capabilities, no_new_privs;
@@ -245,6 +246,7 @@ class Sandbox:
         self.warnings = []  # problems that do not stop the sandbox, one line each
         self._prefix, self._stage, self._cgroup, self._libraries = [], None, None, []
         self._backend = "root" if os.geteuid() == 0 else "bubblewrap"
+        self._pids_limited = False  # the root backend's cgroup holds the process limit
         lib_dirs = (
             LIBRARY_DIRS + tuple(filter(None, os.environ.get("LD_LIBRARY_PATH", "").split(":")))
             if lib_dirs is None
@@ -431,6 +433,8 @@ class Sandbox:
         )
         options = []
         for name, which, key, grace in rows:
+            if name == "nproc" and self._pids_limited:
+                continue
             soft, hard = self.limits[key], self.limits[key] + grace
             cap = resource.getrlimit(which)[1]
             if lower and cap != resource.RLIM_INFINITY:
@@ -450,21 +454,28 @@ class Sandbox:
             with open(os.path.join(mount, "cgroup.controllers")) as f:
                 if "memory" not in f.read().split():
                     return None, "memory not limited (cgroup v2 has no memory controller here)"
+            with open(os.path.join(mount, "cgroup.controllers")) as f:
+                available = f.read().split()
             with open(os.path.join(mount, "cgroup.subtree_control")) as f:
                 enabled = f.read().split()
-            if "memory" not in enabled:
-                with open(os.path.join(mount, "cgroup.subtree_control"), "w") as f:
-                    f.write("+memory")
+            for controller in ("memory", "pids"):
+                if controller in available and controller not in enabled:
+                    with open(os.path.join(mount, "cgroup.subtree_control"), "w") as f:
+                        f.write(f"+{controller}")
             path = os.path.join(mount, f"glmasr-sandbox-{os.getpid()}-{next(_cgroup_ids)}")
             os.mkdir(path)
             for name, value in (
                 ("memory.max", limit),
                 ("memory.swap.max", 0),
                 ("memory.oom.group", 1),
+                # The process limit of this sandbox alone: RLIMIT_NPROC would count every
+                # process of uid 65534, so one grade could take another's (then not set).
+                ("pids.max", self.limits["processes"]),
             ):
                 if name == "memory.max" or os.path.exists(os.path.join(path, name)):
                     with open(os.path.join(path, name), "w") as f:
                         f.write(str(value))
+            self._pids_limited = os.path.exists(os.path.join(path, "pids.max"))
         except OSError as e:
             if path and os.path.isdir(path):
                 os.rmdir(path)
@@ -662,7 +673,9 @@ class Sandbox:
             f"{len(self.writable)} writable, {len(self.hidden)} hidden paths, "
             f"{len(self.concealed)} concealed folders",
             f"{len(self._libraries)} vendor library files covered",
-            f"limits: CPU {l['cpu_seconds']} s, {l['processes']} processes, files "
+            f"limits: CPU {l['cpu_seconds']} s, {l['processes']} processes"
+            + (" (cgroup pids.max)" if self._pids_limited else "")
+            + ", files "
             f"{_human(l['file_bytes'])}, {l['open_files']} open files, no core dumps",
             self.memory,
         ]
