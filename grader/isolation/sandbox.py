@@ -452,16 +452,20 @@ class Sandbox:
         path = None
         try:
             with open(os.path.join(mount, "cgroup.controllers")) as f:
-                if "memory" not in f.read().split():
-                    return None, "memory not limited (cgroup v2 has no memory controller here)"
-            with open(os.path.join(mount, "cgroup.controllers")) as f:
                 available = f.read().split()
+            if "memory" not in available:
+                return None, "memory not limited (cgroup v2 has no memory controller here)"
             with open(os.path.join(mount, "cgroup.subtree_control")) as f:
                 enabled = f.read().split()
-            for controller in ("memory", "pids"):
-                if controller in available and controller not in enabled:
+            if "memory" not in enabled:
+                with open(os.path.join(mount, "cgroup.subtree_control"), "w") as f:
+                    f.write("+memory")
+            if "pids" in available and "pids" not in enabled:
+                try:  # optional: without it RLIMIT_NPROC stays the process limit
                     with open(os.path.join(mount, "cgroup.subtree_control"), "w") as f:
-                        f.write(f"+{controller}")
+                        f.write("+pids")
+                except OSError:
+                    pass
             path = os.path.join(mount, f"glmasr-sandbox-{os.getpid()}-{next(_cgroup_ids)}")
             os.mkdir(path)
             for name, value in (
@@ -475,7 +479,10 @@ class Sandbox:
                 if name == "memory.max" or os.path.exists(os.path.join(path, name)):
                     with open(os.path.join(path, name), "w") as f:
                         f.write(str(value))
-            self._pids_limited = os.path.exists(os.path.join(path, "pids.max"))
+            pids = os.path.join(path, "pids.max")  # absent without the pids controller
+            if os.path.exists(pids):
+                with open(pids) as f:
+                    self._pids_limited = f.read().strip() == str(self.limits["processes"])
         except OSError as e:
             if path and os.path.isdir(path):
                 os.rmdir(path)
