@@ -179,6 +179,7 @@ struct ServeArgs {
     double max_upload_mb = 64;  // larger uploads get 413
     double max_seconds = 1800;  // longer audio gets 413
     int max_new_tokens = 500;   // per chunk, unless a request says otherwise
+    double chunk_seconds = 0;   // longest chunk of long audio; 0: what one prompt holds
 };
 int run_serve(const ServeArgs& args);
 

@@ -406,6 +406,11 @@ int main(int argc, char** argv) {
         ->add_option("--max-new-tokens", sv.max_new_tokens,
                      "most tokens per chunk, unless a request says otherwise")
         ->check(CLI::Range(1, 1 << 20));
+    serve
+        ->add_option("--chunk-seconds", sv.chunk_seconds,
+                     "cut long audio into chunks of at most this many seconds, at pauses "
+                     "(default: as long as one prompt holds)")
+        ->check(CLI::Range(1.0, 1e6));
     cli::add_settings_options(*serve, settings);
 
     app.add_subcommand("tracks", "list the kernel tracks this build has");

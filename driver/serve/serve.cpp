@@ -181,8 +181,9 @@ public:
             } else {
                 model = &model_for(track, ops);
             }
-            const FileTranscription done = transcribe_file(
-                *model, &tokenizer_, *extractor_, upload.path(), options, false, args_.max_seconds);
+            const FileTranscription done =
+                transcribe_file(*model, &tokenizer_, *extractor_, upload.path(), options, false,
+                                args_.max_seconds, args_.chunk_seconds);
             if (profiler) profiler->stop();
             const StageTimes& t = done.result.times;
             json out = {{"file", name},
