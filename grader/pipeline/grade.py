@@ -183,11 +183,13 @@ def cuda_build(build_dir):
     """Whether the build was configured with nvcc (it then has the CUDA tracks and graded/)."""
     try:
         with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
-            return any(
-                l.startswith("CMAKE_CUDA_COMPILER:") and l.strip().split("=", 1)[1] for l in f
-            )
+            compilers = [
+                l.strip().split("=", 1)[1] for l in f if l.startswith("CMAKE_CUDA_COMPILER:")
+            ]
     except OSError:
         return False
+    # CMake writes NOTFOUND (or PATH-NOTFOUND) where it looked for nvcc and found none.
+    return any(c and not c.endswith("NOTFOUND") for c in compilers)
 
 
 def compiler_settings(instructor_build):

@@ -456,6 +456,21 @@ class Errors(IntakeCase):
         )
         self.assertIsNone(grade.recorded_build_error(build, "triton"))
 
+    def test_a_build_configured_without_nvcc_is_no_cuda_build(self):
+        from grader.pipeline import grade
+
+        build = self.path("cache")
+        os.makedirs(build)
+        for value, cuda in [
+            ("NOTFOUND", False),
+            ("CMAKE_CUDA_COMPILER-NOTFOUND", False),
+            ("", False),
+            ("/usr/local/cuda/bin/nvcc", True),
+        ]:
+            with open(os.path.join(build, "CMakeCache.txt"), "w") as f:
+                f.write(f"CMAKE_CUDA_COMPILER:FILEPATH={value}\n")
+            self.assertEqual(grade.cuda_build(build), cuda, value)
+
     def test_command_line(self):
         rubric = self.path("rubric.toml")
         with open(rubric, "w") as f:
