@@ -8,6 +8,7 @@
 #   make submission [TRACK=...]    submission.tar.gz: the student-owned files, to hand in
 #   make handout [OUT=dir]         the student distribution, without the solution (instructor)
 #   make handout-check [OUT=dir]   make the handout, build it from its tarball, check it
+#   make shared-build              the instructor tree built once for every grade of a hand-in
 #   make cheats [CHEAT_FLAGS=--gpu] grade the cheat suite: every cheat must be caught
 #   make gradescope                the Gradescope autograder zip, in grade-out/ (instructor)
 #   make ncu KERNEL=<op> [TRACK=student]  Nsight Compute on one op's kernels (docs/profiling.md)
@@ -17,6 +18,7 @@
 #   make asan                      ASan+UBSan build of the host code and cpu track, its tests
 #   make fuzz [FUZZ_SECONDS=60]    libFuzzer on the parsers of untrusted input (docs/testing.md)
 #   make setup                     install missing Debian build dependencies
+#   make container                 the lab's container image (podman, else buildah, else docker)
 #   make clean
 BUILD ?= build
 TRACK ?= student
@@ -107,16 +109,29 @@ grade: $(BUILD)/CMakeCache.txt
 grade-all:
 	python3 -m grader.class_scale.batch $(SUBMISSIONS) $(BATCH_FLAGS)
 
+# The shared instructor build (docs/grading.md, "The build"): the pristine instructor tree built
+# once into build-shared/ through ccache. A grade of a hand-in (grade.py --submission) configures
+# its fresh work tree alike and takes every object that does not depend on the submission from
+# that cache, read-only, and compiles the student's files itself: a build costs about what those
+# cost, not a whole tree's. Make it again after changing the tree: a grade refuses a stale one
+# (exit 2) rather than use it. Incremental: a second run rebuilds what changed.
+.PHONY: shared-build
+shared-build:
+	@command -v ccache >/dev/null || { echo "make shared-build: needs ccache (tools/setup.sh --instructor)" >&2; exit 2; }
+	python3 -m grader --make-shared-build
+
 # The hand-in: the files [submission.owned] in grader/rubric.toml gives TRACK, nothing else.
 submission:
 	python3 -m grader.make_submission --out submission.tar.gz --track $(TRACK)
 
 # Every cheat of grader/selftests/cheats/ graded with grade.py --submission must be caught (instructor
-# tree only). CHEAT_FLAGS: --gpu on a GPU machine, --only NAME.
+# tree only), each build on the shared instructor build. CHEAT_FLAGS: --gpu on a GPU machine,
+# --only NAME.
 ifneq ($(wildcard grader/selftests/cheats/check_cheats.py),)
 .PHONY: cheats
-cheats:
+cheats: shared-build
 	python3 -m grader.selftests.cheats.check_cheats $(CHEAT_FLAGS)
+	python3 -m grader.selftests.python.test_shared_build --require-shared-build
 endif
 
 # The Gradescope autograder (instructors): grade-out/gradescope-autograder.zip, set up by
@@ -174,6 +189,19 @@ kernel-bench: build
 roofline: build
 	@mkdir -p grade-out
 	python3 tools/perf/roofline.py --tracks $(ROOFLINE_TRACKS) --glmasr $(BUILD)/glmasr --out grade-out/roofline
+
+# The lab's container image from tools/container/Containerfile (tools/container/README.md), with
+# the first of podman, buildah and docker found (CONTAINER_ENGINE=... to choose), tagged
+# CONTAINER_IMAGE; CONTAINER_FLAGS: e.g. --build-arg CUDA_ARCHS=90.
+CONTAINER_ENGINE ?= $(firstword $(foreach e,podman buildah docker,$(if $(shell command -v $(e)),$(e))))
+CONTAINER_IMAGE ?= glmasr-lab
+CONTAINER_FLAGS ?=
+.PHONY: container
+container:
+	@test -n "$(CONTAINER_ENGINE)" || { echo "make container: needs podman, buildah or docker (tools/container/README.md)" >&2; exit 2; }
+	$(CONTAINER_ENGINE) $(if $(filter buildah,$(CONTAINER_ENGINE)),bud,build) -f tools/container/Containerfile \
+	  $(if $(filter docker,$(CONTAINER_ENGINE)),,--ignorefile tools/container/Containerfile.dockerignore) \
+	  -t $(CONTAINER_IMAGE) $(CONTAINER_FLAGS) .
 
 clean:
 	rm -rf $(BUILD)
