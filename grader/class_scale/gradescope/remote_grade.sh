@@ -87,6 +87,9 @@ if [ -n "$forced" ]; then
 fi
 [[ "$name" =~ ^submission\.(tar\.gz|tgz|tar\.bz2|tar\.xz|tar|zip)$ ]] || fail 5 "bad --name '$name'"
 [[ -z "$commit" || "$commit" =~ ^[0-9a-f]{7,64}$ ]] || fail 5 "bad --commit '$commit'"
+# Through the bridge key the commit is not optional: a client that leaves it out would be graded
+# on whatever tree the host has.
+[ -z "$forced" ] || [ -n "$commit" ] || fail 5 "the forced command needs --commit (the autograder zip's commit)"
 [[ "$timeout" =~ ^[0-9]+$ && "$max_mib" =~ ^[0-9]+$ ]] || fail 5 "--timeout and --max-mib are numbers"
 [ "$runner" = direct ] || [ "$runner" = sbatch ] || fail 5 "--runner is direct or sbatch"
 [ "$build_runner" = host ] || [ "$build_runner" = sbatch ] || fail 5 "--build-runner is host or sbatch"

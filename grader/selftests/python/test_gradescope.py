@@ -459,10 +459,14 @@ class Gradescope(unittest.TestCase):
             tarball = f.read()
         marker = os.path.join(self.tmp, "key-holder-was-here")
         forced = self.forced_command(root, "--flag host")
+        head = subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
         for asked in (
             f"touch {marker}",  # a shell command
             f"remote_grade.sh --name ../../{os.path.basename(marker)}",  # a path
-            f"x --name submission.tar.gz --grade 'touch {marker}'",  # another grade program
+            "x --name submission.tar.gz",  # no commit: graded on whatever the host has
+            f"x --name submission.tar.gz --commit {head} --grade 'touch {marker}'",  # a program
         ):
             p = subprocess.run(
                 [self.fake_ssh, "grader@gpu-host", asked],
@@ -474,6 +478,9 @@ class Gradescope(unittest.TestCase):
             self.assertFalse(os.path.exists(marker), asked)
             if "--grade" in asked:  # the name was fine: the host's grade ran, on its settings
                 self.assertIn("host", self.fake_record()["argv"])
+            elif "--commit" not in asked and "submission.tar.gz" in asked:
+                self.assertEqual(p.returncode, 5, p.stderr)
+                self.assertIn(b"the forced command needs --commit", p.stderr)
             else:
                 self.assertEqual(p.returncode, 5, p.stderr)
                 self.assertIn(b"remote_grade: bad --name", p.stderr)
