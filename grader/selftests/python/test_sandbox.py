@@ -52,7 +52,9 @@ def checkout_with_a_work_tree(test):
     """A folder like the instructor's checkout (world-readable, outside every private folder, so
     nothing but concealment keeps it from the sandbox user): a solution file, a compiler
     environment and a work tree inside. Returns (checkout, tree, environment)."""
-    folder = os.path.join(os.path.dirname(os.path.dirname(sandbox.__file__)), "..", "grade-out")
+    folder = os.path.realpath(
+        os.path.join(os.path.dirname(os.path.dirname(sandbox.__file__)), "..", "grade-out")
+    )
     os.makedirs(folder, exist_ok=True)
     checkout = tempfile.mkdtemp(prefix="test-sandbox-checkout-", dir=folder)
     test.addCleanup(shutil.rmtree, checkout, True)
