@@ -48,11 +48,11 @@ def processes_running(marker):
     return pids
 
 
-def checkout_with_a_work_tree(test):
+def checkout_with_a_work_tree(test, folder=None):
     """A folder like the instructor's checkout (world-readable, outside every private folder, so
     nothing but concealment keeps it from the sandbox user): a solution file, a compiler
     environment and a work tree inside. Returns (checkout, tree, environment)."""
-    folder = os.path.realpath(
+    folder = folder or os.path.realpath(
         os.path.join(os.path.dirname(os.path.dirname(sandbox.__file__)), "..", "grade-out")
     )
     os.makedirs(folder, exist_ok=True)
@@ -532,7 +532,8 @@ class Unprivileged(unittest.TestCase):
         return code, said
 
     def test_a_concealed_folder_shows_only_the_paths_kept_in_it(self):
-        checkout, tree, environment = checkout_with_a_work_tree(self)
+        # Where the ordinary user can reach it (this checkout may sit in a folder it cannot).
+        checkout, tree, environment = checkout_with_a_work_tree(self, self.tmp)
         run = CONCEALED_RUN.format(checkout=checkout, environment=environment)
         spec = {
             "tree": tree,
