@@ -75,6 +75,16 @@ def checkout_with_a_work_tree(test, folder=None):
 CONCEALED_RUN = "ls -A {checkout}; cat mine.cu {environment}/bin/tool {checkout}/reference.cu"
 
 
+def assert_concealed(test, code, out):
+    """What CONCEALED_RUN says in a sandbox concealing the checkout: only the kept paths listed,
+    the tree and the compiler environment readable, the solution not (so cat fails)."""
+    test.assertNotEqual(code, 0)
+    test.assertEqual(out.split()[:2], [".venv", "work"], out)
+    test.assertIn("// the student's", out)
+    test.assertIn("#!/bin/sh", out)
+    test.assertNotIn("the solution", out)
+
+
 class SandboxTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -144,15 +154,11 @@ class SandboxTest(unittest.TestCase):
             code, out, _ = box.run(
                 ["sh", "-c", CONCEALED_RUN.format(checkout=checkout, environment=environment)], 20
             )
-        self.assertNotEqual(code, 0)
-        self.assertEqual(out.split()[:2], [".venv", "work"], out)
-        self.assertIn("// the student's", out)
-        self.assertIn("#!/bin/sh", out)
-        self.assertNotIn("the solution", out)
+        assert_concealed(self, code, out)
 
-    def test_a_session_of_its_own_without_a_terminal(self):
-        # Fields 6 and 7 of /proc/self/stat: the process session (the process itself, which
-        # setsid made it the leader, and exec keeps the pid) and the terminal (0: none).
+    def test_its_own_sid_and_no_terminal(self):
+        # Fields 6 and 7 of /proc/self/stat: the sid (the process itself, made the leader by
+        # setsid; exec keeps the pid) and the terminal (0: none).
         code, out, _ = self.run_in(
             "python3",
             "-c",
@@ -473,7 +479,7 @@ class Unprivileged(unittest.TestCase):
                     "sh",
                     "-c",
                     "id -u; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
-                    "cut -d' ' -f6,7 /proc/self/stat",  # its process session, its terminal
+                    "cut -d' ' -f6,7 /proc/self/stat",  # its sid, its terminal
                 ],
                 "env": ["env"],
                 "tree": [
@@ -550,11 +556,7 @@ class Unprivileged(unittest.TestCase):
         result = json.loads(said.splitlines()[-1])
         self.assertIn("1 concealed folders", result["description"])
         code, out, _ = result["runs"]["concealed"]
-        self.assertNotEqual(code, 0)
-        self.assertEqual(out.split()[:2], [".venv", "work"], out)
-        self.assertIn("// the student's", out)
-        self.assertIn("#!/bin/sh", out)
-        self.assertNotIn("the solution", out)
+        assert_concealed(self, code, out)
 
     def test_check_names_the_backend(self):
         self.assertTrue(self.check.startswith("sandboxed (bubblewrap, unprivileged): uid"))
@@ -572,7 +574,7 @@ class Unprivileged(unittest.TestCase):
         code, said = self.run_result("identity")
         self.assertEqual(code, 0, said)
         uid = SANDBOX_UID if self.drop else os.getuid()
-        # Process session 1: the pid 1 shell's, which setsid made; terminal 0: none.
+        # sid 1: the pid 1 shell's, which setsid made; terminal 0: none.
         self.assertEqual(said.split(), [str(uid), "NoNewPrivs:", "1", "Seccomp:", "2", "1", "0"])
 
     def test_empty_environment_plus_allowed(self):
