@@ -15,6 +15,13 @@
 // chunk may cover — the pause between words or sentences nearest the limit. Energy over 10 ms
 // frames is enough: the recording's own pauses are far quieter than any syllable, and the cut
 // only has to fall between words, not find them.
+//
+// A transcript must end: a chunk whose generation used every new token without producing a stop
+// token said more than its budget holds (dense speech in a long prompt: the tiny model's
+// tokenizer spends ~2.4 tokens a word, so 120 s of talk needs ~750 new tokens beside a prompt of
+// 1,516), and its tail would be lost. Such a chunk, when longer than 2 s, is cut once more at the
+// quietest 200 ms of its middle half and both parts are transcribed in its place. A clip that
+// fits one prompt and ends within its budget is still exactly what transformers generates.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +29,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <utility>
+#include <vector>
 
 #include "commands.h"
 #include "glmasr/audio.h"
@@ -39,41 +48,62 @@ void add_times(StageTimes& total, const StageTimes& t) {
     total.decode_steps += t.decode_steps;
 }
 
-}  // namespace
+// The energy of a recording over 10 ms frames, and where its quietest 200 ms lie.
+class PauseFinder {
+public:
+    PauseFinder(const std::vector<float>& pcm, int sample_rate)
+        : frame_(static_cast<size_t>(std::max(1, sample_rate / 100))),
+          frames_(pcm.size() / frame_),
+          energy_before_(frames_ + 1, 0.0) {
+        // energy_before_[f]: the energy of frames [0, f), so a span's energy is one difference.
+        for (size_t f = 0; f < frames_; ++f) {
+            double e = 0;
+            for (size_t i = f * frame_; i < (f + 1) * frame_; ++i) e += double(pcm[i]) * pcm[i];
+            energy_before_[f + 1] = energy_before_[f] + e;
+        }
+        for (size_t f = 0; f + kSpan <= frames_; ++f) loudest_ = std::max(loudest_, energy(f));
+    }
 
-std::vector<Cut> pause_cuts(const std::vector<float>& pcm, int sample_rate, size_t longest) {
-    const size_t frame = static_cast<size_t>(std::max(1, sample_rate / 100));  // 10 ms
-    const size_t span = 20;                                                    // frames: 200 ms
+    // The quietest 200 ms starting in samples [from, to) (the later one on a tie), as a cut at
+    // its middle; the level is relative to the recording's loudest 200 ms.
+    Cut quietest(size_t from, size_t to) const {
+        const size_t first = (from + frame_ - 1) / frame_;
+        const size_t end = std::min(frames_, to / frame_);
+        if (end < first + kSpan) return {(from + to) / 2, 0.0f};  // under 200 ms: no choice
+        const size_t last = end - kSpan;
+        size_t best = first;
+        for (size_t f = first; f <= last; ++f)
+            if (energy(f) <= energy(best)) best = f;
+        // Digital silence (exact zeros) reads as the floor, -120 dB.
+        const double level = 10 * std::log10(std::max(energy(best) / loudest_, 1e-12));
+        return {(best + kSpan / 2) * frame_, static_cast<float>(level)};
+    }
+
+private:
+    static constexpr size_t kSpan = 20;  // frames: 200 ms
+    double energy(size_t f) const { return energy_before_[f + kSpan] - energy_before_[f]; }
+    size_t frame_, frames_;
+    std::vector<double> energy_before_;
+    double loudest_ = 1e-30;
+};
+
+std::vector<Cut> pause_cuts(const PauseFinder& pauses, size_t samples, int sample_rate,
+                            size_t longest) {
     std::vector<Cut> cuts;
     if (longest < static_cast<size_t>(sample_rate))
         throw InputError("a chunk must be at least 1 s long");
-    if (pcm.size() <= longest) return cuts;
-    // energy_before[f]: the energy of frames [0, f), so a span's energy is one difference.
-    const size_t frames = pcm.size() / frame;
-    std::vector<double> energy_before(frames + 1, 0.0);
-    for (size_t f = 0; f < frames; ++f) {
-        double e = 0;
-        for (size_t i = f * frame; i < (f + 1) * frame; ++i) e += double(pcm[i]) * pcm[i];
-        energy_before[f + 1] = energy_before[f] + e;
-    }
-    auto span_energy = [&](size_t f) { return energy_before[f + span] - energy_before[f]; };
-    double loudest = 1e-30;
-    for (size_t f = 0; f + span <= frames; ++f) loudest = std::max(loudest, span_energy(f));
     size_t begin = 0;
-    while (pcm.size() - begin > longest) {
-        // Spans inside [begin + longest / 2, begin + longest): the quietest, the later on a tie.
-        const size_t first = (begin + longest / 2 + frame - 1) / frame;
-        const size_t last = std::min(frames, (begin + longest) / frame) - span;
-        size_t best = first;
-        for (size_t f = first; f <= last; ++f)
-            if (span_energy(f) <= span_energy(best)) best = f;
-        const size_t at = (best + span / 2) * frame;
-        // Digital silence (exact zeros) reads as the floor, -120 dB.
-        const double level = 10 * std::log10(std::max(span_energy(best) / loudest, 1e-12));
-        cuts.push_back({at, static_cast<float>(level)});
-        begin = at;
+    while (samples - begin > longest) {
+        cuts.push_back(pauses.quietest(begin + longest / 2, begin + longest));
+        begin = cuts.back().sample;
     }
     return cuts;
+}
+
+}  // namespace
+
+std::vector<Cut> pause_cuts(const std::vector<float>& pcm, int sample_rate, size_t longest) {
+    return pause_cuts(PauseFinder(pcm, sample_rate), pcm.size(), sample_rate, longest);
 }
 
 ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, int n_windows,
@@ -153,11 +183,12 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
     size_t longest = static_cast<size_t>(plan.windows_per_chunk) * window;
     if (chunk_seconds > 0)
         longest = std::min(longest, static_cast<size_t>(chunk_seconds * fc.sample_rate));
-    out.cuts = pause_cuts(pcm, fc.sample_rate, longest);
-    out.chunks = static_cast<int>(out.cuts.size()) + 1;
-    if (out.chunks > 1) {
+    const PauseFinder pauses(pcm, fc.sample_rate);
+    out.cuts = pause_cuts(pauses, pcm.size(), fc.sample_rate, longest);
+    const int planned = static_cast<int>(out.cuts.size()) + 1;
+    if (planned > 1) {
         std::cerr << "glmasr: note: " << file << ": " << static_cast<int>(out.seconds) << " s in "
-                  << out.chunks << " chunks of up to " << longest / fc.sample_rate << " s (";
+                  << planned << " chunks of up to " << longest / fc.sample_rate << " s (";
         if (chunk_seconds > 0 && longest < static_cast<size_t>(plan.windows_per_chunk) * window)
             std::cerr << "--chunk-seconds";
         else
@@ -169,22 +200,28 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
             std::fprintf(stderr, " %.2f s (%.0f dB)%s", cut.sample / double(fc.sample_rate),
                          cut.level_db, &cut == &out.cuts.back() ? "\n" : ",");
     }
-    const bool progress = out.chunks > 1 && ::isatty(STDERR_FILENO);
+    const bool progress = planned > 1 && ::isatty(STDERR_FILENO);
+    const std::vector<int>& stops = model.config().text.eos_token_ids;
+    const double rate = fc.sample_rate;
 
-    for (int c = 0; c < out.chunks; ++c) {
-        const size_t begin = c == 0 ? 0 : out.cuts[c - 1].sample;
-        const size_t end = c + 1 < out.chunks ? out.cuts[c].sample : pcm.size();
+    // Chunks left to right: [begin, end) of the recording; one whose transcript did not end is
+    // replaced by its two parts, cut at the quietest 200 ms of its middle half.
+    std::vector<std::pair<size_t, size_t>> todo;  // a stack: the next chunk is at the back
+    for (size_t c = out.cuts.size() + 1; c-- > 0;)
+        todo.emplace_back(c == 0 ? 0 : out.cuts[c - 1].sample,
+                          c == out.cuts.size() ? pcm.size() : out.cuts[c].sample);
+    while (!todo.empty()) {
+        const auto [begin, end] = todo.back();
+        todo.pop_back();
         if (progress)
-            std::fprintf(stderr, "glmasr: %s: chunk %d of %d (%.1f-%.1f s)\n", file.c_str(), c + 1,
-                         out.chunks, begin / double(fc.sample_rate), end / double(fc.sample_rate));
+            std::fprintf(stderr, "glmasr: %s: chunk at %.1f-%.1f s\n", file.c_str(), begin / rate,
+                         end / rate);
         const auto f0 = std::chrono::steady_clock::now();
         const AudioFeatures features =
             extractor.extract(std::vector<float>(pcm.begin() + begin, pcm.begin() + end));
         out.features_ms +=
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
                 .count();
-        out.windows += features.n_windows;
-        out.audio_tokens += features.total_audio_tokens();
         const AudioEmbeddings audio = model.encode_audio(features);
         GenerateResult part =
             model.generate(prompt_for(features.total_audio_tokens()), audio, chunk_options);
@@ -192,12 +229,32 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
         part.times.encoder_ms = encode.encoder_ms;
         part.times.projector_ms = encode.projector_ms;
         add_times(out.result.times, part.times);
+        const bool ended = !part.tokens.empty() &&
+                           std::find(stops.begin(), stops.end(), part.tokens.back()) != stops.end();
+        if (!ended && !options.ignore_eos && end - begin > 2 * static_cast<size_t>(rate)) {
+            const Cut cut =
+                pauses.quietest(begin + (end - begin) / 4, begin + 3 * (end - begin) / 4);
+            std::fprintf(stderr,
+                         "glmasr: note: %s: the transcript of %.1f-%.1f s did not end within %d "
+                         "new tokens; cut again at %.2f s (%.0f dB)\n",
+                         file.c_str(), begin / rate, end / rate, chunk_options.max_new_tokens,
+                         cut.sample / rate, cut.level_db);
+            out.cuts.insert(std::upper_bound(out.cuts.begin(), out.cuts.end(), cut.sample,
+                                             [](size_t at, const Cut& c) { return at < c.sample; }),
+                            cut);
+            todo.emplace_back(cut.sample, end);
+            todo.emplace_back(begin, cut.sample);
+            continue;
+        }
+        out.windows += features.n_windows;
+        out.audio_tokens += features.total_audio_tokens();
         out.result.tokens.insert(out.result.tokens.end(), part.tokens.begin(), part.tokens.end());
         if (tokenizer) {
             const std::string text = tokenizer->decode(part.tokens, true);
             if (!text.empty()) out.text += (out.text.empty() ? "" : " ") + text;
         }
     }
+    out.chunks = static_cast<int>(out.cuts.size()) + 1;
     return out;
 }
 

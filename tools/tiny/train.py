@@ -6,6 +6,8 @@ stage runs anywhere with torch + transformers + scipy + espeak-ng:
 
     python3 -m tools.tiny.train --out /tmp/tiny            # GPU defaults: 23 min in all
     python3 -m tools.tiny.train --out /tmp/tiny --export-only   # finish from the best checkpoint
+    python3 -m tools.tiny.train --out /tmp/tiny --init-from assets/models/glm-asr-tiny \
+        --pack-windows 4 ...                               # fine-tune: the shipped long-prompt run
 
 Stages (each prints timestamped progress; all of them together keep to --total-minutes):
   (e) clip set    held-out sentences -> OUT/clips/*.wav + transcripts.tsv (clips.py), made first
@@ -66,9 +68,9 @@ MAX_ITEM_SECONDS = 29.5  # single-window training items stay inside 30 s
 LONG_TARGET = (31.0, 39.0)  # two-window items: length drawn from this range,
 LONG_MAX = 50.0  # never past this (sentences are whole)
 PACK_ONE = (6.0, 29.5)  # packed items of one window: target seconds
-PACK_TWO = (31.0, 50.0)  # packed items of two windows: target seconds
-PACK_PAUSE = (0.15, 0.6)  # silence between packed utterances, seconds
-PACK_MIN_SECOND_WINDOW = 100  # frames: a second window under 1 s is cut off
+PACK_MULTI_FIRST = 31.0  # packed items of 2..--pack-windows windows: at least this many seconds
+PACK_PAUSE = (0.0, 1.0)  # silence between packed utterances, seconds (each has its own 0-0.3 s)
+PACK_MIN_SECOND_WINDOW = 100  # frames: a last window under 1 s is cut off
 FINAL_RESERVE_S = 100  # time kept for export + clip evaluation
 
 
@@ -170,7 +172,20 @@ def parse_args():
         "--pack-long-share",
         type=float,
         default=0.3,
-        help="share of the packed items that span two windows",
+        help="share of the packed items that span more than one window",
+    )
+    p.add_argument(
+        "--pack-windows",
+        type=int,
+        default=2,
+        help="most windows a packed item spans (prompts of 1..N windows; N <= 4 on the tiny "
+        "model's 2,048 decoder positions)",
+    )
+    p.add_argument(
+        "--init-from",
+        default=None,
+        help="fine-tune: start from this checkpoint (Hub layout, same tokenizer) instead of "
+        "random weights",
     )
     p.add_argument(
         "--eval-every", type=float, default=75.0, help="seconds between held-out evaluations"
@@ -281,14 +296,19 @@ def make_jobs(args, train_rows, eval_texts, eval_long_texts):
 
     for i, (kind, text) in enumerate(eval_texts):
         job((kind, i), [text], np.random.default_rng([args.seed, 1, i]))
+    # Held-out long items span two windows, or up to three when packs span more (a fourth
+    # window of speech would not leave its transcript room in the decoder's 2,048 positions).
+    eval_target, eval_max, per_item = LONG_TARGET, LONG_MAX, 16
+    if args.pack_windows > 2:
+        eval_target, eval_max, per_item = (LONG_TARGET[0], 88.0), 89.5, 40
     for i in range(args.eval_long):
         rng = np.random.default_rng([args.seed, 4, i])
         job(
             ("eval_long", i),
-            eval_long_texts[16 * i : 16 * (i + 1)],
+            eval_long_texts[per_item * i : per_item * (i + 1)],
             rng,
-            float(rng.uniform(*LONG_TARGET)),
-            LONG_MAX,
+            float(rng.uniform(*eval_target)),
+            eval_max,
         )
     n_train = min(args.synth_utterances, len(train_rows))
     spare = train_rows[n_train:] if len(train_rows) - n_train >= 16 else train_rows
@@ -416,6 +436,14 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
 def build_model(args, text):
     from transformers import GlmAsrConfig, GlmAsrForConditionalGeneration
 
+    if args.init_from:
+        with open(os.path.join(args.init_from, "tokenizer.json")) as f, open(text.path) as g:
+            if f.read() != g.read():
+                raise RuntimeError(
+                    f"--init-from {args.init_from}: its tokenizer is not {text.path}"
+                )
+        return GlmAsrForConditionalGeneration.from_pretrained(args.init_from, dtype=torch.float32)
+
     E = args.enc_width
     audio = dict(
         hidden_size=E,
@@ -470,9 +498,10 @@ class Batcher:
     encoder pays for anyway (single utterances average ~5 s), gives the decoder long transcripts,
     and turns any utterances into two-window items that cross the 30 s boundary (long.wav)."""
 
-    def __init__(self, items, store, text, device, pack_long_share):
+    def __init__(self, items, store, text, device, pack_long_share, pack_windows, positions):
         self.items, self.store, self.text, self.device = items, store, text, device
-        self.pack_long_share = pack_long_share
+        self.pack_long_share, self.pack_windows = pack_long_share, pack_windows
+        self.positions = positions
         self.tokens = text.encode_many(items.text)
         self.chars = ctc_targets(items.text)
         seconds = np.asarray(items.seconds)
@@ -492,19 +521,22 @@ class Batcher:
         picks = self.by_length[rng.integers(0, eligible, batch - n_long - n_pack)]
         if n_long:
             picks = np.concatenate([picks, self.long[rng.integers(0, len(self.long), n_long)]])
-        packs = [
-            self.draw_pack(
-                rng, eligible, PACK_TWO if rng.random() < self.pack_long_share else PACK_ONE
-            )
-            for _ in range(n_pack)
-        ]
+        packs = [self.draw_pack(rng, eligible, self.pack_seconds(rng)) for _ in range(n_pack)]
         return picks, packs
+
+    def pack_seconds(self, rng):
+        """Target length range of one packed item: one window, or 2..pack_windows of them, each
+        count equally likely."""
+        if self.pack_windows < 2 or rng.random() >= self.pack_long_share:
+            return PACK_ONE
+        n = int(rng.integers(2, self.pack_windows + 1))
+        return (max(PACK_MULTI_FIRST, 30.0 * (n - 1) + 1.0), 30.0 * n - 0.5)
 
     def draw_pack(self, rng, eligible, seconds):
         """Utterances in random order until the next would pass a target length (in frames)."""
         store, target = self.store, int(rng.uniform(*seconds) * 100)
         one_window = seconds[1] * 100 <= features.WINDOW_FRAMES
-        parts, pauses, frames = [], [], 0
+        parts, pauses, frames, tokens = [], [], 0, 0
         while len(parts) < 64:
             i = int(self.by_length[rng.integers(0, eligible)])
             k = int(store.k_cpu[self.items.windows[i][0]])
@@ -513,13 +545,23 @@ class Batcher:
                 break
             if one_window and frames + pause + k > features.WINDOW_FRAMES:
                 break
+            # The whole sequence must fit the decoder's positions, as it must in the lab's driver
+            # (a joined text may tokenise one token longer per part than its parts alone).
+            n_tokens = tokens + len(self.tokens[i]) + 1
+            windows = -(-(frames + pause + k) // features.WINDOW_FRAMES)
+            audio = windows * features.audio_tokens(features.WINDOW_FRAMES)
+            prompt_text = len(self.text.head) + len(self.text.tail)
+            if parts and audio + prompt_text + n_tokens + 1 > self.positions:
+                break
             parts.append(i)
             pauses.append(pause)
             frames += pause + k
-        # A second window of a few frames would have no audio tokens: drop utterances till none.
+            tokens = n_tokens
+        # A last window of a few frames would have no audio tokens: drop utterances till none.
         while (
             len(parts) > 1
-            and features.WINDOW_FRAMES < frames < features.WINDOW_FRAMES + PACK_MIN_SECOND_WINDOW
+            and frames > features.WINDOW_FRAMES
+            and 0 < frames % features.WINDOW_FRAMES < PACK_MIN_SECOND_WINDOW
         ):
             frames -= pauses.pop() + int(store.k_cpu[self.items.windows[parts.pop()][0]])
         return parts, pauses
@@ -697,7 +739,15 @@ def train(args, text, train_items, train_store, eval_items, eval_store, deadline
     )
     use_amp = bf16(args)
     autocast = lambda: torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=use_amp)
-    batcher = Batcher(train_items, train_store, text, device, args.pack_long_share)
+    batcher = Batcher(
+        train_items,
+        train_store,
+        text,
+        device,
+        args.pack_long_share,
+        args.pack_windows,
+        model.config.text_config.max_position_embeddings,
+    )
     rng = np.random.default_rng(args.seed)
 
     # Evaluation set: natural held-out sentences and two-window items of them choose the
