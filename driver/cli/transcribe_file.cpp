@@ -19,9 +19,10 @@
 // A transcript must end: a chunk whose generation used every new token without producing a stop
 // token said more than its budget holds (dense speech in a long prompt: the tiny model's
 // tokenizer spends ~2.4 tokens a word, so 120 s of talk needs ~750 new tokens beside a prompt of
-// 1,516), and its tail would be lost. Such a chunk, when longer than 2 s, is cut once more at the
-// quietest 200 ms of its middle half and both parts are transcribed in its place. A clip that
-// fits one prompt and ends within its budget is still exactly what transformers generates.
+// 1,516), and its tail would be lost. Such a chunk of a clip that needed chunks, when longer
+// than 2 s, is cut once more at the quietest 200 ms of its middle half and both parts are
+// transcribed in its place. A clip that fits one prompt stays exactly what transformers
+// generates, whether its transcript ends or not.
 #include <unistd.h>
 
 #include <algorithm>
@@ -231,7 +232,8 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
         add_times(out.result.times, part.times);
         const bool ended = !part.tokens.empty() &&
                            std::find(stops.begin(), stops.end(), part.tokens.back()) != stops.end();
-        if (!ended && !options.ignore_eos && end - begin > 2 * static_cast<size_t>(rate)) {
+        if (planned > 1 && !ended && !options.ignore_eos &&
+            end - begin > 2 * static_cast<size_t>(rate)) {
             const Cut cut =
                 pauses.quietest(begin + (end - begin) / 4, begin + 3 * (end - begin) / 4);
             std::fprintf(stderr,
