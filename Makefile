@@ -15,6 +15,7 @@
 #   make nsys [TRACK=student]      Nsight Systems timeline of one transcription, in grade-out/
 #   make kernel-bench [TRACKS=baseline,student,reference]  every op timed per track, plotted
 #   make roofline [TRACK=baseline,reference]  the GPU's measured roofline with every op on it
+#   make arch-check                the CUDA tracks compiled for every GPU a class may have
 #   make asan                      ASan+UBSan build of the host code and cpu track, its tests
 #   make fuzz [FUZZ_SECONDS=60]    libFuzzer on the parsers of untrusted input (docs/testing.md)
 #   make setup                     install missing Debian build dependencies
@@ -49,6 +50,12 @@ demo: build
 # TODOs are written — run them with `make test_<kernel>`.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE '^student$$'
+
+# Compile only: baseline, reference and student for every GPU in GLMASR_CLASS_CUDA_ARCHITECTURES
+# (CMakeLists.txt) that the build does not already target. Needs nvcc.
+.PHONY: arch-check
+arch-check: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target cuda_arch_check
 
 # The same tests built with AddressSanitizer and UndefinedBehaviorSanitizer, in $(ASAN_BUILD): the
 # host code and the cpu track (no CUDA; GPU tests skip). Any report fails its test (docs/testing.md):
