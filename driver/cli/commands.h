@@ -185,7 +185,7 @@ int run_serve(const ServeArgs& args);
 
 // Where a recording longer than `longest` samples is cut into chunks of at most `longest` (at
 // least 1 s, else InputError): each cut at the quietest 200 ms in the second half of what the
-// chunk may cover (transcribe_file.cpp says why). level_db: that 200 ms's energy against the
+// chunk may cover (transcribe_file.cpp says why; a part cut again is cut in its middle half). level_db: that 200 ms's energy against the
 // recording's loudest 200 ms (a pause between words is tens of dB down).
 struct Cut {
     size_t sample = 0;
@@ -196,15 +196,17 @@ std::vector<Cut> pause_cuts(const std::vector<float>& pcm, int sample_rate, size
 // One audio file through a model, as `glmasr transcribe` does it (transcribe_file.cpp): load and
 // resample, refuse silence, cut to the first max_windows windows if `truncate`, then generate
 // with the real prompt (a tokenizer) or synthetic_prompt, in chunks cut at pauses when the clip
-// does not fit the decoder in one prompt (plan_chunks, pause_cuts). Throws InputError.
+// does not fit the decoder in one prompt (plan_chunks, pause_cuts), and again where a part longer
+// than a window did not end its transcript. Throws InputError.
 struct FileTranscription {
-    GenerateResult result;  // every chunk's tokens in order; stage times summed
+    GenerateResult result;  // every chunk's tokens in order; stage times summed over every
+                            // generation, those of parts that were cut again included
     std::string text;       // the chunks' texts joined by spaces; empty without a tokenizer
     double seconds = 0;     // of audio
-    int windows = 0, audio_tokens = 0;
-    int chunks = 0;          // prompts the clip took (1 unless it is long)
-    std::vector<Cut> cuts;   // chunks - 1 of them
-    double features_ms = 0;  // host
+    int windows = 0, audio_tokens = 0;  // of the chunks whose tokens are kept
+    int chunks = 0;                     // chunks whose tokens are kept (1 unless it is long)
+    std::vector<Cut> cuts;              // chunks - 1 of them, in order
+    double features_ms = 0;             // host
 };
 // max_seconds > 0: audio longer than that is refused with TooLong (`glmasr serve`'s limit).
 struct TooLong : InputError {

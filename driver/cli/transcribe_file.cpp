@@ -3,7 +3,7 @@
 // cut at pauses when the clip does not fit the decoder in one prompt.
 //
 // Why chunks: one prompt holds every audio token of the clip (375 per full 30 s window on Nano
-// and on the shipped tiny model) plus 16 of text, and the decoder's max_positions (8192 on Nano,
+// and on the shipped tiny model) plus ~20 of text, and the decoder's max_positions (8192 on Nano,
 // 2048 on the tiny model) must hold that prompt and every new token; the processor also takes at
 // most max_windows windows (21: 630 s). A clip past either limit is cut into chunks no longer
 // than the most whole windows whose prompt leaves room for --max-new-tokens (or --chunk-seconds,
@@ -19,10 +19,13 @@
 // A transcript must end: a chunk whose generation used every new token without producing a stop
 // token said more than its budget holds (dense speech in a long prompt: the tiny model's
 // tokenizer spends ~2.4 tokens a word, so 120 s of talk needs ~750 new tokens beside a prompt of
-// 1,516), and its tail would be lost. Such a chunk of a clip that needed chunks, when longer
-// than 2 s, is cut once more at the quietest 200 ms of its middle half and both parts are
-// transcribed in its place. A clip that fits one prompt stays exactly what transformers
-// generates, whether its transcript ends or not.
+// 1,524), and its tail would be lost. Such a chunk, when longer than one window, is cut at the
+// quietest 200 ms of its middle half and both parts are transcribed in its place, each cut again
+// the same way while it is longer than a window and its transcript does not end. A part of one
+// window is not cut again: 30 s of speech needs ~190 new tokens on the tiny model, well inside
+// the default 500, so a transcript that does not end there is the model's doing (noise, a loop),
+// and cutting it further would only spend a generation per part. Every clip of one window, and
+// every clip whose transcript ends, is exactly what transformers generates for it.
 #include <unistd.h>
 
 #include <algorithm>
@@ -232,8 +235,7 @@ FileTranscription transcribe_file(Model& model, const Tokenizer* tokenizer,
         add_times(out.result.times, part.times);
         const bool ended = !part.tokens.empty() &&
                            std::find(stops.begin(), stops.end(), part.tokens.back()) != stops.end();
-        if (planned > 1 && !ended && !options.ignore_eos &&
-            end - begin > 2 * static_cast<size_t>(rate)) {
+        if (!ended && !options.ignore_eos && end - begin > window) {
             const Cut cut =
                 pauses.quietest(begin + (end - begin) / 4, begin + 3 * (end - begin) / 4);
             std::fprintf(stderr,

@@ -11,8 +11,9 @@ on one track (cpu by default, so CI runs it without a GPU):
     (the two-window long.wav and clips with errors), or for all 24 clips with GLMASR_ALL_CLIPS=1
     (about 2 min of CPU);
   * long recordings made of the shipped clips back to back, so that speech crosses every 30 s
-    window boundary: 60 s (one prompt of two windows) and 130 s (more than the tiny model's
-    2048 positions hold in one prompt) with the default settings, 60 s with --chunk-seconds 30,
+    window boundary: 60 s (one prompt of two windows), 110 s (one prompt whose transcript
+    outgrows 500 new tokens) and 130 s (more than the tiny model's 2048 positions hold in one
+    prompt) with the default settings, 60 s with --chunk-seconds 30,
     130 s with --max-new-tokens 1500, and on a GPU track 10 minutes: at most 10 % WER each,
     every cut where the audio is silent.
 Standard library only.
@@ -159,13 +160,17 @@ class ShippedModel(unittest.TestCase):
         # prompt holds beside 500 new tokens (four windows at most), so it is cut at pauses.
         out, _ = self.long_recording(60, longest=120.0)
         self.assertEqual(out["chunks"], 1)
+        # 110 s fits one prompt of four windows, but says more than 500 new tokens hold: it is
+        # cut at a pause and the parts transcribed.
+        out, stderr = self.long_recording(110, longest=120.0)
+        self.assertIn("of 0.0-106.7 s did not end within 500 new tokens; cut again at", stderr)
         # The first 120 s chunk says more than 500 new tokens hold: it is cut once more.
         out, stderr = self.long_recording(130, longest=120.0)
         self.assertIn("did not end within 500 new tokens; cut again at", stderr)
 
     def test_ten_minutes(self):
         if TRACK == "cpu":
-            self.skipTest("10 minutes of audio: a GPU track's test (~3 min on the cpu track)")
+            self.skipTest("10 minutes of audio: a GPU track's test (~1 min on the cpu track)")
         self.long_recording(600, longest=120.0)
 
     def test_a_long_recording_is_cut_at_pauses(self):

@@ -68,7 +68,7 @@ MAX_ITEM_SECONDS = 29.5  # single-window training items stay inside 30 s
 LONG_TARGET = (31.0, 39.0)  # two-window items: length drawn from this range,
 LONG_MAX = 50.0  # never past this (sentences are whole)
 PACK_ONE = (6.0, 29.5)  # packed items of one window: target seconds
-PACK_MULTI_FIRST = 31.0  # packed items of 2..--pack-windows windows: at least this many seconds
+PACK_TWO = (31.0, 50.0)  # packed items of two windows (--pack-windows 2): target seconds
 PACK_PAUSE = (0.0, 1.0)  # silence between packed utterances, seconds (each has its own 0-0.3 s)
 PACK_MIN_SECOND_WINDOW = 100  # frames: a last window under 1 s is cut off
 FINAL_RESERVE_S = 100  # time kept for export + clip evaluation
@@ -178,8 +178,9 @@ def parse_args():
         "--pack-windows",
         type=int,
         default=2,
-        help="most windows a packed item spans (prompts of 1..N windows; N <= 4 on the tiny "
-        "model's 2,048 decoder positions)",
+        choices=[2, 3, 4],
+        help="most windows a packed item spans (prompts of 1..N windows; 4 is what the tiny "
+        "model's 2,048 decoder positions hold)",
     )
     p.add_argument(
         "--init-from",
@@ -395,7 +396,11 @@ def synthesise(pool, results, n_jobs, logmel, store_dtype, device):
         else:
             seconds = len(pcm) / features.RATE
             single = key[0] not in ("long", "eval_long")
-            if (single and seconds <= MAX_ITEM_SECONDS) or (not single and 30.0 < seconds < 60.0):
+            # Long items: more than one window; held-out ones up to their own limit (make_jobs).
+            longest = 90.0 if key[0] == "eval_long" else 60.0
+            if (single and seconds <= MAX_ITEM_SECONDS) or (
+                not single and 30.0 < seconds < longest
+            ):
                 pending.append((key, pcm, said))
         if len(pending) >= 1024:
             flush()
@@ -525,12 +530,15 @@ class Batcher:
         return picks, packs
 
     def pack_seconds(self, rng):
-        """Target length range of one packed item: one window, or 2..pack_windows of them, each
-        count equally likely."""
+        """Target length range of one packed item: one window, or more: 31-50 s with
+        --pack-windows 2 (the base recipe), else n = 2..pack_windows windows, each count equally
+        likely, of 30(n-1)+1 .. 30n-0.5 s."""
         if self.pack_windows < 2 or rng.random() >= self.pack_long_share:
             return PACK_ONE
+        if self.pack_windows == 2:
+            return PACK_TWO
         n = int(rng.integers(2, self.pack_windows + 1))
-        return (max(PACK_MULTI_FIRST, 30.0 * (n - 1) + 1.0), 30.0 * n - 0.5)
+        return (30.0 * (n - 1) + 1.0, 30.0 * n - 0.5)
 
     def draw_pack(self, rng, eligible, seconds):
         """Utterances in random order until the next would pass a target length (in frames)."""
