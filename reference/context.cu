@@ -28,7 +28,7 @@ int compute_capability() {
 }  // namespace
 
 bool pdl_supported() {
-    static const bool supported = compute_capability() >= 90;
+    static const bool supported = compute_capability() >= 90 && settings().arch_cap == 0;
     return supported;
 }
 
@@ -87,6 +87,12 @@ Settings read_settings() {
                 "GLMASR_ATTENTION: unknown attention path '" + v +
                 "' (choose three_kernel, flash_simt, flash_split, flash_mma or flash_bf16)");
     }
+    if (const char* cap = std::getenv("GLMASR_ARCH_CAP"); cap && *cap) {
+        if (std::string(cap) != "80")
+            throw InputError("GLMASR_ARCH_CAP: unknown cap '" + std::string(cap) +
+                             "' (choose 80: the features of compute capability 8.x)");
+        s.arch_cap = 80;
+    }
     return s;
 }
 }  // namespace
@@ -110,7 +116,8 @@ Context::Context() {
     configure_flash_attention();
     configure_flash_attention_tc();
 #if GLMASR_WGMMA_ATTENTION
-    wgmma_attention = compute_capability() == 90;  // sm_90a code runs on 9.0 alone
+    // sm_90a code runs on 9.0 alone
+    wgmma_attention = compute_capability() == 90 && settings().arch_cap == 0;
     if (wgmma_attention) configure_flash_attention_wgmma();
 #endif
     pdl_supported();  // queries the device once, here rather than inside a graph capture

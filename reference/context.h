@@ -62,9 +62,14 @@ enum class AttentionPath { three_kernel, flash_simt, flash_split, flash_mma, fla
 struct Settings {
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
+    // GLMASR_ARCH_CAP=80: use only what a compute-capability-8.x GPU (A100, A10, A6000, L4, L40)
+    // has, on any GPU: no wgmma attention, no programmatic dependent launch, no L2 prefetch
+    // through the TMA unit, so that a Hopper runs the paths those classes take. 0: no cap.
+    // (cuBLASLt still picks its own kernels for the GPU it runs on.)
+    int arch_cap = 0;
 };
-// Reads GLMASR_GEMM and GLMASR_ATTENTION once (the first call; `glmasr --gemm/--attention` set
-// them before that); throws InputError on a value it does not know.
+// Reads GLMASR_GEMM, GLMASR_ATTENTION and GLMASR_ARCH_CAP once (the first call; `glmasr --gemm/
+// --attention/--arch-cap` set them before that); throws InputError on a value it does not know.
 const Settings& settings();
 const char* rung_name(GemmRung rung);
 const char* attention_name(AttentionPath path);

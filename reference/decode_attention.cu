@@ -385,6 +385,7 @@ void decode_attention(float* out, float* partials, const float* q, const float* 
 // H100) are in flight early anyway; the rows after them are not. (Nano, 16 MB: from the first row
 // 1.200, a third in 1.184, 60 % in 1.190-1.195 ms per token.)
 void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long long row_bytes) {
+    if (settings().arch_cap != 0) return;  // the TMA unit is Hopper's
     L2Prefetch& hints = ctx.l2_hints;
     int i = 0;
     while (i < kL2Hints && hints.bytes[i] != 0) ++i;

@@ -294,8 +294,11 @@ DType activation_dtype() {
 }
 
 std::string settings_text() {
-    return std::string("gemm=") + ref::rung_name(ref::settings().gemm) +
-           " attention=" + ref::attention_name(ref::settings().attention);
+    std::string text = std::string("gemm=") + ref::rung_name(ref::settings().gemm) +
+                       " attention=" + ref::attention_name(ref::settings().attention);
+    if (ref::settings().arch_cap != 0)
+        text += " arch_cap=" + std::to_string(ref::settings().arch_cap);
+    return text;
 }
 
 Ops make_ops() {

@@ -30,6 +30,7 @@ namespace glmasr::cli {
 struct SettingsArgs {
     std::string gemm;         // "": as GLMASR_GEMM says (the reference's default: cublas)
     std::string attention;    // "": as GLMASR_ATTENTION says (default flash_bf16)
+    std::string arch_cap;     // "": as GLMASR_ARCH_CAP says (default: no cap); "80"
     bool sync_check = false;  // sets GLMASR_CUDA_SYNC=1
 };
 void add_settings_options(CLI::App& command, SettingsArgs& args);

@@ -1,13 +1,15 @@
-// settings.cpp — `--gemm`, `--attention` and `--sync-check`: the GPU tracks' run-time choices on
-// the command line of `transcribe`, `bench`, `profile` and `worker`, and their record in reports.
+// settings.cpp — `--gemm`, `--attention`, `--arch-cap` and `--sync-check`: the GPU tracks'
+// run-time choices on the command line of `transcribe`, `bench`, `profile` and `worker`, and
+// their record in reports.
 //
 //   glmasr transcribe clip.wav --model DIR --track reference --gemm regtile --json
 //   glmasr bench --tracks baseline,reference --attention three_kernel
 //   glmasr profile --track student --sync-check
 //
 // The flags are the environment variables the tracks read, under another name: --gemm sets
-// GLMASR_GEMM and --attention GLMASR_ATTENTION (both read by the reference track, reference/
-// context.cu, once, when the track is first built), --sync-check sets GLMASR_CUDA_SYNC=1 (read by
+// GLMASR_GEMM, --attention GLMASR_ATTENTION and --arch-cap GLMASR_ARCH_CAP (read by the reference
+// track, reference/context.cu, once, when the track is first built), --sync-check sets
+// GLMASR_CUDA_SYNC=1 (read by
 // every CUDA track's launch check, driver/cuda/cuda_backend.cu). main() calls export_settings()
 // right after parsing, before anything builds a track, so a flag overrides the variable and the
 // variables alone keep working as before.
@@ -35,6 +37,7 @@ namespace {
 const std::vector<std::string> kGemmRungs = {"naive", "smem", "regtile", "wmma", "cublas"};
 const std::vector<std::string> kAttentionPaths = {"three_kernel", "flash_simt", "flash_split",
                                                   "flash_mma", "flash_bf16"};
+const std::vector<std::string> kArchCaps = {"80"};  // reference/context.cu's GLMASR_ARCH_CAP
 
 // "a, b, c or d"
 std::string choices(const std::vector<std::string>& values) {
@@ -77,6 +80,13 @@ void add_settings_options(CLI::App& command, SettingsArgs& args) {
         ->type_name("PATH")
         ->group(group);
     command
+        .add_option("--arch-cap", args.arch_cap,
+                    "the reference track uses only the GPU features of this compute capability: "
+                    "80 (8.x: no wgmma, programmatic dependent launch or TMA prefetch; the paths "
+                    "an A100, A10 or A6000 takes, on any GPU). Sets GLMASR_ARCH_CAP")
+        ->type_name("CC")
+        ->group(group);
+    command
         .add_flag("--sync-check", args.sync_check,
                   "synchronise after every kernel launch of a CUDA track, so that a GPU fault "
                   "names the launch that caused it (slow: debugging only). Sets GLMASR_CUDA_SYNC=1")
@@ -87,8 +97,10 @@ void export_settings(const SettingsArgs& args) {
     if (!args.gemm.empty()) check_choice("--gemm", "GEMM rung", args.gemm, kGemmRungs);
     if (!args.attention.empty())
         check_choice("--attention", "attention path", args.attention, kAttentionPaths);
+    if (!args.arch_cap.empty()) check_choice("--arch-cap", "cap", args.arch_cap, kArchCaps);
     if (!args.gemm.empty()) setenv("GLMASR_GEMM", args.gemm.c_str(), 1);
     if (!args.attention.empty()) setenv("GLMASR_ATTENTION", args.attention.c_str(), 1);
+    if (!args.arch_cap.empty()) setenv("GLMASR_ARCH_CAP", args.arch_cap.c_str(), 1);
     if (args.sync_check) setenv("GLMASR_CUDA_SYNC", "1", 1);
 }
 
@@ -147,6 +159,9 @@ void note_unused_settings(const std::vector<nlohmann::json>& used, const std::st
                   << " (only the reference track reads it)\n";
     if (const char* v = env_value("GLMASR_ATTENTION"); v && unused("attention"))
         std::cerr << "glmasr: note: --attention/GLMASR_ATTENTION=" << v << " does not apply to "
+                  << tracks << " (only the reference track reads it)\n";
+    if (const char* v = env_value("GLMASR_ARCH_CAP"); v && unused("arch_cap"))
+        std::cerr << "glmasr: note: --arch-cap/GLMASR_ARCH_CAP=" << v << " does not apply to "
                   << tracks << " (only the reference track reads it)\n";
     if (sync_check_on() && unused("sync_check"))
         std::cerr << "glmasr: note: --sync-check/GLMASR_CUDA_SYNC does not apply to " << tracks

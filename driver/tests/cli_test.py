@@ -215,11 +215,13 @@ class CliTest(unittest.TestCase):
             for text in (
                 "--gemm RUNG",
                 "--attention PATH",
+                "--arch-cap CC",
                 "--sync-check",
                 GEMM_CHOICES,
                 ATTENTION_CHOICES,
                 "GLMASR_GEMM",
                 "GLMASR_ATTENTION",
+                "GLMASR_ARCH_CAP",
                 "GLMASR_CUDA_SYNC",
             ):
                 self.assertIn(text, r.stdout, command)
@@ -261,6 +263,8 @@ class CliTest(unittest.TestCase):
             "FLASH_BF16",
         )
         self.assert_bad_input(r, ATTENTION_CHOICES)  # names are case-sensitive, as the variables'
+        r = self.profile_small("--arch-cap", "90")
+        self.assert_bad_input(r, "--arch-cap: unknown cap '90' (choose 80)")
 
     def test_settings_that_do_not_apply_are_said(self):
         # Not an error (--track auto is the cpu track without a GPU): null in --json, n/a in
@@ -280,23 +284,26 @@ class CliTest(unittest.TestCase):
             "--verbose",
             "--gemm",
             "regtile",
+            "--arch-cap",
+            "80",
             "--sync-check",
             env=env,
         )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["settings"], NO_SETTINGS)
         notes = [l for l in r.stderr.splitlines() if l.startswith("glmasr: note:")]
-        self.assertEqual(len(notes), 3, r.stderr)
+        self.assertEqual(len(notes), 4, r.stderr)
         self.assertIn("--gemm/GLMASR_GEMM=regtile does not apply to track cpu", notes[0])
         self.assertIn("--attention/GLMASR_ATTENTION=flash_simt does not apply", notes[1])
-        self.assertIn("--sync-check/GLMASR_CUDA_SYNC does not apply", notes[2])
+        self.assertIn("--arch-cap/GLMASR_ARCH_CAP=80 does not apply", notes[2])
+        self.assertIn("--sync-check/GLMASR_CUDA_SYNC does not apply", notes[3])
         self.assertIn("settings  gemm=n/a attention=n/a sync_check=n/a", r.stderr)
 
     def test_bench_json_records_settings(self):
         env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("GLMASR_GEMM", "GLMASR_ATTENTION", "GLMASR_CUDA_SYNC")
+            if k not in ("GLMASR_GEMM", "GLMASR_ATTENTION", "GLMASR_ARCH_CAP", "GLMASR_CUDA_SYNC")
         }
         r = run(
             "bench",

@@ -363,11 +363,17 @@ def grade(results, rubric):
     }
 
 
-# The run-time choices the trusted workers report (glmasr's --gemm, --attention, --sync-check, or
-# the variables they set: GLMASR_GEMM, GLMASR_ATTENTION, GLMASR_CUDA_SYNC), and the reference's
-# defaults (reference/context.h), with which its speedup, the speed item's target, is measured.
+# The run-time choices the trusted workers report (glmasr's --gemm, --attention, --arch-cap,
+# --sync-check, or the variables they set: GLMASR_GEMM, GLMASR_ATTENTION, GLMASR_ARCH_CAP,
+# GLMASR_CUDA_SYNC), and the reference's defaults (reference/context.h), with which its speedup,
+# the speed item's target, is measured (arch_cap is reported only when set).
 TRUSTED_ROLES = ("baseline", "reference")
-REFERENCE_DEFAULTS = {"gemm": "cublas", "attention": "flash_bf16", "sync_check": False}
+REFERENCE_DEFAULTS = {
+    "gemm": "cublas",
+    "attention": "flash_bf16",
+    "arch_cap": None,
+    "sync_check": False,
+}
 
 
 def timed_settings(speed):
@@ -415,8 +421,8 @@ def settings_warning(timed):
         return None
     return (
         f"the yardsticks did not run with their defaults ({', '.join(off)}): the speed "
-        "target is not the usual one; regrade without GLMASR_GEMM, GLMASR_ATTENTION and "
-        "GLMASR_CUDA_SYNC set"
+        "target is not the usual one; regrade without GLMASR_GEMM, GLMASR_ATTENTION, "
+        "GLMASR_ARCH_CAP and GLMASR_CUDA_SYNC set"
     )
 
 

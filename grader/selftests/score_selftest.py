@@ -361,6 +361,15 @@ class Grading(unittest.TestCase):
             "did not run with their defaults (reference gemm=regtile, baseline sync_check=on)",
             gs["output"],
         )
+        # A reference capped to compute capability 8.x features (reported only when set).
+        tracks["reference"]["settings"]["gemm"] = "cublas"
+        tracks["baseline"]["settings"]["sync_check"] = False
+        tracks["reference"]["settings"]["arch_cap"] = "80"
+        gs = score.gradescope_results(score.grade(self.results, self.rubric))
+        self.assertIn(
+            "reference gemm=cublas attention=flash_bf16 sync_check=off arch_cap=80", gs["output"]
+        )
+        self.assertIn("did not run with their defaults (reference arch_cap=80)", gs["output"])
         # Older workers said nothing: nothing is claimed.
         for t in tracks.values():
             t.pop("settings")
