@@ -55,6 +55,7 @@ test: build
 # (CMakeLists.txt) that the build does not already target. Needs nvcc.
 .PHONY: arch-check
 arch-check: $(BUILD)/CMakeCache.txt
+	@command -v nvcc >/dev/null || { echo "arch-check: needs nvcc (the CUDA toolkit) on the PATH"; exit 2; }
 	cmake --build $(BUILD) -j $(JOBS) --target cuda_arch_check
 
 # The same tests built with AddressSanitizer and UndefinedBehaviorSanitizer, in $(ASAN_BUILD): the

@@ -140,9 +140,10 @@ class SharedBuild(unittest.TestCase):
         # trusted programs' objects). Sources the build generates may miss: a Python track's
         # compiled kernels carry the path of the tree they were compiled in (Triton's line info).
         sources, results = {}, {}
+        # ccache's lines: "[<time> <pid padded to a width> ] Source file: …" / "… Result: …".
         with open(log, errors="replace") as f:
             for pid, what, value in re.findall(
-                r"^\[\S+ (\d+)\] (Source file|Result): (.*)$", f.read(), re.M
+                r"^\[\S+ +(\d+) *\] (Source file|Result): (.*)$", f.read(), re.M
             ):
                 if what == "Source file":
                     sources[pid] = value
