@@ -184,15 +184,13 @@ struct ServeArgs {
 };
 int run_serve(const ServeArgs& args);
 
-// Where a recording longer than `longest` samples is cut into chunks of at most `longest` (at
-// least 1 s, else InputError): each cut at the quietest 200 ms in the second half of what the
-// chunk may cover (transcribe_file.cpp says why; a part cut again is cut in its middle half). level_db: that 200 ms's energy against the
+// Where transcribe_file cut a recording: the middle of its quietest 200 ms in the span a chunk
+// may end in (transcribe_file.cpp says why). level_db: that 200 ms's energy against the
 // recording's loudest 200 ms (a pause between words is tens of dB down).
 struct Cut {
     size_t sample = 0;
     float level_db = 0;
 };
-std::vector<Cut> pause_cuts(const std::vector<float>& pcm, int sample_rate, size_t longest);
 
 // One audio file through a model, as `glmasr transcribe` does it (transcribe_file.cpp): load and
 // resample, refuse silence, cut to the first max_windows windows if `truncate`, then generate

@@ -91,6 +91,8 @@ private:
     double loudest_ = 1e-30;
 };
 
+// A recording of `samples` cut into chunks of at most `longest` (at least 1 s, else InputError):
+// each cut at the quietest 200 ms in the second half of what the chunk may cover.
 std::vector<Cut> pause_cuts(const PauseFinder& pauses, size_t samples, int sample_rate,
                             size_t longest) {
     std::vector<Cut> cuts;
@@ -105,10 +107,6 @@ std::vector<Cut> pause_cuts(const PauseFinder& pauses, size_t samples, int sampl
 }
 
 }  // namespace
-
-std::vector<Cut> pause_cuts(const std::vector<float>& pcm, int sample_rate, size_t longest) {
-    return pause_cuts(PauseFinder(pcm, sample_rate), pcm.size(), sample_rate, longest);
-}
 
 ChunkPlan plan_chunks(const ModelConfig& config, const FeatureConfig& features, int n_windows,
                       int last_window_tokens, int max_new_tokens,
