@@ -21,6 +21,8 @@ namespace glmasr::reference {
 using bf16 = __nv_bfloat16;
 
 constexpr int kWarpSize = 32;
+constexpr float kLog2e = 1.4426950408889634f;      // scores in base 2: exp(x) = 2^(x·log2 e)
+constexpr float kNegInf = -__builtin_huge_valf();  // the softmax's empty maximum
 
 // True when `ptr` is aligned to `bytes` (a power of two).
 inline bool aligned_to(const void* ptr, int bytes) {
@@ -123,6 +125,16 @@ __device__ __forceinline__ void pdl_launch_dependents() {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+
+// The wait of a kernel launched with launch_pdl(): let the next kernel be scheduled, then wait for
+// the previous one. Block bodies shared with the persistent decode step (decode_layers.cu) take
+// their wait as a parameter; there it waits for a counter of finished work instead.
+struct PdlWait {
+    __device__ __forceinline__ void operator()() const {
+        pdl_launch_dependents();
+        pdl_wait();
+    }
+};
 
 bool pdl_supported();  // the current device is sm_90 or newer (context.cu)
 

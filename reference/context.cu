@@ -110,6 +110,8 @@ Context::Context() {
     CUDA_CHECK(cudaMalloc(&staging, static_cast<size_t>(kStagingElems) * sizeof(bf16)));
     CUDA_CHECK(cudaMalloc(&bias_staging, static_cast<size_t>(kBiasStagingElems) * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&argmax_partials, 2 * sizeof(float) * kArgmaxSplitRows * kArgmaxSplits));
+    CUDA_CHECK(
+        cudaMalloc(&stage_done, sizeof(unsigned) * kMaxPersistentLayers * kPersistentStages));
     CUDA_CHECK(cudaMalloc(&attn_kv, 4 * static_cast<size_t>(kAttnKvElems) * sizeof(bf16)));
     CUDA_CHECK(cudaMalloc(&decode_partials, sizeof(float) * kMaxDecodeHeads * kMaxDecodePartials *
                                                 (kMaxDecodeHeadDim + 2)));

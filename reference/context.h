@@ -17,6 +17,7 @@
 //     every user writes it before reading it.
 //   * flash-decoding partials: up to kMaxDecodeHeads query heads x kMaxDecodePartials key
 //     splits x (head_dim 128 + 2) floats (8.5 MiB).
+//   * the persistent decode step's counters of finished blocks, one per layer and stage.
 //   * an aligned copy of a GEMM bias that is not 16-byte aligned: kBiasStagingElems floats
 //     (256 KiB; the model's longest bias has 5120).
 //
@@ -82,8 +83,10 @@ constexpr int kMaxDecodeHeads = 64;
 constexpr int kMaxDecodePartials = 256;  // key splits of one decode step
 constexpr int kMaxDecodeHeadDim = 128;
 constexpr int64_t kBiasStagingElems = 64 * 1024;
-constexpr int kArgmaxSplits = 128;   // blocks per row of a split argmax
-constexpr int kArgmaxSplitRows = 8;  // rows the split argmax's partials hold
+constexpr int kMaxPersistentLayers = 64;  // decoder layers the persistent decode step takes
+constexpr int kPersistentStages = 6;      // its stages a layer (decode_layers.cu)
+constexpr int kArgmaxSplits = 128;        // blocks per row of a split argmax
+constexpr int kArgmaxSplitRows = 8;       // rows the split argmax's partials hold
 
 // Weights a prefetch hint named (Track::prefetch, track.cu): up to kL2Hints byte ranges that the
 // next decode attention's blocks ask to be brought into L2 (decode_attention.cu says which part
@@ -108,6 +111,7 @@ public:
     float* decode_partials = nullptr;  // kMaxDecodeHeads·kMaxDecodePartials·(128 + 2) floats
     float* bias_staging = nullptr;     // (kBiasStagingElems) f32, 256-byte aligned
     float* argmax_partials = nullptr;  // kArgmaxSplitRows·kArgmaxSplits (value, index) pairs
+    unsigned* stage_done = nullptr;    // kMaxPersistentLayers·kPersistentStages block counters
     // Pending until the next attention call takes them (host state of the one model that runs:
     // like the scratch above, not for two models on two streams at once); the setup hook clears
     // hints a failed call may have left.

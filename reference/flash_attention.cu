@@ -37,9 +37,6 @@ namespace glmasr::reference {
 
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kNegInf = -__builtin_huge_valf();
-
 template <int D>
 struct FlashTile {
     static constexpr int kBQ = 64;                  // queries per block

@@ -56,7 +56,6 @@ namespace glmasr::reference {
 
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kSplitThreads = 256;
 
 template <int D, bool kSplit>

@@ -65,7 +65,6 @@ constexpr int kStages = 3;                     // K/V tiles in flight
 constexpr int kTileBytes = kBK * kD * static_cast<int>(sizeof(bf16));  // 8 KB: one K, V or Q tile
 // Q tiles, then the K/V ring; +1 KB to align the start to the swizzle's 1024-byte period.
 constexpr int kSmemBytes = (kWarpgroups + 2 * kStages) * kTileBytes + 1024;
-constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));

@@ -14,7 +14,6 @@
 namespace glmasr::reference::flash {
 
 constexpr int kSoftmaxKeys = 32;  // keys per update, whatever a kernel stages at once
-constexpr float kNegInf = -__builtin_huge_valf();
 
 // 2^x by the SFU's approximation (relative error ~2^−22, far below the bf16 rounding of p);
 // 2^−inf = +0, which the hidden keys rely on.

@@ -36,19 +36,8 @@ namespace glmasr::reference {
 
 namespace {
 
-// The value written to out[row]: `first` (and `second`, the up product) are the row's sums, `bias`
-// its bias (−0 without: x + (−0) is x for every x, −0 included), `old` its previous value (read
-// only by kAccumulate).
-__device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second,
-                                               float bias, float old) {
-    if (epilogue == GemvEpilogue::kSiluMul) return silu(first) * second;
-    const float v = first + bias;
-    if (epilogue == GemvEpilogue::kAccumulate) return old + v;
-    return epilogue == GemvEpilogue::kBiasGelu ? gelu_erf(v) : v;
-}
-
-// Grid: ceil(N / kRows) blocks of kGemvThreads. kMats = 2 reads w and w2 (gate and up).
-// kRmsNorm: the product is taken with rmsnorm(x), norm.weight (K).
+// Grid: ceil(N / kRows) blocks of kGemvThreads; the body is gemv_rows_block (gemv_core.cuh),
+// shared with the persistent decode step (decode_layers.cu).
 template <int M, int kRows, GemvEpilogue kEpi, bool kRmsNorm>
 __global__ void __launch_bounds__(kGemvThreads)
     gemv_bf16_kernel(float* __restrict__ out,         // (M, N)
@@ -57,42 +46,8 @@ __global__ void __launch_bounds__(kGemvThreads)
                      const bf16* __restrict__ w2,     // (N, K) or null
                      const float* __restrict__ bias,  // (N) or null
                      GemvNorm norm, int N, int K) {
-    constexpr int kMats = kEpi == GemvEpilogue::kSiluMul ? 2 : 1;
-    const int row0 = blockIdx.x * kRows;
-    // Owned rows, matrix by matrix: rows[mat · kRows + r] is row row0 + r of w (mat 0) or w2.
-    const uint4* rows[kMats * kRows];
-#pragma unroll
-    for (int mat = 0; mat < kMats; ++mat)
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-            // Rows past N (last block) re-read row N-1; their sums are never written.
-            const int row = min(row0 + r, N - 1);
-            rows[mat * kRows + r] =
-                reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
-        }
-    // Start the weight loads, let the next kernel be scheduled as soon as SMs free up (PDL), and
-    // only then wait for x.
-    GemvPrefetch<kMats * kRows> pre;
-    gemv_prefetch(rows, K, pre);
-    pdl_launch_dependents();
-    pdl_wait();
-
-    // Thread i < kRows·M writes output (row0 + i / M, i % M). What its epilogue reads besides
-    // the sums (the residual it adds to, the bias) is loaded now, so that the load's round trip
-    // overlaps the product instead of following it.
-    static_assert(kRows * M <= kGemvThreads, "one output per thread");
-    const int r = threadIdx.x / M, m = threadIdx.x % M, row = row0 + r;
-    const bool writes = threadIdx.x < kRows * M && row < N;
-    float* const o = out + static_cast<size_t>(m) * N + row;
-    const float old = writes && kEpi == GemvEpilogue::kAccumulate ? *o : 0.0f;
-    const float b = writes && bias ? bias[row] : -0.0f;
-
-    __shared__ GemvPartials<M, kMats * kRows, kRmsNorm> partials;
-    block_gemv<M, kMats * kRows, kRmsNorm>(rows, pre, x, norm.weight, K, partials);
-    if (!writes) return;
-    const float first = partials.scaled_total(r, m, K, norm.eps);
-    const float second = partials.scaled_total((kMats - 1) * kRows + r, m, K, norm.eps);
-    *o = gemv_epilogue(kEpi, first, second, b, old);
+    gemv_rows_block<M, kRows, kEpi, kRmsNorm>(blockIdx.x, PdlWait{}, out, x, w, w2, bias, norm, N,
+                                              K);
 }
 
 // Any shape: one warp per output row n, lanes stride over K, all M (≤ 8) rows of x at once.

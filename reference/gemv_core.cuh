@@ -25,6 +25,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "kernels.h"
 
 namespace glmasr::reference {
 
@@ -157,6 +158,65 @@ __device__ __forceinline__ void block_gemv(const uint4* const (&rows)[R],  // R 
             if (lane == 0) partials.v[warp][r][m] = v;
         }
     __syncthreads();
+}
+
+// The value written to out[row]: `first` (and `second`, the up product) are the row's sums, `bias`
+// its bias (−0 without: x + (−0) is x for every x, −0 included), `old` its previous value (read
+// only by kAccumulate).
+__device__ __forceinline__ float gemv_epilogue(GemvEpilogue epilogue, float first, float second,
+                                               float bias, float old) {
+    if (epilogue == GemvEpilogue::kSiluMul) return silu(first) * second;
+    const float v = first + bias;
+    if (epilogue == GemvEpilogue::kAccumulate) return old + v;
+    return epilogue == GemvEpilogue::kBiasGelu ? gelu_erf(v) : v;
+}
+
+// One block of gemv.cu's product: output rows block·kRows … + kRows − 1 of out(M, N) = x · wᵀ
+// with the epilogue kEpi (kSiluMul reads w and w2, gate and up). `wait()` is called by every
+// thread between the weight loads that need nothing (gemv_prefetch) and the first read of x:
+// PdlWait in gemv.cu's kernel, a stage counter in the persistent decode step.
+template <int M, int kRows, GemvEpilogue kEpi, bool kRmsNorm, typename Wait>
+__device__ __forceinline__ void gemv_rows_block(int block, const Wait& wait,
+                                                float* __restrict__ out,         // (M, N)
+                                                const float* x,                  // (M, K)
+                                                const bf16* __restrict__ w,      // (N, K)
+                                                const bf16* __restrict__ w2,     // (N, K) or null
+                                                const float* __restrict__ bias,  // (N) or null
+                                                GemvNorm norm, int N, int K) {
+    constexpr int kMats = kEpi == GemvEpilogue::kSiluMul ? 2 : 1;
+    const int row0 = block * kRows;
+    // Owned rows, matrix by matrix: rows[mat · kRows + r] is row row0 + r of w (mat 0) or w2.
+    const uint4* rows[kMats * kRows];
+#pragma unroll
+    for (int mat = 0; mat < kMats; ++mat)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            // Rows past N (last block) re-read row N-1; their sums are never written.
+            const int row = min(row0 + r, N - 1);
+            rows[mat * kRows + r] =
+                reinterpret_cast<const uint4*>((mat ? w2 : w) + static_cast<size_t>(row) * K);
+        }
+    // Start the weight loads, let the next work be scheduled, and only then wait for x.
+    GemvPrefetch<kMats * kRows> pre;
+    gemv_prefetch(rows, K, pre);
+    wait();
+
+    // Thread i < kRows·M writes output (row0 + i / M, i % M). What its epilogue reads besides
+    // the sums (the residual it adds to, the bias) is loaded now, so that the load's round trip
+    // overlaps the product instead of following it.
+    static_assert(kRows * M <= kGemvThreads, "one output per thread");
+    const int r = threadIdx.x / M, m = threadIdx.x % M, row = row0 + r;
+    const bool writes = threadIdx.x < kRows * M && row < N;
+    float* const o = out + static_cast<size_t>(m) * N + row;
+    const float old = writes && kEpi == GemvEpilogue::kAccumulate ? *o : 0.0f;
+    const float b = writes && bias ? bias[row] : -0.0f;
+
+    __shared__ GemvPartials<M, kMats * kRows, kRmsNorm> partials;
+    block_gemv<M, kMats * kRows, kRmsNorm>(rows, pre, x, norm.weight, K, partials);
+    if (!writes) return;
+    const float first = partials.scaled_total(r, m, K, norm.eps);
+    const float second = partials.scaled_total((kMats - 1) * kRows + r, m, K, norm.eps);
+    *o = gemv_epilogue(kEpi, first, second, b, old);
 }
 
 }  // namespace glmasr::reference

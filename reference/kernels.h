@@ -10,6 +10,8 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "common.cuh"
 #include "context.h"
 
@@ -285,9 +287,40 @@ void flash_attention_wgmma(ActOut out, const float* q, const bf16* k, const bf16
 void decode_attention(float* out, float* partials, const float* q, const float* k, const float* v,
                       const int* positions, int Tk, int Hq, int Hkv, int D, float scale,
                       const L2Prefetch& prefetch, cudaStream_t stream);  // (decode_attention.cu)
-// Adds part of weights(rows, row_bytes) to ctx.l2_hints, the ranges the next decode attention
-// prefetches into L2 (Track::prefetch); a hint beyond kL2Hints is dropped. (decode_attention.cu)
-void hint_l2_prefetch(Context& ctx, const void* weights, long long rows, long long row_bytes);
+// Adds part of weights(rows, row_bytes) to `hints`, the ranges a decode attention prefetches into
+// L2 (ctx.l2_hints for the next one: Track::prefetch); a hint beyond kL2Hints is dropped.
+void hint_l2_prefetch(L2Prefetch& hints, const void* weights, long long rows,
+                      long long row_bytes);  // (decode_attention.cu)
+// The decoder layers of one decode step (one token) as one persistent kernel: every layer's
+// rmsnorm_qkv_rope_cache, attention (splits and combine), o + residual, rmsnorm_gate_up_silu and
+// down + residual, with the bits of the per-op kernels. Throws Error where a shape is outside
+// the per-op kernels' fast paths (it has no other path).                    (decode_layers.cu)
+struct PersistentLayer {
+    const float* norm1;  // (H) input_layernorm
+    const bf16* w_q;     // (Hq·D, H)
+    const bf16* w_k;     // (Hkv·D, H)
+    const bf16* w_v;     // (Hkv·D, H)
+    float* k_cache;      // (cap, Hkv·D)
+    float* v_cache;      // (cap, Hkv·D)
+    const bf16* w_o;     // (H, Hq·D)
+    const float* norm2;  // (H) post_attention_layernorm
+    const bf16* w_gate;  // (F, H)
+    const bf16* w_up;    // (F, H)
+    const bf16* w_down;  // (H, F)
+};
+struct PersistentDecodeArgs {
+    std::vector<PersistentLayer> layers;
+    float* x;              // (1, H) the residual stream, in and out
+    float* q;              // (1, Hq·D) scratch
+    float* attn;           // (1, Hq·D) scratch
+    float* gate;           // (1, F) scratch
+    const float* cos;      // (n_positions, D/2)
+    const float* sin;      // (n_positions, D/2)
+    const int* positions;  // (1)
+    int H, F, Hq, Hkv, D, n_positions, cap;
+    float eps, scale;
+};
+void decode_layers(Context& ctx, const PersistentDecodeArgs& args, cudaStream_t stream);
 void attention_generic(ActOut out, const float* q, Act k, Act v, const int* positions, int Tq,
                        int Tk, int Hq, int Hkv, int D, float scale,
                        cudaStream_t stream);  // (attention_generic.cu)

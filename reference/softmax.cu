@@ -18,7 +18,6 @@ namespace glmasr::reference {
 namespace {
 
 constexpr int kSoftmaxThreads = 256;
-constexpr float kNegInf = -__builtin_huge_valf();
 
 // Merge running (max, sum) pairs; the max may be −inf (nothing seen yet).
 __device__ __forceinline__ void merge(float& m, float& s, float m2, float s2) {

@@ -3,6 +3,7 @@
 //   glmasr bench                                   Nano shapes, random weights, reference track
 //   glmasr bench --tracks baseline,student --repeats 5 --json
 //   glmasr bench --model DIR --seconds 12
+//   glmasr bench --tracks baseline,reference,reference:persistent   the decode step's two paths
 //
 // Workload (workload.cpp): a deterministic synthetic clip of --seconds (one 30 s window by
 // default) and --decode-steps forced greedy steps. Every track gets its own model in the same
@@ -56,6 +57,7 @@ double encoder_flops_per_window(const ModelConfig& c, int t_mel) {
 struct TrackRun {
     std::string name;
     OpTable table;
+    bool persistent = false;  // "TRACK:persistent": the persistent decode step
     std::unique_ptr<Model> model;
     double weight_bytes = 0;   // decoder bytes per token in this track's dtypes
     size_t memory_before = 0;  // device memory in use before this track's model existed
@@ -95,7 +97,15 @@ int run_bench(const BenchArgs& args) {
         say("setting up track " + name + " (weights, one sizing run)");
         TrackRun run;
         run.name = name;
-        run.table = OpTable::build(name);
+        const size_t colon = name.find(':');
+        if (colon != std::string::npos) {
+            if (name.substr(colon + 1) != "persistent")
+                throw InputError("--tracks: '" + name +
+                                 "': the only suffix is ':persistent' (the decode step's path)");
+            run.persistent = true;
+        }
+        run.table = OpTable::build(name.substr(0, colon));
+        if (run.persistent) check_persistent_decode(run.table);
         run.settings = settings_json(run.table);
         Backend& backend = backend_for(run.table.device);
         run.memory_before = backend.memory_in_use();
@@ -107,6 +117,7 @@ int run_bench(const BenchArgs& args) {
         GenerateOptions sizing;
         sizing.max_new_tokens = args.decode_steps;
         sizing.ignore_eos = true;
+        sizing.persistent_decode = run.persistent;
         run.model->generate(prompt, run.model->encode_audio(w.features), sizing);
         backend.synchronize(backend.stream());
         run.memory_after = backend.memory_in_use();
@@ -139,6 +150,7 @@ int run_bench(const BenchArgs& args) {
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
                     .count();
             const AudioEmbeddings audio = t.model->encode_audio(fresh);
+            options.persistent_decode = t.persistent;
             GenerateResult result = t.model->generate(prompt, audio, options);
             StageTimes times = result.times;
             times.encoder_ms = t.model->last_encode_times().encoder_ms;
@@ -189,6 +201,7 @@ int run_bench(const BenchArgs& args) {
                             {"end_to_end_ms", end_to_end_ms(s)}});
         out["tracks"].push_back({{"track", t.table.describe()},
                                  {"settings", t.settings},
+                                 {"decode", t.persistent ? "persistent" : "graph"},
                                  {"runs", runs},
                                  {"median",
                                   {{"features_ms", m_feat},
@@ -217,6 +230,12 @@ int run_bench(const BenchArgs& args) {
     std::printf("\n");
     for (const TrackRun& t : tracks)
         std::printf("%-10s settings: %s\n", t.name.c_str(), settings_text(t.settings).c_str());
+    for (const TrackRun& t : tracks)  // a track's two decode paths must agree
+        for (const TrackRun& u : tracks)
+            if (&u != &t && u.table.describe() == t.table.describe() && !t.persistent &&
+                u.persistent)
+                std::printf("%s and %s: %s tokens\n", t.name.c_str(), u.name.c_str(),
+                            u.tokens == t.tokens ? "the same" : "DIFFERENT");
     std::printf(
         "\nTimes in ms (CUDA events on the GPU; features on the host). end-to-end = "
         "encoder + projector + prefill + decode. speedup is against the first track. mem = device\n"

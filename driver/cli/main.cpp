@@ -62,6 +62,7 @@ struct TranscribeArgs {
     bool json = false;
     bool verbose = false;
     bool no_graphs = false;
+    std::string decode = "graph";
 };
 
 // Where a long file was cut, as --json reports it: [{"seconds": s, "level_db": dB}, ...].
@@ -103,6 +104,8 @@ int run_transcribe(const TranscribeArgs& args) {
 
     const std::string track = resolve_track(args.track, args.json);
     OpTable table = OpTable::build(track, args.ops_spec);
+    const bool persistent = args.decode == "persistent";
+    if (persistent) check_persistent_decode(table);
     const nlohmann::json settings = cli::settings_json(table);
     cli::note_unused_settings({settings}, "track " + table.describe());
     Backend& backend = backend_for(table.device);
@@ -143,6 +146,7 @@ int run_transcribe(const TranscribeArgs& args) {
     options.max_new_tokens = args.max_new_tokens;
     options.ignore_eos = args.force_length || random;
     options.use_graphs = !args.no_graphs;
+    options.persistent_decode = persistent;
 
     int exit_code = kExitOk;
     for (const std::string& file : args.files) {
@@ -160,6 +164,7 @@ int run_transcribe(const TranscribeArgs& args) {
                                       {"tokens", result.tokens},
                                       {"track", table.describe()},
                                       {"settings", settings},
+                                      {"decode", args.decode},
                                       {"audio_seconds", seconds},
                                       {"windows", done.windows},
                                       {"audio_tokens", done.audio_tokens},
@@ -299,6 +304,12 @@ int main(int argc, char** argv) {
     transcribe->add_flag("--verbose", t.verbose, "timing per stage on stderr");
     transcribe->add_flag("--no-graphs", t.no_graphs,
                          "do not record the decode step as a CUDA graph");
+    transcribe
+        ->add_option("--decode", t.decode,
+                     "decode step: graph (one kernel per op, the default) or persistent (the "
+                     "decoder layers as one persistent kernel: the reference track only)")
+        ->check(CLI::IsMember({"graph", "persistent"}))
+        ->type_name("PATH");
     cli::SettingsArgs settings;  // one set of --gemm/--attention/--sync-check for every command
     cli::add_settings_options(*transcribe, settings);
 
@@ -312,7 +323,8 @@ int main(int argc, char** argv) {
     CLI::App* bench = app.add_subcommand(
         "bench", "time tracks end to end on one workload (Nano shapes by default)");
     bench->add_option("--tracks", bench_tracks,
-                      "comma-separated tracks, timed interleaved; speedups are against the first");
+                      "comma-separated tracks, timed interleaved; speedups are against the first. "
+                      "TRACK:persistent runs the track with its persistent decode step");
     cli::add_workload_options(*bench, b);
     cli::add_settings_options(*bench, settings);
 

@@ -212,4 +212,14 @@ OpTable::PrefetchHint OpTable::prefetch_hint() const {
     return ops.attention ? source[static_cast<int>(OpId::attention)]->prefetch : nullptr;
 }
 
+Track::DecodeLayers OpTable::decode_layers() const {
+    for (const Track* track : source)
+        if (track != base) return nullptr;
+    // the decoder's entries as kernels (a null one is composed by the driver from primitives)
+    if (!ops.rmsnorm_qkv_rope_cache || !ops.attention || !ops.linear_residual ||
+        !ops.rmsnorm_gate_up_silu)
+        return nullptr;
+    return base ? base->decode_layers : nullptr;
+}
+
 }  // namespace glmasr

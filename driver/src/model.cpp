@@ -125,11 +125,13 @@ struct Model::Impl {
     Tensor logits;                         // (1, V)
     Tensor next_id;                        // (1) i32: argmax output, next step's input id
     Backend::Graph decode_graph;           // the recorded decode step (GPU only)
+    bool graph_persistent = false;         // ... recorded with the persistent decode step
 
     Buffer mel_host;         // (T_mel, n_mels) f32, host_alloc'd: one window, transposed
     StageTimes last_encode;  // encoder_ms, projector_ms of the last encode_audio
     std::function<void(Stage)> stage_hook;
-    OpTable::PrefetchHint prefetch_hint = nullptr;  // the attention's track's (track.h)
+    OpTable::PrefetchHint prefetch_hint = nullptr;   // the attention's track's (track.h)
+    Track::DecodeLayers decode_layers_fn = nullptr;  // the table's persistent decode step, if any
 
     void enter(Stage stage) const {
         if (stage_hook) stage_hook(stage);
@@ -154,13 +156,16 @@ struct Model::Impl {
     void prefill(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
                  const std::vector<int>& prompt_ids, AudioSource audio,
                  const std::vector<int>& audio_rows);
-    void decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops);
+    void decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                     bool persistent);
     void decode(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int S,
                 const GenerateOptions& options, GenerateResult& result);
 
     // One decoder pass over `rows` tokens whose embeddings are in dec_x and positions in
-    // dec_pos; leaves the final-norm output in dec_normed. Enqueue only: capture-safe.
-    void decoder_layers(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int rows);
+    // dec_pos; leaves the final-norm output in dec_normed. Enqueue only: capture-safe. With
+    // `persistent` (one row), the layers are one call of decode_layers_fn.
+    void decoder_layers(const ModelConfig& config, const ModelWeights& w, const Ops& ops, int rows,
+                        bool persistent = false);
 
     Tensor make_decoder(DType dtype, std::initializer_list<int64_t> dims) {
         Tensor t(nullptr, dtype, backend.device(), dims);
@@ -177,6 +182,7 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
     Impl& m = *impl_;
     table_.setup(m.stream);
     m.prefetch_hint = table_.prefetch_hint();
+    m.decode_layers_fn = table_.decode_layers();
 
     const EncoderConfig& e = config_.audio;
     const FeatureConfig features;
@@ -443,9 +449,17 @@ bool stops_after(const DecoderConfig& d, const GenerateOptions& options, int ste
 
 }  // namespace
 
+void check_persistent_decode(const OpTable& table) {
+    if (!table.decode_layers())
+        throw InputError("--decode persistent: " + table.describe() +
+                         " has no persistent decode step (the reference has one, with every op "
+                         "its own and a fused attention)");
+}
+
 GenerateResult Model::generate(const std::vector<int>& prompt_ids, const AudioEmbeddings& audio,
                                const GenerateOptions& options) {
     if (audio.model_ != this) throw Error("generate: audio embeddings of another model");
+    if (options.persistent_decode) check_persistent_decode(table_);
     impl_->check_current(audio);
     return impl_->generate(config_, weights_, table_.ops, prompt_ids,
                            {impl_->audio_emb.f32(), false}, static_cast<size_t>(audio.rows()),
@@ -455,6 +469,7 @@ GenerateResult Model::generate(const std::vector<int>& prompt_ids, const AudioEm
 GenerateResult Model::generate(const std::vector<int>& prompt_ids,
                                const std::vector<float>& audio_embeddings,
                                const GenerateOptions& options) {
+    if (options.persistent_decode) check_persistent_decode(table_);
     return impl_->generate(config_, weights_, table_.ops, prompt_ids,
                            {audio_embeddings.data(), true},
                            audio_embeddings.size() / config_.text.hidden_size, options);
@@ -558,10 +573,11 @@ void Model::Impl::prefill(const ModelConfig& config, const ModelWeights& w, cons
 
 // One decode step through the KV cache: the token in next_id at the position in dec_pos in,
 // the next token (and its logits) out, in the same buffers. Enqueue only: capture-safe.
-void Model::Impl::decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops) {
+void Model::Impl::decode_step(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
+                              bool persistent) {
     Impl& m = *this;
     ops.embedding(m.dec_x.rows(0, 1), w.embed, m.next_id, m.stream);
-    m.decoder_layers(config, w, ops, 1);
+    m.decoder_layers(config, w, ops, 1, persistent);
     ops.linear(m.logits, m.dec_normed.rows(0, 1), w.lm_head, Tensor{}, m.stream);
     ops.argmax(m.next_id, m.logits, m.stream);
 }
@@ -573,8 +589,10 @@ void Model::Impl::decode(const ModelConfig& config, const ModelWeights& w, const
                          const GenerateOptions& options, GenerateResult& result) {
     Impl& m = *this;
     const DecoderConfig& d = config.text;
-    auto step = [&]() { m.decode_step(config, w, ops); };
+    auto step = [&]() { m.decode_step(config, w, ops, options.persistent_decode); };
     const bool graphs = options.use_graphs && m.backend.supports_graphs();
+    if (m.decode_graph && m.graph_persistent != options.persistent_decode) m.decode_graph.reset();
+    m.graph_persistent = options.persistent_decode;
     std::vector<float> host_logits;
     double decode_ms = 0;
     for (int i = 0; i < options.max_new_tokens; ++i) {
@@ -608,43 +626,65 @@ void Model::Impl::decode(const ModelConfig& config, const ModelWeights& w, const
 }
 
 void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& w, const Ops& ops,
-                                 int rows) {
+                                 int rows, bool persistent) {
     Impl& m = *this;
     const DecoderConfig& d = config.text;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
     const Tensor x = m.dec_x.rows(0, rows), normed = m.dec_normed.rows(0, rows);
-    const Tensor q = m.dec_q.rows(0, rows), k = m.dec_k.rows(0, rows), v = m.dec_v.rows(0, rows);
-    const Tensor attn = m.dec_attn.rows(0, rows), proj = m.dec_proj.rows(0, rows);
-    const Tensor gate = m.dec_gate.rows(0, rows), up = m.dec_up.rows(0, rows);
-    const Tensor pos = m.dec_pos.rows(0, rows);
-    const Tensor scores = m.dec_scores.empty()
-                              ? Tensor{}
-                              : Tensor(m.dec_scores.data, DType::F32, m.dec_scores.device,
-                                       {d.num_heads, rows, m.capacity});
-
-    // Pre-norm Llama layers. Each RMSNorm is part of the product that consumes it and each
-    // residual add part of the product that feeds it (ops.h), so `normed` is only scratch.
-    for (size_t l = 0; l < w.decoder.size(); ++l) {
-        const DecoderLayerWeights& L = w.decoder[l];
-        // input_layernorm, then the q, k, v projections (no biases), full half-split RoPE, and
-        // k, v appended to the cache
-        run_rmsnorm_qkv_rope_cache(ops, q, m.k_cache[l], m.v_cache[l], x, L.norm1_w, L.q_w, L.k_w,
-                                   L.v_w, m.dec_cos, m.dec_sin, pos, normed, k, v, d.rms_norm_eps,
-                                   d.num_heads, d.num_kv_heads, m.stream);
-        // the weights read after the attention, hinted to the track that runs it (track.h)
-        if (m.prefetch_hint) {
-            m.prefetch_hint(L.gate_w, m.stream);
-            m.prefetch_hint(L.up_w, m.stream);
+    if (persistent) {  // the same layers in one call of the track (track.h, DecodeStep)
+        DecodeStep step{{},
+                        x,
+                        m.dec_q.rows(0, 1),
+                        m.dec_attn.rows(0, 1),
+                        m.dec_gate.rows(0, 1),
+                        m.dec_cos,
+                        m.dec_sin,
+                        m.dec_pos.rows(0, 1),
+                        d.num_heads,
+                        d.num_kv_heads,
+                        d.rms_norm_eps,
+                        scale};
+        for (size_t l = 0; l < w.decoder.size(); ++l) {
+            const DecoderLayerWeights& L = w.decoder[l];
+            step.layers.push_back({L.norm1_w, L.q_w, L.k_w, L.v_w, L.o_w, L.norm2_w, L.gate_w,
+                                   L.up_w, L.down_w, m.k_cache[l], m.v_cache[l]});
         }
-        // causal attention over the cache (key j visible to query i iff j ≤ pos[i]), GQA
-        run_attention(ops, attn, q, m.k_cache[l], m.v_cache[l], pos, scores, d.num_heads,
-                      d.num_kv_heads, scale, m.stream);
-        // x += o_proj(attn)
-        run_linear_residual(ops, x, attn, L.o_w, proj, m.stream);
-        // x += down(silu(gate(n)) · up(n)), n = post_attention_layernorm(x)
-        run_rmsnorm_gate_up_silu(ops, gate, x, L.norm2_w, L.gate_w, L.up_w, normed, up,
-                                 d.rms_norm_eps, m.stream);
-        run_linear_residual(ops, x, gate, L.down_w, proj, m.stream);
+        m.decode_layers_fn(step, m.stream);
+    } else {
+        const Tensor q = m.dec_q.rows(0, rows), k = m.dec_k.rows(0, rows),
+                     v = m.dec_v.rows(0, rows);
+        const Tensor attn = m.dec_attn.rows(0, rows), proj = m.dec_proj.rows(0, rows);
+        const Tensor gate = m.dec_gate.rows(0, rows), up = m.dec_up.rows(0, rows);
+        const Tensor pos = m.dec_pos.rows(0, rows);
+        const Tensor scores = m.dec_scores.empty()
+                                  ? Tensor{}
+                                  : Tensor(m.dec_scores.data, DType::F32, m.dec_scores.device,
+                                           {d.num_heads, rows, m.capacity});
+
+        // Pre-norm Llama layers. Each RMSNorm is part of the product that consumes it and each
+        // residual add part of the product that feeds it (ops.h), so `normed` is only scratch.
+        for (size_t l = 0; l < w.decoder.size(); ++l) {
+            const DecoderLayerWeights& L = w.decoder[l];
+            // input_layernorm, then the q, k, v projections (no biases), full half-split RoPE, and
+            // k, v appended to the cache
+            run_rmsnorm_qkv_rope_cache(ops, q, m.k_cache[l], m.v_cache[l], x, L.norm1_w, L.q_w,
+                                       L.k_w, L.v_w, m.dec_cos, m.dec_sin, pos, normed, k, v,
+                                       d.rms_norm_eps, d.num_heads, d.num_kv_heads, m.stream);
+            // the weights read after the attention, hinted to the track that runs it (track.h)
+            if (m.prefetch_hint) {
+                m.prefetch_hint(L.gate_w, m.stream);
+                m.prefetch_hint(L.up_w, m.stream);
+            }
+            // causal attention over the cache (key j visible to query i iff j ≤ pos[i]), GQA
+            run_attention(ops, attn, q, m.k_cache[l], m.v_cache[l], pos, scores, d.num_heads,
+                          d.num_kv_heads, scale, m.stream);
+            // x += o_proj(attn)
+            run_linear_residual(ops, x, attn, L.o_w, proj, m.stream);
+            // x += down(silu(gate(n)) · up(n)), n = post_attention_layernorm(x)
+            run_rmsnorm_gate_up_silu(ops, gate, x, L.norm2_w, L.gate_w, L.up_w, normed, up,
+                                     d.rms_norm_eps, m.stream);
+            run_linear_residual(ops, x, gate, L.down_w, proj, m.stream);
+        }
     }
     ops.rmsnorm(normed, x, w.final_norm_w, d.rms_norm_eps, m.stream);
 }

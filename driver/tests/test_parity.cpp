@@ -89,8 +89,14 @@ Tolerance tolerance_for(const std::string& track) {
 
 class Parity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
+// A parameter "TRACK:persistent" runs the track with its persistent decode step
+// (GenerateOptions::persistent_decode): the same checks, every decode step through it.
 TEST_P(Parity, ReproducesTransformers) {
-    const auto& [track_name, case_name] = GetParam();
+    const auto& [param_name, case_name] = GetParam();
+    const bool persistent = param_name.size() > 11 &&
+                            param_name.compare(param_name.size() - 11, 11, ":persistent") == 0;
+    const std::string track_name =
+        persistent ? param_name.substr(0, param_name.size() - 11) : param_name;
     if (track_name != "cpu" && !gpu_available())
         GTEST_SKIP() << "no GPU: " << track_name << " not run";
 
@@ -185,6 +191,7 @@ TEST_P(Parity, ReproducesTransformers) {
         GenerateOptions options;
         options.max_new_tokens = expected["forced_steps"].get<int>();
         options.ignore_eos = true;
+        options.persistent_decode = persistent;
         options.on_logits = [&](int step, const std::vector<float>& logits) {
             if (step >= logit_steps) return;
             const Comparison c = compare(logits.data(), &logits_ref[size_t(step) * vocab], vocab);
@@ -201,6 +208,7 @@ TEST_P(Parity, ReproducesTransformers) {
         GenerateOptions teacher;
         teacher.max_new_tokens = options.max_new_tokens;
         teacher.ignore_eos = true;
+        teacher.persistent_decode = persistent;
         teacher.forced_inputs = forced.tokens;
         EXPECT_EQ(model.generate(prompt, audio_ref, teacher).tokens, forced.tokens);
         teacher.forced_inputs.assign(forced.tokens.size(), forced.tokens.back());
@@ -214,6 +222,7 @@ TEST_P(Parity, ReproducesTransformers) {
         // at the config's stop ids; the decoded text is what the CLI prints.
         GenerateOptions natural;
         natural.max_new_tokens = expected["generate_max_new_tokens"].get<int>();
+        natural.persistent_decode = persistent;
         const GenerateResult result = model.generate(prompt, audio, natural);
         EXPECT_EQ(result.tokens, expected["generate_tokens"].get<std::vector<int>>());
         EXPECT_EQ(tokenizer.decode(result.tokens, true),
@@ -230,6 +239,9 @@ std::vector<std::tuple<std::string, std::string>> parity_params() {
         const std::string name = track->name;
         if (name == "student" || name == "triton" || name == "cutile") continue;
         for (const std::string& c : parity_cases()) params.emplace_back(name, c);
+        if (track->decode_layers)  // and its persistent decode step
+            for (const std::string& c : parity_cases())
+                params.emplace_back(name + ":persistent", c);
     }
     return params;
 }
@@ -238,7 +250,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Parity, ::testing::ValuesIn(parity_params()),
                          [](const auto& info) {
                              std::string name =
                                  std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                             std::replace(name.begin(), name.end(), '-', '_');  // triton-solution
+                             for (char& c : name)  // triton-solution, reference:persistent
+                                 if (c == '-' || c == ':') c = '_';
                              return name;
                          });
 
@@ -385,6 +398,82 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
         std::ifstream(dir / "expected.json") >> expected;
         check(dir / expected["model"].get<std::string>(), dir / "clip.wav", false);
     }
+}
+
+// The persistent decode step (reference/decode_layers.cu) runs each layer's work with the block
+// bodies of the per-op kernels, so it must give the graph path's logits bit for bit: on the
+// shipped model (head dim 64: the tiled decode attention and its combine) and on the parity
+// fixtures (head dim 16: the generic attention), every step, with the graph replayed.
+TEST(PersistentDecode, GivesTheGraphPathsLogitsBitForBit) {
+    if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
+    bool linked = false;
+    for (const Track* track : available_tracks())
+        linked = linked || std::string(track->name) == "reference";
+    if (!linked) GTEST_SKIP() << "the reference is not linked into this program";
+    const OpTable table = OpTable::build("reference");
+    ASSERT_NE(table.decode_layers(), nullptr);
+
+    auto check = [&](const fs::path& model_dir, const fs::path& clip) {
+        SCOPED_TRACE(clip.string());
+        const ModelConfig config = ModelConfig::load((model_dir / "config.json").string());
+        const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
+        FeatureConfig feature_config;
+        feature_config.n_mels = config.audio.num_mel_bins;
+        const AudioFeatures features =
+            LogMelExtractor(feature_config).extract(load_audio(clip.string(), 16000).samples);
+        const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
+        Model model(
+            config,
+            load_weights(Checkpoint::find_in(model_dir), config, table, backend_for(table.device)),
+            table);
+        const AudioEmbeddings audio = model.encode_audio(features);
+        auto run = [&](bool persistent, std::vector<float>& logits) {
+            GenerateOptions options;
+            options.max_new_tokens = 24;
+            options.ignore_eos = true;
+            options.persistent_decode = persistent;
+            options.on_logits = [&](int, const std::vector<float>& step) {
+                logits.insert(logits.end(), step.begin(), step.end());
+            };
+            return model.generate(prompt, audio, options).tokens;
+        };
+        std::vector<float> graph_logits, persistent_logits, again_logits;
+        const std::vector<int> graph = run(false, graph_logits);
+        const std::vector<int> persistent = run(true, persistent_logits);
+        EXPECT_EQ(graph, persistent);
+        ASSERT_EQ(graph_logits.size(), persistent_logits.size());
+        EXPECT_EQ(0, std::memcmp(graph_logits.data(), persistent_logits.data(),
+                                 graph_logits.size() * sizeof(float)))
+            << "logits differ";
+        // and back: the recorded graph follows the path asked for
+        EXPECT_EQ(run(false, again_logits), graph);
+        EXPECT_EQ(again_logits, graph_logits);
+    };
+    for (const char* clip : {"clip_01.wav", "clip_13.wav"})
+        check(source_dir() / "assets/models/glm-asr-tiny", source_dir() / "assets/audio" / clip);
+    for (const std::string& name : parity_cases()) {
+        const fs::path dir = source_dir() / "tests/fixtures/parity" / name;
+        nlohmann::json expected;
+        std::ifstream(dir / "expected.json") >> expected;
+        check(dir / expected["model"].get<std::string>(), dir / "clip.wav");
+    }
+}
+
+// Asked of a table without one, the persistent decode step is an input error, not the per-op
+// path: here the cpu track's.
+TEST(PersistentDecode, IsAnInputErrorWhereTheTableHasNone) {
+    const OpTable table = OpTable::build("cpu");
+    EXPECT_EQ(table.decode_layers(), nullptr);
+    EXPECT_THROW(check_persistent_decode(table), InputError);
+    const fs::path model_dir = source_dir() / "assets/models/glm-asr-tiny";
+    const ModelConfig config = ModelConfig::load((model_dir / "config.json").string());
+    Model model(config, load_weights(Checkpoint::find_in(model_dir), config, table, host_backend()),
+                table);
+    GenerateOptions options;
+    options.max_new_tokens = 2;
+    options.persistent_decode = true;
+    const std::vector<float> embeddings(static_cast<size_t>(config.text.hidden_size), 0.0f);
+    EXPECT_THROW(model.generate({config.audio_token_id}, embeddings, options), InputError);
 }
 
 TEST(ParityFixtures, Present) {

@@ -77,6 +77,8 @@ def transformers_transcripts(model_dir, clips, device, max_new_tokens):
 
 
 def glmasr_transcripts(glmasr, track, model_dir, clips, max_new_tokens):
+    # "TRACK:persistent": the track with its persistent decode step (glmasr bench's syntax)
+    track, _, decode = track.partition(":")
     out = []
     for path, _ in clips:
         p = subprocess.run(
@@ -91,6 +93,7 @@ def glmasr_transcripts(glmasr, track, model_dir, clips, max_new_tokens):
                 "--json",
                 "--max-new-tokens",
                 str(max_new_tokens),
+                *(["--decode", decode] if decode else []),
             ],
             capture_output=True,
             text=True,
@@ -107,7 +110,9 @@ def glmasr_transcripts(glmasr, track, model_dir, clips, max_new_tokens):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--glmasr", default=os.path.join(ROOT, "build/glmasr"))
-    ap.add_argument("--tracks", default="cpu")
+    ap.add_argument(
+        "--tracks", default="cpu", help="comma-separated; TRACK:persistent: its persistent decode"
+    )
     ap.add_argument("--model", default=os.path.join(ROOT, "assets/models/glm-asr-tiny"))
     ap.add_argument("--clips", default=os.path.join(ROOT, "assets/audio"))
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

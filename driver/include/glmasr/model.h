@@ -29,6 +29,10 @@ struct GenerateOptions {
     int max_new_tokens = 500;
     bool ignore_eos = false;  // forced length: always run max_new_tokens steps (timing, parity)
     bool use_graphs = true;   // record the decode step as a CUDA graph (GPU tracks)
+    // Run each decode step's decoder layers as one call of the track's persistent step
+    // (Track::decode_layers, `--decode persistent`) instead of op by op. An InputError where the
+    // table has none (OpTable::decode_layers): never silently the other path.
+    bool persistent_decode = false;
     // Teacher forcing (the grader's timed runs): decode step i is fed forced_inputs[i] instead of
     // the token step i − 1 predicted; `tokens` still records every prediction. Each prediction
     // then depends on the audio and these inputs alone, never on earlier predictions, so one
@@ -38,6 +42,10 @@ struct GenerateOptions {
     // Called with each step's logits (V floats on the host) — tests only; slows decoding.
     std::function<void(int step, const std::vector<float>& logits)> on_logits;
 };
+
+// Throws InputError where `table` has no persistent decode step (OpTable::decode_layers), the
+// check generate() makes for GenerateOptions::persistent_decode; callers may make it up front.
+void check_persistent_decode(const OpTable& table);
 
 // The stages of one transcription, in the order they run.
 enum class Stage { encoder, projector, prefill, decode };

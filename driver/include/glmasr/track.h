@@ -68,6 +68,24 @@ Backend& host_backend();
 Backend& backend_for(Device device);  // throws if this build has no CUDA, or no GPU is present
 bool gpu_available();                 // built with CUDA and a device is visible
 
+// The decoder layers of one decode step (one token), for Track::decode_layers: every tensor the
+// per-op path (Model's decoder_layers) hands its decoder entries, f32 unless said.
+struct DecodeLayerTensors {
+    Tensor norm1_w, q_w, k_w, v_w, o_w;    // DecoderLayerWeights' (weights.h), matrices in the
+    Tensor norm2_w, gate_w, up_w, down_w;  // track's weight dtype
+    Tensor k_cache, v_cache;               // (capacity, Hkv·hd): row positions[0] appended
+};
+struct DecodeStep {
+    std::vector<DecodeLayerTensors> layers;
+    Tensor x;          // (1, D) the residual stream: the token's embedding in, the last layer's out
+    Tensor q, attn;    // (1, Hq·hd) scratch
+    Tensor gate;       // (1, F) scratch
+    Tensor cos, sin;   // (n_positions, hd/2) RoPE tables
+    Tensor positions;  // (1) i32: the token's position
+    int num_heads = 0, num_kv_heads = 0;
+    float eps = 0, scale = 0;  // the RMSNorms' epsilon, the attention's 1/√hd
+};
+
 struct Track {
     const char* name;     // "cpu", "baseline", "reference", "student"
     const char* summary;  // one line for `glmasr tracks` and reports
@@ -96,6 +114,13 @@ struct Track {
     // them into L2). Changes no result; capture-safe. The driver gives it only to the track that
     // supplies the attention entry (OpTable::prefetch_hint), the one that can act on it then.
     void (*prefetch)(const Tensor& weights, Stream stream) = nullptr;
+    // Optional: the decoder layers of a whole decode step in one call, past the per-op contract
+    // (`--decode persistent`: the reference's one persistent kernel, reference/decode_layers.cu).
+    // It leaves x and the KV caches as the per-op path leaves them; capture-safe. The driver uses
+    // it only when asked and only for a table that takes every op from this track
+    // (OpTable::decode_layers); asked for elsewhere, it is an input error, never another path.
+    using DecodeLayers = void (*)(const DecodeStep& step, Stream stream);
+    DecodeLayers decode_layers = nullptr;
 };
 
 // Every track this project has, in the order `glmasr tracks` lists them: X(identifier, "name").
@@ -163,6 +188,10 @@ struct OpTable {
     // null where the attention is a composition or that track has none.
     using PrefetchHint = void (*)(const Tensor& weights, Stream stream);
     PrefetchHint prefetch_hint() const;
+    // The base track's Track::decode_layers where every op of the table is that track's and the
+    // decoder's entries are its kernels; null where it has none, the table mixes in another
+    // track, or an entry is composed (the reference's GLMASR_ATTENTION=three_kernel).
+    Track::DecodeLayers decode_layers() const;
 };
 
 }  // namespace glmasr

@@ -1,0 +1,278 @@
+// decode_layers.cu — the decoder layers of one decode step as ONE persistent kernel: the decode
+// ladder's last rung (`--decode persistent`), past the per-op contract.
+//
+// The graph path runs a decode step as a chain of one kernel per contract entry, six a layer
+// (q/k/v, attention, combine, o, gate/up, down). Between two of them the GPU drains and refills:
+// even with programmatic dependent launch (common.cuh) each boundary costs 0.7–2.3 µs on an
+// H200, ~8 of a layer's ~31 µs (docs/performance.md, "Decode step"). Here one grid of resident
+// blocks walks all layers' work instead:
+//   * The same work in the same pieces. Each stage is the grid of its per-op kernel cut into
+//     block-sized units, and each unit runs that kernel's block body (qkv_rope_cache_block,
+//     decode_attention_block, decode_combine_block, gemv_rows_block), so every value is computed
+//     by the same instructions in the same order: the step gives the graph path's bits, and so
+//     transformers' tokens wherever the graph path does.
+//   * Dependencies as counters instead of kernel boundaries. A unit of stage s needs all of
+//     stage s − 1 (a product needs the whole x, the combine every split, ...), so each block,
+//     after its units of stage s, adds their number to stage s's counter in global memory (after
+//     a fence: release), and a unit of stage s + 1 starts with its loads that need nothing (its weight rows, the cached
+//     keys of earlier steps) and then waits until the counter of stage s is full (acquire). The
+//     wait is the `Wait` parameter that the per-op kernels fill with PdlWait; a block that has
+//     seen a stage full does not wait for it again.
+//   * Units are dealt round-robin: block b takes units b, b + G, b + 2G, ... of every stage, so a
+//     block that finishes its share of one stage starts the next stage's weight loads at once,
+//     while other blocks still work (what PDL does only once SMs free up).
+//   * A cooperative launch sized to what is resident (occupancy × SMs): a block waits only for
+//     stages before its own, whose units belong to blocks that are all running, so the grid
+//     cannot deadlock. The counters are zeroed before each launch (a memset node in the graph).
+//   * 4 blocks an SM (128 registers, 172 bytes of spills with ptxas 13.0), the occupancy of the
+//     per-op gate/up GEMV (108 registers); unbounded, the kernel takes 252 registers, 2 blocks.
+// The products must take the per-op GEMVs' fast paths (K % 8 == 0, 16-byte aligned rows); the
+// launcher throws where one does not. Head dims other than 32, 64 and 128 take the generic
+// attention's warp body, as the per-op path does.
+#include <algorithm>
+#include <string>
+
+#include "attention_generic.cuh"
+#include "decode_attention.cuh"
+#include "glmasr/cuda_check.h"
+#include "kernels.h"
+#include "qkv_rope_cache.cuh"
+
+namespace glmasr::reference {
+
+namespace {
+
+// A layer's stages, in order; stage s of layer l counts its finished units at l·kStages + s.
+enum Stage : int { kQkv, kAttention, kCombine, kO, kGateUp, kDown, kStages };
+static_assert(kStages == kPersistentStages, "context.h sizes the counters");
+
+constexpr int kRowsPerUnit = 4;  // rows of a GEMV unit: gemv.cu's choice for one token
+
+struct LayerParams {
+    PersistentLayer w;
+    L2Prefetch prefetch;  // gate and up, as Track::prefetch hints them on the graph path
+};
+
+struct StepParams {
+    LayerParams layer[kMaxPersistentLayers];
+    int n_layers;
+    float* x;
+    float* q;
+    float* attn;
+    float* gate;
+    float* part_o;   // (Hq, n_splits, D)
+    float* part_ml;  // (Hq, n_splits, 2)
+    const float* cos;
+    const float* sin;
+    const int* positions;
+    unsigned* done;  // (n_layers·kStages) finished units a stage
+    int units[kStages];
+    int H, F, Hq, Hkv, head_dim, half, n_positions, cap, n_splits, q_units, k_units;
+    float eps, scale, scale_log2;
+    bool vec;
+};
+
+// Waits until `counter` has reached `target` (a null counter: nothing to wait for). Thread 0
+// spins with acquire loads, then fences, as cooperative groups' grid barrier does; the barrier
+// makes what the counted blocks wrote visible to every thread of this one.
+struct CounterWait {
+    const unsigned* counter;
+    unsigned target;
+    __device__ __forceinline__ void operator()() const {
+        if (!counter) return;
+        if (threadIdx.x == 0) {
+            unsigned seen;
+            do {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                             : "=r"(seen)
+                             : "l"(counter)
+                             : "memory");
+            } while (seen < target);
+            __threadfence();
+        }
+        __syncthreads();
+    }
+};
+
+// D: the head dim of decode_attention.cu's kernels (32, 64, 128), or 0 for any other, which
+// attention_generic.cu's warp body takes as the per-op path does (and then there is no combine).
+template <int D>
+__global__ void __launch_bounds__(kGemvThreads, 4)
+    decode_layers_kernel(const __grid_constant__ StepParams p) {
+    int finished = -1;  // the last stage this block has seen full
+    // Every unit of `stage` this block owns, body(unit, wait) each; then the block adds their
+    // number to the stage's counter, once (one fence a stage, not one a unit).
+    auto run_stage = [&](int stage, auto&& body) {
+        const int units = p.units[stage % kStages];
+        if (static_cast<int>(blockIdx.x) >= units) return;
+        int before = stage - 1;  // the stage before, skipping empty ones (the generic attention's
+        while (before >= 0 && p.units[before % kStages] == 0) --before;  // combine)
+        for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+            const bool waits = before > finished;
+            body(unit, CounterWait{waits ? p.done + before : nullptr,
+                                   waits ? static_cast<unsigned>(p.units[before % kStages]) : 0u});
+            finished = max(finished, before);
+            __syncthreads();  // the unit's writes are done, its shared memory free again
+        }
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(p.done + stage, (units - 1 - blockIdx.x) / gridDim.x + 1);
+        }
+    };
+    const int width_q = p.Hq * p.head_dim, width_kv = p.Hkv * p.head_dim;
+    for (int l = 0; l < p.n_layers; ++l) {
+        const PersistentLayer& w = p.layer[l].w;
+        const int s0 = l * kStages;
+        run_stage(s0 + kQkv, [&](int unit, const CounterWait& wait) {
+            qkv_rope_cache_block<1, true>(unit, wait, p.q, w.k_cache, w.v_cache, p.x, w.w_q, w.w_k,
+                                          w.w_v, p.cos, p.sin, p.positions,
+                                          GemvNorm{w.norm1, p.eps}, p.q_units, p.k_units, p.half,
+                                          width_q, width_kv, p.H, p.n_positions, p.cap);
+        });
+        run_stage(s0 + kAttention, [&](int unit, const CounterWait& wait) {
+            if constexpr (D == 0) {  // a warp per head, into attn directly
+                wait();
+                const int h = unit * kGemvWarps + static_cast<int>(threadIdx.x) / kWarpSize;
+                if (h < p.Hq)
+                    attention_generic_warp<float>(0, h, p.attn, p.q, w.k_cache, w.v_cache,
+                                                  p.positions, p.cap, p.Hq, p.Hkv, p.head_dim,
+                                                  p.scale);
+            } else {
+                decode_attention_block<D>(unit / p.n_splits, unit % p.n_splits, p.n_splits, wait,
+                                          p.part_o, p.part_ml, p.q, w.k_cache, w.v_cache,
+                                          p.positions, p.cap, p.Hq, p.Hkv, p.scale_log2, p.vec,
+                                          p.layer[l].prefetch);
+            }
+        });
+        if constexpr (D != 0)
+            run_stage(s0 + kCombine, [&](int unit, const CounterWait& wait) {
+                constexpr int kDimBlocks = (D + kWarpSize - 1) / kWarpSize;
+                decode_combine_block(unit / kDimBlocks, unit % kDimBlocks, wait, p.attn, p.part_o,
+                                     p.part_ml, p.n_splits, D);
+            });
+        run_stage(s0 + kO, [&](int unit, const CounterWait& wait) {
+            gemv_rows_block<1, kRowsPerUnit, GemvEpilogue::kAccumulate, false>(
+                unit, wait, p.x, p.attn, w.w_o, nullptr, nullptr, GemvNorm{}, p.H, width_q);
+        });
+        run_stage(s0 + kGateUp, [&](int unit, const CounterWait& wait) {
+            gemv_rows_block<1, kRowsPerUnit, GemvEpilogue::kSiluMul, true>(
+                unit, wait, p.gate, p.x, w.w_gate, w.w_up, nullptr, GemvNorm{w.norm2, p.eps}, p.F,
+                p.H);
+        });
+        run_stage(s0 + kDown, [&](int unit, const CounterWait& wait) {
+            gemv_rows_block<1, kRowsPerUnit, GemvEpilogue::kAccumulate, false>(
+                unit, wait, p.x, p.gate, w.w_down, nullptr, nullptr, GemvNorm{}, p.H, p.F);
+        });
+    }
+}
+
+template <int D>
+void launch(StepParams& p, cudaStream_t stream) {
+    // Resident blocks only (cooperative launch): the occupancy the kernel's registers allow.
+    static const int grid = [] {
+        int device = 0, sms = 0, per_sm = 0;
+        CUDA_CHECK(cudaGetDevice(&device));
+        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_layers_kernel<D>,
+                                                                 kGemvThreads, 0));
+        return std::max(1, per_sm) * sms;
+    }();
+    CUDA_CHECK(cudaMemsetAsync(p.done, 0, sizeof(unsigned) * p.n_layers * kStages, stream));
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeCooperative;
+    attr.val.cooperative = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(kGemvThreads);
+    config.stream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&config, decode_layers_kernel<D>, p));
+    CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void decode_layers(Context& ctx, const PersistentDecodeArgs& a, cudaStream_t stream) {
+    const int n_layers = static_cast<int>(a.layers.size());
+    auto fail = [](const std::string& why) {
+        throw Error("decode_layers: " + why + " (the persistent decode step has no other path)");
+    };
+    if (n_layers < 1 || n_layers > kMaxPersistentLayers)
+        fail(std::to_string(n_layers) + " layers, not 1.." + std::to_string(kMaxPersistentLayers));
+    const bool tiled = flash_supports(a.D);  // decode_attention.cu's kernels, as attention.cu
+    if (!tiled && (a.D < 1 || a.D > kAttentionMaxGenericDim))
+        fail("head_dim " + std::to_string(a.D));
+    if (a.Hq < 1 || a.Hq > kMaxDecodeHeads || a.Hkv < 1 || a.Hq % a.Hkv != 0)
+        fail(std::to_string(a.Hq) + " query heads over " + std::to_string(a.Hkv) + " KV heads");
+    // The attention's key splits, exactly as decode_attention.cu sizes them for this cache.
+    const int n_splits =
+        std::clamp((a.cap + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1, kMaxDecodePartials);
+    StepParams p{};
+    p.n_layers = n_layers;
+    for (int l = 0; l < n_layers; ++l) {
+        const PersistentLayer& w = a.layers[l];
+        QkvRopeCacheArgs qkv{};
+        qkv.x = a.x;
+        qkv.w_q = w.w_q;
+        qkv.w_k = w.w_k;
+        qkv.w_v = w.w_v;
+        qkv.M = 1;
+        qkv.K = a.H;
+        qkv.n_heads = a.Hq;
+        qkv.n_kv_heads = a.Hkv;
+        qkv.head_dim = a.D;
+        qkv.half = a.D / 2;
+        qkv.norm = GemvNorm{w.norm1, a.eps};
+        if (!qkv_rope_cache_fits(qkv) || !gemv_fast_fits(a.attn, w.w_o, nullptr, {}, a.Hq * a.D) ||
+            !gemv_fast_fits(a.x, w.w_gate, w.w_up, {w.norm2, a.eps}, a.H) ||
+            !gemv_fast_fits(a.gate, w.w_down, nullptr, {}, a.F))
+            fail("layer " + std::to_string(l) + " is outside the GEMV kernels' fast paths");
+        p.layer[l].w = w;
+        hint_l2_prefetch(p.layer[l].prefetch, w.w_gate, a.F, 2ll * a.H);
+        hint_l2_prefetch(p.layer[l].prefetch, w.w_up, a.F, 2ll * a.H);
+    }
+    p.x = a.x;
+    p.q = a.q;
+    p.attn = a.attn;
+    p.gate = a.gate;
+    p.part_o = ctx.decode_partials;
+    p.part_ml = ctx.decode_partials + static_cast<size_t>(a.Hq) * n_splits * a.D;
+    p.cos = a.cos;
+    p.sin = a.sin;
+    p.positions = a.positions;
+    p.done = ctx.stage_done;
+    const int units_per_head = a.D / 4;  // qkv_rope_cache.cu: two rotation pairs a unit
+    p.q_units = a.Hq * units_per_head;
+    p.k_units = a.Hkv * units_per_head;
+    p.units[kQkv] = p.q_units + p.k_units + a.Hkv * a.D / kUnitRows;
+    p.units[kAttention] = tiled ? a.Hq * n_splits : (a.Hq + kGemvWarps - 1) / kGemvWarps;
+    p.units[kCombine] = tiled ? a.Hq * ((a.D + kWarpSize - 1) / kWarpSize) : 0;
+    p.units[kO] = (a.H + kRowsPerUnit - 1) / kRowsPerUnit;
+    p.units[kGateUp] = (a.F + kRowsPerUnit - 1) / kRowsPerUnit;
+    p.units[kDown] = p.units[kO];
+    p.H = a.H;
+    p.F = a.F;
+    p.Hq = a.Hq;
+    p.Hkv = a.Hkv;
+    p.head_dim = a.D;
+    p.half = a.D / 2;
+    p.n_positions = a.n_positions;
+    p.cap = a.cap;
+    p.n_splits = n_splits;
+    p.eps = a.eps;
+    p.scale = a.scale;
+    p.scale_log2 = a.scale * kLog2e;
+    p.vec = aligned_to(a.layers[0].k_cache, 16) && aligned_to(a.layers[0].v_cache, 16);
+    for (const PersistentLayer& w : a.layers)
+        if (aligned_to(w.k_cache, 16) != p.vec || aligned_to(w.v_cache, 16) != p.vec)
+            fail("the layers' caches differ in alignment");
+    switch (tiled ? a.D : 0) {
+        case 32: launch<32>(p, stream); break;
+        case 64: launch<64>(p, stream); break;
+        case 128: launch<128>(p, stream); break;
+        default: launch<0>(p, stream); break;
+    }
+}
+
+}  // namespace glmasr::reference
