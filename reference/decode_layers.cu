@@ -13,19 +13,25 @@
 //     transformers' tokens wherever the graph path does.
 //   * Dependencies as counters instead of kernel boundaries. A unit of stage s needs all of
 //     stage s − 1 (a product needs the whole x, the combine every split, ...), so each block,
-//     after its units of stage s, adds their number to stage s's counter in global memory (after
-//     a fence: release), and a unit of stage s + 1 starts with its loads that need nothing (its weight rows, the cached
-//     keys of earlier steps) and then waits until the counter of stage s is full (acquire). The
-//     wait is the `Wait` parameter that the per-op kernels fill with PdlWait; a block that has
-//     seen a stage full does not wait for it again.
-//   * Units are dealt round-robin: block b takes units b, b + G, b + 2G, ... of every stage, so a
-//     block that finishes its share of one stage starts the next stage's weight loads at once,
-//     while other blocks still work (what PDL does only once SMs free up).
+//     after its units of stage s, adds their number to stage s's counter in global memory (a
+//     release add, once a stage), and a unit of stage s + 1 starts with its loads that need
+//     nothing (its weight rows, the cached keys of earlier steps) and then waits until the
+//     counter of stage s is full (acquire loads). The wait is the `Wait` parameter that the
+//     per-op kernels fill with PdlWait; a block that has seen a stage full does not wait again.
+//   * Units are dealt round-robin across the stages as one sequence: the block after the one
+//     that took a stage's last unit takes the next stage's first, so the blocks idle in the
+//     attention and the combine take the o product's units and start their weight loads then.
 //   * A cooperative launch sized to what is resident (occupancy × SMs): a block waits only for
 //     stages before its own, whose units belong to blocks that are all running, so the grid
 //     cannot deadlock. The counters are zeroed before each launch (a memset node in the graph).
-//   * 4 blocks an SM (128 registers, 172 bytes of spills with ptxas 13.0), the occupancy of the
-//     per-op gate/up GEMV (108 registers); unbounded, the kernel takes 252 registers, 2 blocks.
+//   * 4 blocks an SM (128 registers, 184 bytes of spills with ptxas 13.0), the occupancy of the
+//     per-op gate/up GEMV (108 registers); unbounded, the kernel takes 252 registers.
+// What limits it (Nano, H200, docs/performance.md "Decode step"): 1.28 ms per token against the
+// graph path's 0.95. The same kernel without its waits (wrong values, an ablation) streams a step
+// in 0.93 ms, so the 168 waits of a step cost ~2 µs each, more than the kernel boundaries they
+// replace: the last block's release reaches L2, the waiting blocks' next acquire load sees it,
+// and only then do they read x; a boundary under PDL overlaps part of that. The graph path stays
+// the default.
 // The products must take the per-op GEMVs' fast paths (K % 8 == 0, 16-byte aligned rows); the
 // launcher throws where one does not. Head dims other than 32, 64 and 128 take the generic
 // attention's warp body, as the per-op path does.
@@ -72,9 +78,9 @@ struct StepParams {
     bool vec;
 };
 
-// Waits until `counter` has reached `target` (a null counter: nothing to wait for). Thread 0
-// spins with acquire loads, then fences, as cooperative groups' grid barrier does; the barrier
-// makes what the counted blocks wrote visible to every thread of this one.
+// Waits until `counter` has reached `target` (a null counter: nothing to wait for): thread 0 spins
+// with acquire loads, which pair with the release adds of the counted blocks (cutlass::Semaphore's
+// pattern); the barrier then makes what those blocks wrote visible to every thread of this one.
 struct CounterWait {
     const unsigned* counter;
     unsigned target;
@@ -88,7 +94,6 @@ struct CounterWait {
                              : "l"(counter)
                              : "memory");
             } while (seen < target);
-            __threadfence();
         }
         __syncthreads();
     }
@@ -100,14 +105,17 @@ template <int D>
 __global__ void __launch_bounds__(kGemvThreads, 4)
     decode_layers_kernel(const __grid_constant__ StepParams p) {
     int finished = -1;  // the last stage this block has seen full
+    int dealt = 0;      // units dealt before this stage, mod the grid: where its round-robin starts
     // Every unit of `stage` this block owns, body(unit, wait) each; then the block adds their
-    // number to the stage's counter, once (one fence a stage, not one a unit).
+    // number to the stage's counter, once (a release add: one a stage, not one a unit).
     auto run_stage = [&](int stage, auto&& body) {
-        const int units = p.units[stage % kStages];
-        if (static_cast<int>(blockIdx.x) >= units) return;
+        const int units = p.units[stage % kStages], G = gridDim.x;
+        const int first = (static_cast<int>(blockIdx.x) - dealt + G) % G;
+        dealt = (dealt + units) % G;
+        if (first >= units) return;
         int before = stage - 1;  // the stage before, skipping empty ones (the generic attention's
         while (before >= 0 && p.units[before % kStages] == 0) --before;  // combine)
-        for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        for (int unit = first; unit < units; unit += G) {
             const bool waits = before > finished;
             body(unit, CounterWait{waits ? p.done + before : nullptr,
                                    waits ? static_cast<unsigned>(p.units[before % kStages]) : 0u});
@@ -115,8 +123,9 @@ __global__ void __launch_bounds__(kGemvThreads, 4)
             __syncthreads();  // the unit's writes are done, its shared memory free again
         }
         if (threadIdx.x == 0) {
-            __threadfence();
-            atomicAdd(p.done + stage, (units - 1 - blockIdx.x) / gridDim.x + 1);
+            const unsigned n = (units - 1 - first) / G + 1;
+            asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p.done + stage), "r"(n)
+                         : "memory");
         }
     };
     const int width_q = p.Hq * p.head_dim, width_kv = p.Hkv * p.head_dim;
