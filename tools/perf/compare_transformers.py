@@ -2,6 +2,7 @@
 """Side by side: Hugging Face transformers against `glmasr bench`, same workload, one machine.
 
     python3 tools/perf/compare_transformers.py --glmasr build/glmasr [--tracks reference]
+    (--tracks as glmasr bench takes it: reference,reference:persistent times both decode paths)
 
 Workload (the same on both sides): GLM-ASR-Nano-2512's shapes (tests/fixtures/configs/nano.json)
 with random weights, one 30 s window of synthetic audio (375 audio tokens, a 391-token prompt),
@@ -140,8 +141,9 @@ def main():
     for t in lab["tracks"]:
         m = t["median"]
         enc = m["encoder_ms"] + m["projector_ms"]
+        name = t["track"] + (" (persistent decode)" if t.get("decode") == "persistent" else "")
         print(
-            f"{'glmasr --track ' + t['track']:34} {enc:12.2f} {m['per_token_ms']:10.3f} "
+            f"{'glmasr --track ' + name:34} {enc:12.2f} {m['per_token_ms']:10.3f} "
             f"{m['end_to_end_ms']:14.1f} {hf['end_to_end_ms'] / m['end_to_end_ms']:15.1f}x"
         )
     print(
