@@ -320,6 +320,42 @@ TEST(AudioEmbeddings, AreTiedToTheirEncodeCall) {
     }
 }
 
+// Whether the reference is linked into this program (the grader's programs link only some).
+bool reference_linked() {
+    for (const Track* track : available_tracks())
+        if (std::string(track->name) == "reference") return true;
+    return false;
+}
+
+// A clip read for a model directory: its config, log-mel features and prompt.
+struct ClipInput {
+    ModelConfig config;
+    AudioFeatures features;
+    std::vector<int> prompt;
+};
+ClipInput load_clip(const fs::path& model_dir, const fs::path& clip) {
+    ClipInput in;
+    in.config = ModelConfig::load((model_dir / "config.json").string());
+    const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
+    FeatureConfig feature_config;
+    feature_config.n_mels = in.config.audio.num_mel_bins;
+    in.features = LogMelExtractor(feature_config).extract(load_audio(clip.string(), 16000).samples);
+    in.prompt = build_prompt(tokenizer, in.features.total_audio_tokens());
+    return in;
+}
+
+// Every parity fixture's (model directory, clip).
+std::vector<std::pair<fs::path, fs::path>> fixture_clips() {
+    std::vector<std::pair<fs::path, fs::path>> out;
+    for (const std::string& name : parity_cases()) {
+        const fs::path dir = source_dir() / "tests/fixtures/parity" / name;
+        nlohmann::json expected;
+        std::ifstream(dir / "expected.json") >> expected;
+        out.emplace_back(dir / expected["model"].get<std::string>(), dir / "clip.wav");
+    }
+    return out;
+}
+
 // The reference keeps the encoder's activations in bf16 where its products round them anyway
 // (ops.h [act]). With the tensor-core attention (head dims 32, 64, 128: the shipped model's and
 // Nano's) that changes no bit: the encoder's output is the f32 path's rounded to bf16, the audio
@@ -328,10 +364,7 @@ TEST(AudioEmbeddings, AreTiedToTheirEncodeCall) {
 // the tokens must agree.
 TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
     if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
-    bool linked = false;
-    for (const Track* track : available_tracks())
-        linked = linked || std::string(track->name) == "reference";
-    if (!linked) GTEST_SKIP() << "the reference is not linked into this program";
+    if (!reference_linked()) GTEST_SKIP() << "the reference is not linked into this program";
     const Track& reference = get_track("reference");
     if (reference.activation_dtype != DType::BF16)
         GTEST_SKIP() << "GLMASR_ATTENTION is not flash_bf16 or flash_mma";
@@ -345,13 +378,10 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
 
     auto check = [&](const fs::path& model_dir, const fs::path& clip, bool bitwise) {
         SCOPED_TRACE(clip.string());
-        const ModelConfig config = ModelConfig::load((model_dir / "config.json").string());
-        const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
-        FeatureConfig feature_config;
-        feature_config.n_mels = config.audio.num_mel_bins;
-        const AudioFeatures features =
-            LogMelExtractor(feature_config).extract(load_audio(clip.string(), 16000).samples);
-        const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
+        const ClipInput in = load_clip(model_dir, clip);
+        const ModelConfig& config = in.config;
+        const AudioFeatures& features = in.features;
+        const std::vector<int>& prompt = in.prompt;
         GenerateOptions options;
         options.max_new_tokens = 8;
         options.ignore_eos = true;
@@ -392,12 +422,7 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
     for (const char* clip : {"clip_01.wav", "clip_07.wav", "clip_13.wav"})
         check(source_dir() / "assets/models/glm-asr-tiny", source_dir() / "assets/audio" / clip,
               true);
-    for (const std::string& name : parity_cases()) {
-        const fs::path dir = source_dir() / "tests/fixtures/parity" / name;
-        nlohmann::json expected;
-        std::ifstream(dir / "expected.json") >> expected;
-        check(dir / expected["model"].get<std::string>(), dir / "clip.wav", false);
-    }
+    for (const auto& [model_dir, clip] : fixture_clips()) check(model_dir, clip, false);
 }
 
 // The persistent decode step (reference/decode_layers.cu) runs each layer's work with the block
@@ -406,22 +431,16 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
 // fixtures (head dim 16: the generic attention), every step, with the graph replayed.
 TEST(PersistentDecode, GivesTheGraphPathsLogitsBitForBit) {
     if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
-    bool linked = false;
-    for (const Track* track : available_tracks())
-        linked = linked || std::string(track->name) == "reference";
-    if (!linked) GTEST_SKIP() << "the reference is not linked into this program";
+    if (!reference_linked()) GTEST_SKIP() << "the reference is not linked into this program";
     const OpTable table = OpTable::build("reference");
     ASSERT_NE(table.decode_layers(), nullptr);
 
     auto check = [&](const fs::path& model_dir, const fs::path& clip) {
         SCOPED_TRACE(clip.string());
-        const ModelConfig config = ModelConfig::load((model_dir / "config.json").string());
-        const Tokenizer tokenizer = Tokenizer::load((model_dir / "tokenizer.json").string());
-        FeatureConfig feature_config;
-        feature_config.n_mels = config.audio.num_mel_bins;
-        const AudioFeatures features =
-            LogMelExtractor(feature_config).extract(load_audio(clip.string(), 16000).samples);
-        const std::vector<int> prompt = build_prompt(tokenizer, features.total_audio_tokens());
+        const ClipInput in = load_clip(model_dir, clip);
+        const ModelConfig& config = in.config;
+        const AudioFeatures& features = in.features;
+        const std::vector<int>& prompt = in.prompt;
         Model model(
             config,
             load_weights(Checkpoint::find_in(model_dir), config, table, backend_for(table.device)),
@@ -451,12 +470,7 @@ TEST(PersistentDecode, GivesTheGraphPathsLogitsBitForBit) {
     };
     for (const char* clip : {"clip_01.wav", "clip_13.wav"})
         check(source_dir() / "assets/models/glm-asr-tiny", source_dir() / "assets/audio" / clip);
-    for (const std::string& name : parity_cases()) {
-        const fs::path dir = source_dir() / "tests/fixtures/parity" / name;
-        nlohmann::json expected;
-        std::ifstream(dir / "expected.json") >> expected;
-        check(dir / expected["model"].get<std::string>(), dir / "clip.wav");
-    }
+    for (const auto& [model_dir, clip] : fixture_clips()) check(model_dir, clip);
 }
 
 // Asked of a table without one, the persistent decode step is an input error, not the per-op
