@@ -428,7 +428,7 @@ TEST(EncoderActivations, Bf16GivesTheBitsOfF32) {
 // The persistent decode step (reference/decode_layers.cu) runs each layer's work with the block
 // bodies of the per-op kernels, so it must give the graph path's logits bit for bit: on the
 // shipped model (head dim 64: the tiled decode attention and its combine) and on the parity
-// fixtures (head dim 16: the generic attention), every step, with the graph replayed.
+// fixtures (head dim 16: the generic attention), every step, replayed in a graph or not.
 TEST(PersistentDecode, GivesTheGraphPathsLogitsBitForBit) {
     if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
     if (!reference_linked()) GTEST_SKIP() << "the reference is not linked into this program";
@@ -446,27 +446,33 @@ TEST(PersistentDecode, GivesTheGraphPathsLogitsBitForBit) {
             load_weights(Checkpoint::find_in(model_dir), config, table, backend_for(table.device)),
             table);
         const AudioEmbeddings audio = model.encode_audio(features);
-        auto run = [&](bool persistent, std::vector<float>& logits) {
+        // the tokens of 24 steps, and every step's logits appended to `logits`
+        auto run = [&](bool persistent, bool graphs, std::vector<float>& logits) {
             GenerateOptions options;
             options.max_new_tokens = 24;
             options.ignore_eos = true;
             options.persistent_decode = persistent;
+            options.use_graphs = graphs;
             options.on_logits = [&](int, const std::vector<float>& step) {
                 logits.insert(logits.end(), step.begin(), step.end());
             };
             return model.generate(prompt, audio, options).tokens;
         };
-        std::vector<float> graph_logits, persistent_logits, again_logits;
-        const std::vector<int> graph = run(false, graph_logits);
-        const std::vector<int> persistent = run(true, persistent_logits);
-        EXPECT_EQ(graph, persistent);
-        ASSERT_EQ(graph_logits.size(), persistent_logits.size());
-        EXPECT_EQ(0, std::memcmp(graph_logits.data(), persistent_logits.data(),
-                                 graph_logits.size() * sizeof(float)))
-            << "logits differ";
-        // and back: the recorded graph follows the path asked for
-        EXPECT_EQ(run(false, again_logits), graph);
-        EXPECT_EQ(again_logits, graph_logits);
+        std::vector<float> graph_logits;
+        const std::vector<int> graph = run(false, true, graph_logits);
+        // persistent in the graph, persistent launched step by step, and the per-op graph again
+        // (recorded anew: the graph follows the path asked for)
+        const std::pair<bool, bool> runs[] = {{true, true}, {true, false}, {false, true}};
+        for (const auto& [persistent, graphs] : runs) {
+            SCOPED_TRACE(std::string(persistent ? "persistent" : "per-op") +
+                         (graphs ? ", graph" : ", no graph"));
+            std::vector<float> logits;
+            EXPECT_EQ(run(persistent, graphs, logits), graph);
+            ASSERT_EQ(logits.size(), graph_logits.size());
+            EXPECT_EQ(
+                0, std::memcmp(logits.data(), graph_logits.data(), logits.size() * sizeof(float)))
+                << "logits differ";
+        }
     };
     for (const char* clip : {"clip_01.wav", "clip_13.wav"})
         check(source_dir() / "assets/models/glm-asr-tiny", source_dir() / "assets/audio" / clip);
