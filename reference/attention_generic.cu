@@ -14,10 +14,12 @@ namespace {
 
 // Grid: (Tq, Hq); block: one warp.
 template <typename T>
-__global__ void attention_generic_kernel(T* __restrict__ out, const float* __restrict__ q,
-                                         const T* __restrict__ k, const T* __restrict__ v,
-                                         const int* __restrict__ positions, int Tk, int Hq, int Hkv,
-                                         int D, float scale) {
+__global__ void attention_generic_kernel(T* __restrict__ out,                // (Tq, Hq·D)
+                                         const float* __restrict__ q,        // (Tq, Hq·D)
+                                         const T* __restrict__ k,            // (Tk, Hkv·D)
+                                         const T* __restrict__ v,            // (Tk, Hkv·D)
+                                         const int* __restrict__ positions,  // (Tq) or null
+                                         int Tk, int Hq, int Hkv, int D, float scale) {
     attention_generic_warp<T>(blockIdx.x, blockIdx.y, out, q, k, v, positions, Tk, Hq, Hkv, D,
                               scale);
 }

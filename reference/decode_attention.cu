@@ -58,17 +58,26 @@ namespace {
 constexpr long long kL2PrefetchBytes = 6ll << 20;
 static_assert(kL2PrefetchBytes / kL2Hints <= 0xffffffffll, "L2Prefetch::bytes is 32 bits");
 
+// Grid: (Hq, n_splits); the bodies are decode_attention_block and decode_combine_block.
 template <int D>
 __global__ void __launch_bounds__(kDecodeWarps* kWarpSize)
-    decode_attention_kernel(float* __restrict__ part_o, float* __restrict__ part_ml, const float* q,
-                            const float* k, const float* v, const int* positions, int Tk, int Hq,
-                            int Hkv, float scale_log2, bool vec, L2Prefetch prefetch) {
+    decode_attention_kernel(float* __restrict__ part_o,   // (Hq, n_splits, D) unnormalised
+                            float* __restrict__ part_ml,  // (Hq, n_splits, 2): m, l
+                            const float* q,               // (1, Hq·D)
+                            const float* k,               // (Tk, Hkv·D)
+                            const float* v,               // (Tk, Hkv·D)
+                            const int* positions,         // (1) or null
+                            int Tk, int Hq, int Hkv, float scale_log2, bool vec,
+                            L2Prefetch prefetch) {
     decode_attention_block<D>(blockIdx.x, blockIdx.y, gridDim.y, PdlWait{}, part_o, part_ml, q, k,
                               v, positions, Tk, Hq, Hkv, scale_log2, vec, prefetch);
 }
 
+// Grid: (Hq, ceil(D / 32)).
 __global__ void __launch_bounds__(kCombineThreads)
-    decode_combine_kernel(float* __restrict__ out, const float* part_o, const float* part_ml,
+    decode_combine_kernel(float* __restrict__ out,  // (1, Hq·D)
+                          const float* part_o,      // (Hq, n_splits, D)
+                          const float* part_ml,     // (Hq, n_splits, 2)
                           int n_splits, int D) {
     decode_combine_block(blockIdx.x, blockIdx.y, PdlWait{}, out, part_o, part_ml, n_splits, D);
 }

@@ -116,7 +116,7 @@ __device__ __forceinline__ void decode_attention_block(
     const float* vb = v + g * D + lane * E;
     float kr[kBatch][E], vr[kBatch][E];  // the warp's current batch of keys
 
-    // Before pdl_wait(): the warp's first batch of keys, except the newest. With positions, the
+    // Before the wait: the warp's first batch of keys, except the newest. With positions, the
     // step before this kernel appends only row positions[0] to the cache (the q/k/v kernel) and
     // every earlier row was written by an earlier step; positions itself is uploaded before the
     // step. The count read here is only a guess that the count read after the wait confirms.
@@ -241,7 +241,7 @@ __device__ __forceinline__ void decode_combine_block(int h, int y, const Wait& w
                                                      const float* part_ml,     // (Hq, n_splits, 2)
                                                      int n_splits, int D) {
     __shared__ float red_o[kCombineGroups][kWarpSize], red_l[kCombineGroups][kWarpSize];
-    wait();  // the o GEMV's weight loads overlap this block
+    wait();  // (per-op: the o GEMV's weight loads overlap this block)
     const float* ml = part_ml + static_cast<size_t>(h) * n_splits * 2;
     for (int t = threadIdx.x; t < kCombineThreads; t += blockDim.x) {
         const int lane = t % kWarpSize, grp = t / kWarpSize, d = y * kWarpSize + lane;

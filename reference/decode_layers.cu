@@ -9,8 +9,9 @@
 //   * The same work in the same pieces. Each stage is the grid of its per-op kernel cut into
 //     block-sized units, and each unit runs that kernel's block body (qkv_rope_cache_block,
 //     decode_attention_block, decode_combine_block, gemv_rows_block), so every value is computed
-//     by the same instructions in the same order: the step gives the graph path's bits, and so
-//     transformers' tokens wherever the graph path does.
+//     with the same arithmetic in the same order, and the step gives the graph path's bits
+//     (the PersistentDecode tests check it: ptxas could in principle contract an expression
+//     differently in this kernel), and so transformers' tokens wherever the graph path does.
 //   * Dependencies as counters instead of kernel boundaries. A unit of stage s needs all of
 //     stage s − 1 (a product needs the whole x, the combine every split, ...), so each block,
 //     after its units of stage s, adds their number to stage s's counter in global memory (a
@@ -26,12 +27,12 @@
 //     cannot deadlock. The counters are zeroed before each launch (a memset node in the graph).
 //   * 4 blocks an SM (128 registers, 184 bytes of spills with ptxas 13.0), the occupancy of the
 //     per-op gate/up GEMV (108 registers); unbounded, the kernel takes 252 registers.
-// What limits it (Nano, H200, docs/performance.md "Decode step"): 1.28 ms per token against the
-// graph path's 0.95. The same kernel without its waits (wrong values, an ablation) streams a step
-// in 0.93 ms, so the 168 waits of a step cost ~2 µs each, more than the kernel boundaries they
-// replace: the last block's release reaches L2, the waiting blocks' next acquire load sees it,
-// and only then do they read x; a boundary under PDL overlaps part of that. The graph path stays
-// the default.
+// What limits it (Nano, H200, docs/performance.md "The persistent step"): 1.25 ms per token
+// against the graph path's 0.96. The same kernel without its waits (wrong values, an ablation)
+// streams a step in 0.93 ms, so the 168 waits of a step cost ~0.33 ms, ~2 µs each, more than the
+// kernel boundaries they replace: the last block's release reaches L2, the waiting blocks' next
+// acquire load sees it, and only then do they read x; a boundary under PDL overlaps part of that.
+// The graph path stays the default.
 // The products must take the per-op GEMVs' fast paths (K % 8 == 0, 16-byte aligned rows); the
 // launcher throws where one does not. Head dims other than 32, 64 and 128 take the generic
 // attention's warp body, as the per-op path does.
@@ -40,6 +41,7 @@
 
 #include "attention_generic.cuh"
 #include "decode_attention.cuh"
+#include "gemv_core.cuh"
 #include "glmasr/cuda_check.h"
 #include "kernels.h"
 #include "qkv_rope_cache.cuh"
@@ -53,6 +55,10 @@ enum Stage : int { kQkv, kAttention, kCombine, kO, kGateUp, kDown, kStages };
 static_assert(kStages == kPersistentStages, "context.h sizes the counters");
 
 constexpr int kRowsPerUnit = 4;  // rows of a GEMV unit: gemv.cu's choice for one token
+// The bodies run with this kernel's kGemvThreads threads: the decode attention's as its own
+// kernel does, the combine's kCombineThreads in whole passes.
+static_assert(kGemvThreads == kDecodeWarps * kWarpSize, "decode_attention_block's block");
+static_assert(kCombineThreads % kGemvThreads == 0, "decode_combine_block's passes");
 
 struct LayerParams {
     PersistentLayer w;
@@ -62,21 +68,23 @@ struct LayerParams {
 struct StepParams {
     LayerParams layer[kMaxPersistentLayers];
     int n_layers;
-    float* x;
-    float* q;
-    float* attn;
-    float* gate;
-    float* part_o;   // (Hq, n_splits, D)
-    float* part_ml;  // (Hq, n_splits, 2)
-    const float* cos;
-    const float* sin;
-    const int* positions;
-    unsigned* done;  // (n_layers·kStages) finished units a stage
+    float* x;              // (1, H) the residual stream
+    float* q;              // (1, Hq·D)
+    float* attn;           // (1, Hq·D)
+    float* gate;           // (1, F) silu(gate)·up
+    float* part_o;         // (Hq, n_splits, D)
+    float* part_ml;        // (Hq, n_splits, 2)
+    const float* cos;      // (n_positions, D/2)
+    const float* sin;      // (n_positions, D/2)
+    const int* positions;  // (1)
+    unsigned* done;        // (n_layers·kStages) finished units a stage
     int units[kStages];
     int H, F, Hq, Hkv, head_dim, half, n_positions, cap, n_splits, q_units, k_units;
     float eps, scale, scale_log2;
     bool vec;
 };
+// Passed by value as the kernel's parameter: within the 32 764 bytes CUDA 12.1 and later allow.
+static_assert(sizeof(StepParams) <= 32764, "kernel parameter size");
 
 // Waits until `counter` has reached `target` (a null counter: nothing to wait for): thread 0 spins
 // with acquire loads, which pair with the release adds of the counted blocks (cutlass::Semaphore's

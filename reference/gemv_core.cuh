@@ -11,7 +11,7 @@
 //   * Weights are loaded with the streaming hint (used once); x with plain loads (shared by all
 //     blocks, it stays in L1/L2; not through the read-only path: the previous kernel writes it
 //     while this one runs, common.cuh).
-//   * The first kGemvPrefetch chunks of every row are loaded before pdl_wait() (gemv_prefetch),
+//   * The first kGemvPrefetch chunks of every row are loaded before the wait (gemv_prefetch),
 //     so a kernel's first DRAM round trip overlaps the end of the kernel before it.
 //   * Warp shuffles, then shared memory across the 4 warps: after block_gemv() returns, every
 //     thread may read any total with partials.total(r, m).
@@ -51,9 +51,10 @@ struct GemvPartials {
     }
 };
 
-// How many 16-byte chunks of every owned row a thread loads before pdl_wait(). Weights do not
-// depend on the previous kernel, so these loads can be in flight while it finishes: the DRAM
-// round trip that starts every GEMV overlaps its predecessor's tail instead of following it.
+// How many 16-byte chunks of every owned row a thread loads before its wait for x (pdl_wait() in
+// the per-op kernels, a counter in the persistent decode step). Weights do not depend on the
+// previous kernel, so these loads can be in flight while it finishes: the DRAM round trip that
+// starts every GEMV overlaps its predecessor's tail instead of following it.
 // Two chunks per thread are a block's whole row slice when K = 2048 (the decoder's q/k/v, o and
 // gate/up products), the first third of it for down (K = 6144).
 constexpr int kGemvPrefetch = 2;
@@ -63,7 +64,7 @@ struct GemvPrefetch {
     uint4 chunk[kGemvPrefetch][R];  // chunk p of row r: threadIdx.x + p·kGemvThreads
 };
 
-// pre ← the first kGemvPrefetch chunks of this thread in every row. Safe before pdl_wait().
+// pre ← the first kGemvPrefetch chunks of this thread in every row. Safe before the wait for x.
 template <int R>
 __device__ __forceinline__ void gemv_prefetch(const uint4* const (&rows)[R], int K,
                                               GemvPrefetch<R>& pre) {
@@ -120,8 +121,8 @@ __device__ __forceinline__ void gemv_chunk(const uint4 (&w)[R], int c,
 }
 
 // partials ← rows[r] · x[m] for all r < R, m < M (with kRmsNorm: rows[r] · (g ⊙ x[m]) and
-// Σ x[m]², g = norm_weight). `pre` holds the first chunks (gemv_prefetch, before pdl_wait());
-// called by all kGemvThreads threads of the block after pdl_wait() (x is the predecessor's
+// Σ x[m]², g = norm_weight). `pre` holds the first chunks (gemv_prefetch, before the wait);
+// called by all kGemvThreads threads of the block after the wait for x (x is the predecessor's
 // output); ends with __syncthreads().
 template <int M, int R, bool kRmsNorm = false>
 __device__ __forceinline__ void block_gemv(const uint4* const (&rows)[R],  // R rows of (K) bf16

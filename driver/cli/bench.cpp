@@ -166,13 +166,15 @@ int run_bench(const BenchArgs& args) {
     const double flops =
         encoder_flops_per_window(config, w.feature_config.window_frames()) * w.features.n_windows;
     nlohmann::json out = {{"workload", w.json()}, {"tracks", nlohmann::json::array()}};
+    int name_width = 10;  // the track column, as wide as its longest name
+    for (const TrackRun& t : tracks) name_width = std::max(name_width, int(t.name.size()));
     if (!args.json)
         std::printf(
             "%s | median of %d after %d warm-up, interleaved\n\n"
-            "%-10s %10s %10s %10s %10s %10s %11s %9s %9s %9s %9s\n",
-            w.summary().c_str(), args.repeats, args.warmup, "track", "features", "encoder",
-            "projector", "prefill", "ms/token", "end-to-end", "enc TF/s", "dec GB/s", "speedup",
-            "mem GiB");
+            "%-*s %10s %10s %10s %10s %10s %11s %9s %9s %9s %9s\n",
+            w.summary().c_str(), args.repeats, args.warmup, name_width, "track", "features",
+            "encoder", "projector", "prefill", "ms/token", "end-to-end", "enc TF/s", "dec GB/s",
+            "speedup", "mem GiB");
     const double first_e2e = [&] {
         std::vector<double> e;
         for (const StageTimes& t : tracks.front().runs) e.push_back(end_to_end_ms(t));
@@ -201,7 +203,7 @@ int run_bench(const BenchArgs& args) {
                             {"end_to_end_ms", end_to_end_ms(s)}});
         out["tracks"].push_back({{"track", t.table.describe()},
                                  {"settings", t.settings},
-                                 {"decode", t.persistent ? "persistent" : "graph"},
+                                 {"decode", t.persistent ? "persistent" : "per-op"},
                                  {"runs", runs},
                                  {"median",
                                   {{"features_ms", m_feat},
@@ -218,9 +220,9 @@ int run_bench(const BenchArgs& args) {
                                  {"tokens_stable", t.tokens_stable}});
         if (!args.json)
             std::printf(
-                "%-10s %10.2f %10.2f %10.2f %10.2f %10.3f %11.2f %9.1f %9.0f %8.2fx %9.2f%s\n",
-                t.name.c_str(), m_feat, m_enc, m_proj, m_pre, m_tok, m_e2e, tflops, gbps,
-                first_e2e / m_e2e, (t.memory_after - t.memory_before) / double(1 << 30),
+                "%-*s %10.2f %10.2f %10.2f %10.2f %10.3f %11.2f %9.1f %9.0f %8.2fx %9.2f%s\n",
+                name_width, t.name.c_str(), m_feat, m_enc, m_proj, m_pre, m_tok, m_e2e, tflops,
+                gbps, first_e2e / m_e2e, (t.memory_after - t.memory_before) / double(1 << 30),
                 t.tokens_stable ? "" : "  (tokens varied between runs!)");
     }
     if (args.json) {
@@ -229,7 +231,8 @@ int run_bench(const BenchArgs& args) {
     }
     std::printf("\n");
     for (const TrackRun& t : tracks)
-        std::printf("%-10s settings: %s\n", t.name.c_str(), settings_text(t.settings).c_str());
+        std::printf("%-*s settings: %s\n", name_width, t.name.c_str(),
+                    settings_text(t.settings).c_str());
     for (const TrackRun& t : tracks)  // a track's two decode paths must agree
         for (const TrackRun& u : tracks)
             if (&u != &t && u.table.describe() == t.table.describe() && !t.persistent &&

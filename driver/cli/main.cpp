@@ -62,7 +62,7 @@ struct TranscribeArgs {
     bool json = false;
     bool verbose = false;
     bool no_graphs = false;
-    std::string decode = "graph";
+    std::string decode = "per-op";
 };
 
 // Where a long file was cut, as --json reports it: [{"seconds": s, "level_db": dB}, ...].
@@ -306,10 +306,10 @@ int main(int argc, char** argv) {
                          "do not record the decode step as a CUDA graph");
     transcribe
         ->add_option("--decode", t.decode,
-                     "decode step: graph (one kernel per op, the default) or persistent (the "
+                     "decode step: per-op (one kernel per op, the default) or persistent (the "
                      "decoder layers as one persistent kernel: the reference track only)")
-        ->check(CLI::IsMember({"graph", "persistent"}))
-        ->type_name("PATH");
+        ->check(CLI::IsMember({"per-op", "persistent"}))
+        ->type_name("STEP");
     cli::SettingsArgs settings;  // one set of --gemm/--attention/--sync-check for every command
     cli::add_settings_options(*transcribe, settings);
 

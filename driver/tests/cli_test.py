@@ -324,7 +324,7 @@ class CliTest(unittest.TestCase):
         )
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(json.loads(r.stdout)["tracks"][0]["settings"], NO_SETTINGS)
-        self.assertEqual(json.loads(r.stdout)["tracks"][0]["decode"], "graph")
+        self.assertEqual(json.loads(r.stdout)["tracks"][0]["decode"], "per-op")
         self.assertNotIn("note:", r.stderr)
 
     def test_persistent_decode_where_there_is_none_is_bad_input(self):
@@ -334,7 +334,7 @@ class CliTest(unittest.TestCase):
         r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--decode", "persistent")
         self.assert_bad_input(r, no_step)
         r = run("transcribe", CLIP, "--model", MODEL, "--track", "cpu", "--decode", "fast")
-        self.assert_bad_input(r, "--decode: fast not in {graph,persistent}")
+        self.assert_bad_input(r, "--decode: fast not in {per-op,persistent}")
         bench = ("bench", "--config", SMALL_CONFIG, "--seconds", "2", "--decode-steps", "2")
         self.assert_bad_input(run(*bench, "--tracks", "cpu:persistent"), no_step)
         self.assert_bad_input(

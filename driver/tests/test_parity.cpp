@@ -479,6 +479,36 @@ TEST(PersistentDecode, GivesTheGraphPathsLogitsBitForBit) {
     for (const auto& [model_dir, clip] : fixture_clips()) check(model_dir, clip);
 }
 
+// At Nano's shapes (random weights, tests/fixtures/configs/nano.json): head dim 128, and stages
+// with more units than the grid has blocks (q/k/v 768, gate/up 1536 on an H200's 528), so that
+// blocks run several units of a stage, reuse their shared memory and skip waits they have seen.
+TEST(PersistentDecode, GivesTheGraphPathsBitsAtNanoShapes) {
+    if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
+    if (!reference_linked()) GTEST_SKIP() << "the reference is not linked into this program";
+    const ModelConfig config =
+        ModelConfig::load((source_dir() / "tests/fixtures/configs/nano.json").string());
+    const OpTable table = OpTable::build("reference");
+    Model model(config, random_weights(config, table, backend_for(table.device), 7), table);
+    std::vector<int> prompt(40);  // text tokens only: no audio placeholders, no embeddings
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int>(1 + 37 * i);
+    auto run = [&](bool persistent, std::vector<float>& logits) {
+        GenerateOptions options;
+        options.max_new_tokens = 12;
+        options.ignore_eos = true;
+        options.persistent_decode = persistent;
+        options.on_logits = [&](int, const std::vector<float>& step) {
+            logits.insert(logits.end(), step.begin(), step.end());
+        };
+        return model.generate(prompt, std::vector<float>{}, options).tokens;
+    };
+    std::vector<float> graph_logits, persistent_logits;
+    EXPECT_EQ(run(false, graph_logits), run(true, persistent_logits));
+    ASSERT_EQ(graph_logits.size(), persistent_logits.size());
+    EXPECT_EQ(0, std::memcmp(graph_logits.data(), persistent_logits.data(),
+                             graph_logits.size() * sizeof(float)))
+        << "logits differ";
+}
+
 // Asked of a table without one, the persistent decode step is an input error, not the per-op
 // path: here the cpu track's.
 TEST(PersistentDecode, IsAnInputErrorWhereTheTableHasNone) {
