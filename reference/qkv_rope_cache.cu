@@ -24,21 +24,16 @@ namespace glmasr::reference {
 
 namespace {
 
-// Grid: one block per unit (q, then k, then v units); the body is qkv_rope_cache_block.
+// Grid: one block per unit (q, then k, then v units). The body and the shapes of the pointers:
+// qkv_rope_cache_block (qkv_rope_cache.cuh).
 template <int M, bool kRmsNorm>
 __global__ void __launch_bounds__(kGemvThreads)
-    qkv_rope_cache_kernel(float* __restrict__ q,              // (M, Hq·D)
-                          float* __restrict__ k_cache,        // (cap, Hkv·D)
-                          float* __restrict__ v_cache,        // (cap, Hkv·D)
-                          const float* x,                     // (M, K)
-                          const bf16* __restrict__ w_q,       // (Hq·D, K)
-                          const bf16* __restrict__ w_k,       // (Hkv·D, K)
-                          const bf16* __restrict__ w_v,       // (Hkv·D, K)
-                          const float* __restrict__ cos_tab,  // (n_positions, half)
-                          const float* __restrict__ sin_tab,  // (n_positions, half)
-                          const int* positions,               // (M)
-                          GemvNorm norm, int q_units, int k_units, int half, int width_q,
-                          int width_kv, int K, int n_positions, int cap) {
+    qkv_rope_cache_kernel(float* __restrict__ q, float* __restrict__ k_cache,
+                          float* __restrict__ v_cache, const float* x, const bf16* __restrict__ w_q,
+                          const bf16* __restrict__ w_k, const bf16* __restrict__ w_v,
+                          const float* __restrict__ cos_tab, const float* __restrict__ sin_tab,
+                          const int* positions, GemvNorm norm, int q_units, int k_units, int half,
+                          int width_q, int width_kv, int K, int n_positions, int cap) {
     qkv_rope_cache_block<M, kRmsNorm>(blockIdx.x, PdlWait{}, q, k_cache, v_cache, x, w_q, w_k, w_v,
                                       cos_tab, sin_tab, positions, norm, q_units, k_units, half,
                                       width_q, width_kv, K, n_positions, cap);
