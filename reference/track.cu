@@ -284,36 +284,19 @@ void prefetch(const Tensor& weights, Stream s) {
 }
 
 // Track::decode_layers: the decoder layers of a decode step as one persistent kernel
-// (decode_layers.cu). Not an op of the contract, so its shapes are checked here.
+// (decode_layers.cu). Not an entry, so it makes its check here: the contract's checks of the
+// entries it replaces (check_decode_step), then what the kernel adds, one row and one cache size.
 void decode_layers(const DecodeStep& step, Stream s) {
-    const int64_t H = step.x.numel(), Hq = step.num_heads, Hkv = step.num_kv_heads;
-    const int64_t width_q = step.q.numel(), F = step.gate.numel();
-    const int64_t hd = Hq > 0 ? width_q / Hq : 0;
-    const int64_t cap = step.layers.empty() ? 0 : step.layers[0].k_cache.shape[0];
-    auto is = [](const Tensor& t, DType dtype, std::initializer_list<int64_t> dims) {
-        if (t.empty() || t.device != Device::Cuda || t.dtype != dtype ||
-            t.ndim != static_cast<int>(dims.size()))
-            return false;
-        int i = 0;
-        for (int64_t d : dims)
-            if (t.shape[i++] != d) return false;
-        return true;
-    };
-    if (Hq < 1 || Hkv < 1 || hd < 1 || hd * Hq != width_q || !is(step.x, DType::F32, {1, H}) ||
-        !is(step.q, DType::F32, {1, width_q}) || !is(step.attn, DType::F32, {1, width_q}) ||
-        !is(step.gate, DType::F32, {1, F}) || !is(step.positions, DType::I32, {1}) ||
-        !is(step.cos, DType::F32, {step.cos.shape[0], hd / 2}) ||
-        !is(step.sin, DType::F32, {step.cos.shape[0], hd / 2}))
-        throw Error("decode_layers: the step's activations do not have the decoder's shapes");
+    constexpr TrackKind kind{Device::Cuda, DType::BF16, DType::BF16};
+    check_decode_step(kind, step);
+    if (step.layers.empty() || step.x.dim(0) != 1)
+        throw Error("decode_layers: one token through at least one layer");
+    const int64_t cap = step.layers[0].k_cache.dim(0);
+    for (const DecodeLayerTensors& L : step.layers)
+        if (L.k_cache.dim(0) != cap)
+            throw Error("decode_layers: the layers' KV caches differ in capacity");
     ref::PersistentDecodeArgs a{};
     for (const DecodeLayerTensors& L : step.layers) {
-        if (!is(L.norm1_w, DType::F32, {H}) || !is(L.q_w, DType::BF16, {width_q, H}) ||
-            !is(L.k_w, DType::BF16, {Hkv * hd, H}) || !is(L.v_w, DType::BF16, {Hkv * hd, H}) ||
-            !is(L.o_w, DType::BF16, {H, width_q}) || !is(L.norm2_w, DType::F32, {H}) ||
-            !is(L.gate_w, DType::BF16, {F, H}) || !is(L.up_w, DType::BF16, {F, H}) ||
-            !is(L.down_w, DType::BF16, {H, F}) || !is(L.k_cache, DType::F32, {cap, Hkv * hd}) ||
-            !is(L.v_cache, DType::F32, {cap, Hkv * hd}))
-            throw Error("decode_layers: a layer's weights or caches do not have its shapes");
         a.layers.push_back({L.norm1_w.f32(), bf16_of(L.q_w), bf16_of(L.k_w), bf16_of(L.v_w),
                             L.k_cache.f32(), L.v_cache.f32(), bf16_of(L.o_w), L.norm2_w.f32(),
                             bf16_of(L.gate_w), bf16_of(L.up_w), bf16_of(L.down_w)});
@@ -325,11 +308,11 @@ void decode_layers(const DecodeStep& step, Stream s) {
     a.cos = step.cos.f32();
     a.sin = step.sin.f32();
     a.positions = step.positions.i32();
-    a.H = to_int(H);
-    a.F = to_int(F);
-    a.Hq = to_int(Hq);
-    a.Hkv = to_int(Hkv);
-    a.D = to_int(hd);
+    a.H = to_int(step.x.dim(1));
+    a.F = to_int(step.gate.dim(1));
+    a.Hq = step.num_heads;
+    a.Hkv = step.num_kv_heads;
+    a.D = to_int(step.q.dim(1) / step.num_heads);
     a.n_positions = to_int(step.cos.dim(0));
     a.cap = to_int(cap);
     a.eps = step.eps;

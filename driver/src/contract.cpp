@@ -521,4 +521,18 @@ void check_qkv_rope(const TrackKind& kind, const Tensor& q, const Tensor& k, con
     apart(op, "v", v, inputs);
 }
 
+void check_decode_step(const TrackKind& kind, const DecodeStep& s) {
+    for (const DecodeLayerTensors& L : s.layers) {
+        check_rmsnorm_qkv_rope_cache(kind, s.q, L.k_cache, L.v_cache, s.x, L.norm1_w, L.q_w, L.k_w,
+                                     L.v_w, s.cos, s.sin, s.positions, s.normed, s.k, s.v, s.eps,
+                                     s.num_heads, s.num_kv_heads, nullptr);
+        check_attention(kind, s.attn, s.q, L.k_cache, L.v_cache, s.positions, Tensor{}, s.num_heads,
+                        s.num_kv_heads, s.scale, nullptr);
+        check_linear_residual(kind, s.x, s.attn, L.o_w, s.proj, nullptr);
+        check_rmsnorm_gate_up_silu(kind, s.gate, s.x, L.norm2_w, L.gate_w, L.up_w, s.normed, s.up,
+                                   s.eps, nullptr);
+        check_linear_residual(kind, s.x, s.gate, L.down_w, s.proj, nullptr);
+    }
+}
+
 }  // namespace glmasr

@@ -632,18 +632,23 @@ void Model::Impl::decoder_layers(const ModelConfig& config, const ModelWeights& 
     const float scale = 1.0f / std::sqrt(static_cast<float>(d.head_dim));
     const Tensor x = m.dec_x.rows(0, rows), normed = m.dec_normed.rows(0, rows);
     if (persistent) {  // the same layers in one call of the track (track.h, DecodeStep)
-        DecodeStep step{{},
-                        x,
-                        m.dec_q.rows(0, 1),
-                        m.dec_attn.rows(0, 1),
-                        m.dec_gate.rows(0, 1),
-                        m.dec_cos,
-                        m.dec_sin,
-                        m.dec_pos.rows(0, 1),
-                        d.num_heads,
-                        d.num_kv_heads,
-                        d.rms_norm_eps,
-                        scale};
+        DecodeStep step;
+        step.x = x;
+        step.q = m.dec_q.rows(0, 1);
+        step.attn = m.dec_attn.rows(0, 1);
+        step.gate = m.dec_gate.rows(0, 1);
+        step.up = m.dec_up.rows(0, 1);
+        step.normed = normed;
+        step.k = m.dec_k.rows(0, 1);
+        step.v = m.dec_v.rows(0, 1);
+        step.proj = m.dec_proj.rows(0, 1);
+        step.cos = m.dec_cos;
+        step.sin = m.dec_sin;
+        step.positions = m.dec_pos.rows(0, 1);
+        step.num_heads = d.num_heads;
+        step.num_kv_heads = d.num_kv_heads;
+        step.eps = d.rms_norm_eps;
+        step.scale = scale;
         for (size_t l = 0; l < w.decoder.size(); ++l) {
             const DecoderLayerWeights& L = w.decoder[l];
             step.layers.push_back({L.norm1_w, L.q_w, L.k_w, L.v_w, L.o_w, L.norm2_w, L.gate_w,

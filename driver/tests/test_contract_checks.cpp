@@ -562,6 +562,41 @@ TEST_P(Contract, Bf16ActivationsOnlyWhereMarked) {
     expect_refused("gelu", "x", [&] { check_gelu(kind, m.bf16({2, 4}), m.bf16({2, 4}), nullptr); });
 }
 
+// Track::decode_layers' check is the decoder entries' own, layer by layer: a step as the model
+// builds it passes; a layer whose weight or cache breaks an entry's contract is refused by that
+// entry's name. D = 8, Hq = 2, Hkv = 1, hd = 4, F = 6, one token, a cache of 5 positions.
+TEST_P(Contract, DecodeStep) {
+    auto layer = [&](Tensor o_w, Tensor k_cache) {
+        return DecodeLayerTensors{m.f32({8}),  m.w({8, 8}), m.w({4, 8}),  m.w({4, 8}),
+                                  o_w,         m.f32({8}),  m.w({6, 8}),  m.w({6, 8}),
+                                  m.w({8, 6}), k_cache,     m.f32({5, 4})};
+    };
+    DecodeStep step;
+    step.layers = {layer(m.w({8, 8}), m.f32({5, 4})), layer(m.w({8, 8}), m.f32({5, 4}))};
+    step.x = m.f32({1, 8});
+    step.q = m.f32({1, 8});
+    step.attn = m.f32({1, 8});
+    step.gate = m.f32({1, 6});
+    step.up = m.f32({1, 6});
+    step.normed = m.f32({1, 8});
+    step.k = m.f32({1, 4});
+    step.v = m.f32({1, 4});
+    step.proj = m.f32({1, 8});
+    step.cos = m.f32({5, 2});
+    step.sin = m.f32({5, 2});
+    step.positions = m.i32({1});
+    step.num_heads = 2;
+    step.num_kv_heads = 1;
+    step.eps = 1e-5f;
+    step.scale = 0.5f;
+    check_decode_step(kind, step);
+    DecodeStep bad = step;
+    bad.layers[1] = layer(m.w({8, 6}), m.f32({5, 4}));
+    expect_refused("linear_residual", "weight", [&] { check_decode_step(kind, bad); });
+    bad.layers[1] = layer(m.w({8, 8}), m.f32({5, 3}));
+    expect_refused("rmsnorm_qkv_rope_cache", "k/v width 3", [&] { check_decode_step(kind, bad); });
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, Contract, ::testing::Values(kF32Host, kBf16Cuda),
                          [](const auto& info) {
                              return info.param.device == Device::Host ? "f32_host" : "bf16_cuda";

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "glmasr/ops.h"
+#include "glmasr/track.h"
 
 namespace glmasr {
 
@@ -38,6 +39,10 @@ struct CheckOf<void (*)(Args...)> {
 #define GLMASR_DECLARE_CHECK(name) contract_detail::CheckOf<decltype(Ops::name)>::type check_##name;
 GLMASR_OP_ENTRIES(GLMASR_DECLARE_CHECK)
 #undef GLMASR_DECLARE_CHECK
+
+// Track::decode_layers is not an entry but runs the decoder entries of a step: its check is theirs,
+// made for every layer with the arguments the per-op path would pass (Model's decoder_layers).
+void check_decode_step(const TrackKind& kind, const DecodeStep& step);
 
 // Checked<op, device, weight dtype, activation dtype, fn>::call has the entry's exact type:
 // check_<op>, then fn.

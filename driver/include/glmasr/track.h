@@ -79,7 +79,10 @@ struct DecodeStep {
     std::vector<DecodeLayerTensors> layers;
     Tensor x;          // (1, D) the residual stream: the token's embedding in, the last layer's out
     Tensor q, attn;    // (1, Hq·hd) scratch
-    Tensor gate;       // (1, F) scratch
+    Tensor gate, up;   // (1, F) scratch
+    Tensor normed;     // (1, D) scratch
+    Tensor k, v;       // (1, Hkv·hd) scratch
+    Tensor proj;       // (1, D) scratch
     Tensor cos, sin;   // (n_positions, hd/2) RoPE tables
     Tensor positions;  // (1) i32: the token's position
     int num_heads = 0, num_kv_heads = 0;
