@@ -122,6 +122,9 @@ Context::Context() {
     wgmma_attention = compute_capability() == 90 && settings().arch_cap == 0;
     if (wgmma_attention) configure_flash_attention_wgmma();
 #endif
+#if GLMASR_CUTLASS_GEMM
+    gelu_epilogue = compute_capability() == 90 && settings().arch_cap == 0;
+#endif
     pdl_supported();  // queries the device once, here rather than inside a graph capture
 }
 

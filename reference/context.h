@@ -64,8 +64,9 @@ struct Settings {
     GemmRung gemm = GemmRung::cublas;
     AttentionPath attention = AttentionPath::flash_bf16;
     // GLMASR_ARCH_CAP=80: use only what a compute-capability-8.x GPU (A100, A10, A6000, L4, L40)
-    // has, on any GPU: no wgmma attention, no programmatic dependent launch, no L2 prefetch
-    // through the TMA unit, so that a Hopper runs the paths those classes take. 0: no cap.
+    // has, on any GPU: no wgmma attention or GEMM epilogue, no programmatic dependent launch, no
+    // L2 prefetch through the TMA unit, so that a Hopper runs the paths those classes take.
+    // 0: no cap.
     // (cuBLASLt still picks its own kernels for the GPU it runs on.)
     int arch_cap = 0;
 };
@@ -121,6 +122,10 @@ public:
     // Whether this library has the wgmma attention (a build for sm_90) and this GPU runs it
     // (compute capability 9.0); flash_bf16 takes it then.
     bool wgmma_attention = false;
+    // Whether this library has the Hopper GEMM with the bias and GELU in its epilogue (a build
+    // for sm_90 that found CUTLASS) and this GPU runs it; the MLP's first product takes it with
+    // the cublas rung (linear.cu).
+    bool gelu_epilogue = false;
 
     // cuBLASLt's heuristic search costs tens of microseconds of host time; its answer depends
     // only on the problem and the pointer alignments, so it is remembered per key.

@@ -15,9 +15,11 @@
 //     driver places a layer's matrices so: weights.cpp) run as one wider GEMM: a single wave of
 //     tiles where three or two GEMMs each left part of the GPU idle in their last wave. GELU,
 //     RoPE and SiLU·up follow as passes of their own, except in the MLP (linear_gelu_linear),
-//     where the GELU pass writes the second product's bf16 operand directly. Inputs longer than the
-//     staging buffer are processed in row chunks: rows of a linear layer are independent, so
-//     chunking changes nothing but the number of launches.
+//     where the GELU pass writes the second product's bf16 operand directly, and on Hopper the
+//     first product's epilogue applies the bias and GELU and writes that operand itself
+//     (gemm_bias_gelu_sm90.cu, the same bits). Inputs longer than the staging buffer are
+//     processed in row chunks: rows of a linear layer are independent, so chunking changes
+//     nothing but the number of launches.
 #include <algorithm>
 #include <string>
 
@@ -154,6 +156,25 @@ QkvProducts qkv_products(Context& ctx, const bf16* operand, int rows, int K, con
     return p.products(width_q, width_kv);
 }
 
+// fc2's bf16 operand gelu(operand(rows, K) · w1(F, K)ᵀ + b1(F)), and where it is: on Hopper the
+// first product's epilogue writes it into the hidden scratch h(rows, F) (as bf16, in its first
+// half); otherwise the f32 product goes to h and the GELU pass writes the staging buffer (the
+// operand's staging is consumed by then).
+const bf16* gelu_product(Context& ctx, float* h, const bf16* operand, const bf16* w1,
+                         const float* b1, int rows, int F, int K, cudaStream_t stream) {
+#if GLMASR_CUTLASS_GEMM
+    bf16* h_bf16 = reinterpret_cast<bf16*>(h);
+    if (ctx.gelu_epilogue && ctx.gemm == GemmRung::cublas &&
+        gemm_bias_gelu_sm90_fits(operand, w1, b1, h_bf16, rows, F, K)) {
+        gemm_bias_gelu_sm90(ctx, h_bf16, operand, w1, b1, rows, F, K, stream);
+        return h_bf16;
+    }
+#endif
+    gemm_for(ctx.gemm)(ctx, h, operand, w1, b1, rows, F, K, false, stream);
+    gelu_to_bf16(ctx.staging, h, static_cast<long long>(rows) * F, stream);
+    return ctx.staging;
+}
+
 }  // namespace
 
 void linear(Context& ctx, float* out, Act x, const bf16* w, const float* bias, int M, int N, int K,
@@ -194,12 +215,10 @@ void linear_gelu_linear(Context& ctx, float* out, float* hidden, Act x, const bf
     for (int r0 = 0; r0 < M; r0 += chunk) {
         const int rows = std::min(chunk, M - r0);
         float* h = hidden + static_cast<size_t>(r0) * F;
-        gemm(ctx, h, stage_rows(ctx, x, GemvNorm{}, r0, rows, K, stream), w1, b1, rows, F, K, false,
-             stream);
-        gelu_to_bf16(ctx.staging, h, static_cast<long long>(rows) * F,
-                     stream);  // x's staging is consumed
-        gemm(ctx, out + static_cast<size_t>(r0) * N, ctx.staging, w2, b2, rows, N, F, false,
-             stream);
+        const bf16* gelu_h =
+            gelu_product(ctx, h, stage_rows(ctx, x, GemvNorm{}, r0, rows, K, stream), w1, b1, rows,
+                         F, K, stream);
+        gemm(ctx, out + static_cast<size_t>(r0) * N, gelu_h, w2, b2, rows, N, F, false, stream);
     }
 }
 

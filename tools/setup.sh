@@ -5,8 +5,9 @@
 #                             on Debian/Ubuntu (root or sudo); elsewhere print what to provide
 #   tools/setup.sh --check    only report what is missing (exit 1 if anything is)
 #   tools/setup.sh --instructor   also what the instructor-side tests use (CI installs it):
-#                             clang-format and .venv-tools/ with ruff (tools/check_style.sh)
-#                             and compare50 (a class's most similar submissions),
+#                             clang-format and .venv-tools/ with ruff (tools/check_style.sh),
+#                             compare50 (a class's most similar submissions) and CUTLASS's
+#                             headers (the reference's Hopper GELU epilogue),
 #                             chromium (grader.leaderboard_browser renders the class page),
 #                             slurm-wlm and munge (grader.slurm grades a class on a one-node
 #                             Slurm cluster the test starts on 127.0.0.1), bubblewrap (the
@@ -79,18 +80,22 @@ triton_venv() {
 }
 
 # The instructor's Python tools, pinned: ruff for the style checks (tools/check_style.sh; a new
-# ruff may format differently) and compare50 for a class's similar pairs
-# (grader/class_scale/similarity.py; a new one may rank differently).
+# ruff may format differently), compare50 for a class's similar pairs
+# (grader/class_scale/similarity.py; a new one may rank differently), and the nvidia-cutlass
+# wheel for its C++ headers alone (no Python dependencies), which the reference's Hopper GEMM
+# with the GELU epilogue is built on (reference/CMakeLists.txt finds them here).
 tools_venv() {
   [ "${1:-}" = "--instructor" ] || return 0
   local venv; venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-tools"
   if [ "$("$venv/bin/ruff" --version 2>/dev/null)" = "ruff 0.17.6" ] &&
-     "$venv/bin/python3" -c "import compare50; assert compare50.__version__ == '1.2.15'" 2>/dev/null; then
-    echo "setup: $venv has ruff 0.17.6 and compare50 1.2.15"; return 0
+     "$venv/bin/python3" -c "import compare50; assert compare50.__version__ == '1.2.15'" 2>/dev/null &&
+     "$venv/bin/python3" -c "from importlib.metadata import version; assert version('nvidia-cutlass') == '4.2.0.0'" 2>/dev/null; then
+    echo "setup: $venv has ruff 0.17.6, compare50 1.2.15 and CUTLASS 4.2.0's headers"; return 0
   fi
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "ruff==0.17.6" "compare50==1.2.15"
-  echo "setup: installed ruff 0.17.6 and compare50 1.2.15 in $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "nvidia-cutlass==4.2.0.0"
+  echo "setup: installed ruff 0.17.6, compare50 1.2.15 and CUTLASS 4.2.0's headers in $venv"
 }
 
 # The cuTile tracks' Python (aot/AotTracks.cmake finds it here). cuda-tile's

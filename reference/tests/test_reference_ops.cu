@@ -299,8 +299,9 @@ class LinearGeluLinear : public Reference,
                          public ::testing::WithParamInterface<std::tuple<int, int, int>> {};
 
 TEST_P(LinearGeluLinear, IsItsCompositionBitForBit) {
-    // The fused MLP writes gelu(hidden) straight into the second product's bf16 operand: the
-    // same f32 GELU, rounded the same way, as linear_gelu followed by linear's staging.
+    // The fused MLP writes gelu(hidden) straight into the second product's bf16 operand (on
+    // Hopper from the first product's epilogue, at the encoder's shape): the same f32 GELU,
+    // rounded the same way, as linear_gelu followed by linear's staging.
     const auto [M, K, F] = GetParam();
     const int N = 40;
     const Vec x = random_vec(static_cast<size_t>(M) * K, 13), b1 = random_vec(F, 15),
@@ -323,7 +324,8 @@ TEST_P(LinearGeluLinear, IsItsCompositionBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Shapes, LinearGeluLinear,
                          ::testing::Values(std::make_tuple(1, 64, 96), std::make_tuple(8, 30, 50),
                                            std::make_tuple(9, 64, 96), std::make_tuple(40, 30, 70),
-                                           std::make_tuple(33, 1280, 5120)));
+                                           std::make_tuple(33, 1280, 5120),
+                                           std::make_tuple(1500, 1280, 5120)));
 
 // (M, K, Hq, Hkv, D, half, k_bias): rows, width, heads, head_dim, rotated pairs per head, and
 // whether k has a bias (the encoder's has none).
@@ -1211,6 +1213,55 @@ TEST_F(Reference, WgmmaAttentionGivesTheBitsOfMmaSync) {
                  Error);
 #else
     GTEST_SKIP() << "a build without sm_90 has no wgmma attention";
+#endif
+}
+
+// ----------------------------------------------------------- the Hopper GEMM with GELU epilogue
+//
+// gemm_bias_gelu_sm90.cu gives the bits of gemm_cublas followed by gelu_to_bf16: at the encoder's
+// fc1, and where the last tiles of M, N and K are partial. Its entry refuses what it does not
+// take: fewer output tiles than the GPU has SMs, K off a multiple of 8, an operand off 16 bytes.
+
+TEST_F(Reference, GeluEpilogueGivesTheBitsOfCublasAndTheGeluPass) {
+#if GLMASR_CUTLASS_GEMM
+    if (!ctx().gelu_epilogue)
+        GTEST_SKIP() << "the GELU epilogue needs a compute-capability 9.0 GPU";
+    for (const auto& [M, N, K] : {std::tuple{1500, 5120, 1280}, std::tuple{1411, 4104, 136}}) {
+        const std::string tag =
+            " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K);
+        const Vec a = round_bf16(random_vec(static_cast<size_t>(M) * K, 121, -2, 2));
+        const Vec w = round_bf16(random_vec(static_cast<size_t>(N) * K, 122, -0.1f, 0.1f));
+        const Tensor ta = dev_.bf16(a, {M, K}), tw = dev_.bf16(w, {N, K}),
+                     tb = dev_.f32(random_vec(N, 123), {N});
+        const Tensor product = dev_.poisoned({M, N}), want = dev_.bf16_poisoned({M, N}),
+                     got = dev_.bf16_poisoned({M, N});
+        reference::gemm_cublas(ctx(), product.f32(), b16(ta), b16(tw), tb.f32(), M, N, K, false,
+                               stream_);
+        reference::gelu_to_bf16(b16(want), product.f32(), static_cast<long long>(M) * N, stream_);
+        ASSERT_TRUE(
+            reference::gemm_bias_gelu_sm90_fits(b16(ta), b16(tw), tb.f32(), b16(got), M, N, K))
+            << tag;
+        reference::gemm_bias_gelu_sm90(ctx(), b16(got), b16(ta), b16(tw), tb.f32(), M, N, K,
+                                       stream_);
+        EXPECT_EQ(Device::get_bits(got), Device::get_bits(want)) << tag;
+    }
+    const Vec a = round_bf16(random_vec(1500 * 72, 124)),
+              w = round_bf16(random_vec(4096 * 72, 125));
+    const Tensor ta = dev_.bf16(a, {1500, 72}), ta_off = dev_.bf16(a, {1500, 72}, 1),
+                 tw = dev_.bf16(w, {4096, 72}), tb = dev_.f32(random_vec(4096, 126), {4096});
+    const Tensor out = dev_.bf16_poisoned({1500, 4096});
+    const auto refused = [&](const Tensor& x, int M, int N, int K) {
+        EXPECT_FALSE(
+            reference::gemm_bias_gelu_sm90_fits(b16(x), b16(tw), tb.f32(), b16(out), M, N, K));
+        EXPECT_THROW(reference::gemm_bias_gelu_sm90(ctx(), b16(out), b16(x), b16(tw), tb.f32(), M,
+                                                    N, K, stream_),
+                     Error);
+    };
+    refused(ta, 128, 256, 72);        // one output tile
+    refused(ta, 1500, 4096, 71);      // K off a multiple of 8 (the rows read as 71 wide)
+    refused(ta_off, 1500, 4096, 72);  // a off 16 bytes
+#else
+    GTEST_SKIP() << "a build without sm_90 or CUTLASS's headers has no GELU epilogue";
 #endif
 }
 
