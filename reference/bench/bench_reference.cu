@@ -145,6 +145,28 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     double ms =
         time_ms(s, [&] { linear(ctx, out, x, w, bias, 1500, 5120, 1280, Epilogue::kGelu, s); });
     printf("linear_gelu enc fc1: %8.2f us\n", ms * 1e3);
+    const bf16* normed = weights(1500ull * 1280);  // the encoder's bf16 rows (values do not matter)
+    ms = time_ms(s, [&] {
+        linear_gelu_linear(ctx, out, out2, normed, w, bias, w, bias, 1500, 5120, 1280, 1280, s);
+    });
+    printf("linear_gelu_linear enc MLP 1500 x 1280 -> 5120 -> 1280: %8.2f us  %6.1f TFLOP/s\n",
+           ms * 1e3, 4.0 * 1500 * 5120 * 1280 / ms / 1e9);
+    // fc1 and its GELU into fc2's bf16 operand: cuBLASLt and the GELU pass, and on Hopper the GELU
+    // in the GEMM's epilogue (gemm_bias_gelu_sm90.cu)
+    bf16* fc2_operand = reinterpret_cast<bf16*>(out2);
+    ms = time_ms(s, [&] {
+        gemm_cublas(ctx, out, normed, w, bias, 1500, 5120, 1280, false, s);
+        gelu_to_bf16(fc2_operand, out, 1500 * 5120, s);
+    });
+    printf("fc1 + GELU 1500 x 5120 x 1280, cuBLASLt + the GELU pass: %8.2f us\n", ms * 1e3);
+#if GLMASR_CUTLASS_GEMM
+    if (ctx.gelu_epilogue) {
+        ms = time_ms(s, [&] {
+            gemm_bias_gelu_sm90(ctx, fc2_operand, normed, w, bias, 1500, 5120, 1280, s);
+        });
+        printf("fc1 + GELU 1500 x 5120 x 1280, the GELU epilogue (CUTLASS): %8.2f us\n", ms * 1e3);
+    }
+#endif
     ms = time_ms(s, [&] { conv1d(ctx, out, x, w, bias, 3000, 128, 1280, 3, 1, 1, 3000, s); });
     printf("conv1 3000 x 128 -> 1280: %8.2f us\n", ms * 1e3);
     ms = time_ms(s, [&] { conv1d(ctx, out, x, w, bias, 3000, 1280, 1280, 3, 2, 1, 1500, s); });
