@@ -27,6 +27,22 @@ int compute_capability() {
 }
 }  // namespace
 
+bool gelu_epilogue_supported() {
+#if GLMASR_CUTLASS_GEMM
+    static const bool supported = [] {
+        int devices = 0;  // none: asked for a report on a machine without a GPU
+        if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+            cudaGetLastError();
+            return false;
+        }
+        return compute_capability() == 90 && settings().arch_cap == 0;  // sm_90a code
+    }();
+    return supported;
+#else
+    return false;
+#endif
+}
+
 bool pdl_supported() {
     static const bool supported = compute_capability() >= 90 && settings().arch_cap == 0;
     return supported;
@@ -122,9 +138,7 @@ Context::Context() {
     wgmma_attention = compute_capability() == 90 && settings().arch_cap == 0;
     if (wgmma_attention) configure_flash_attention_wgmma();
 #endif
-#if GLMASR_CUTLASS_GEMM
-    gelu_epilogue = compute_capability() == 90 && settings().arch_cap == 0;
-#endif
+    gelu_epilogue = gelu_epilogue_supported();
     pdl_supported();  // queries the device once, here rather than inside a graph capture
 }
 

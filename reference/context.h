@@ -73,6 +73,9 @@ struct Settings {
 // Reads GLMASR_GEMM, GLMASR_ATTENTION and GLMASR_ARCH_CAP once (the first call; `glmasr --gemm/
 // --attention/--arch-cap` set them before that); throws InputError on a value it does not know.
 const Settings& settings();
+// Whether the MLP's first product can take the GELU epilogue here (gemm_bias_gelu_sm90.cu): a
+// build that has it (GLMASR_CUTLASS_GEMM), a compute-capability 9.0 GPU, no arch cap. Read once.
+bool gelu_epilogue_supported();
 const char* rung_name(GemmRung rung);
 const char* attention_name(AttentionPath path);
 

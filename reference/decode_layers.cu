@@ -33,9 +33,11 @@
 // kernel boundaries they replace: the last block's release reaches L2, the waiting blocks' next
 // acquire load sees it, and only then do they read x; a boundary under PDL overlaps part of that.
 // The graph path stays the default.
-// The products must take the per-op GEMVs' fast paths (K % 8 == 0, 16-byte aligned rows); the
-// launcher throws where one does not. Head dims other than 32, 64 and 128 take the generic
-// attention's warp body, as the per-op path does.
+// The products must take the per-op GEMVs' fast paths (K % 8 == 0, 16-byte aligned rows). Where
+// one does not, or the model has more layers than there are counters, the launcher throws
+// InputError: that model and --decode persistent do not go together, and the per-op path runs
+// it. Head dims other than 32, 64 and 128 take the generic attention's warp body, as the per-op
+// path does.
 #include <algorithm>
 #include <string>
 
@@ -212,16 +214,19 @@ void launch(StepParams& p, cudaStream_t stream) {
 
 void decode_layers(Context& ctx, const PersistentDecodeArgs& a, cudaStream_t stream) {
     const int n_layers = static_cast<int>(a.layers.size());
-    auto fail = [](const std::string& why) {
-        throw Error("decode_layers: " + why + " (the persistent decode step has no other path)");
+    // A model shape this step does not take is bad input for --decode persistent.
+    auto refuse = [](const std::string& shape) {
+        throw InputError("--decode persistent: the persistent decode step does not take " + shape +
+                         " (--decode per-op does)");
     };
     if (n_layers < 1 || n_layers > kMaxPersistentLayers)
-        fail(std::to_string(n_layers) + " layers, not 1.." + std::to_string(kMaxPersistentLayers));
+        refuse(std::to_string(n_layers) + " decoder layers (at most " +
+               std::to_string(kMaxPersistentLayers) + ")");
     const bool tiled = flash_supports(a.D);  // decode_attention.cu's kernels, as attention.cu
     if (!tiled && (a.D < 1 || a.D > kAttentionMaxGenericDim))
-        fail("head_dim " + std::to_string(a.D));
+        refuse("head_dim " + std::to_string(a.D));
     if (a.Hq < 1 || a.Hq > kMaxDecodeHeads || a.Hkv < 1 || a.Hq % a.Hkv != 0)
-        fail(std::to_string(a.Hq) + " query heads over " + std::to_string(a.Hkv) + " KV heads");
+        refuse(std::to_string(a.Hq) + " query heads over " + std::to_string(a.Hkv) + " KV heads");
     // The attention's key splits, exactly as decode_attention.cu sizes them for this cache.
     const int n_splits =
         std::clamp((a.cap + kMinKeysPerSplit - 1) / kMinKeysPerSplit, 1, kMaxDecodePartials);
@@ -244,7 +249,8 @@ void decode_layers(Context& ctx, const PersistentDecodeArgs& a, cudaStream_t str
         if (!qkv_rope_cache_fits(qkv) || !gemv_fast_fits(a.attn, w.w_o, nullptr, {}, a.Hq * a.D) ||
             !gemv_fast_fits(a.x, w.w_gate, w.w_up, {w.norm2, a.eps}, a.H) ||
             !gemv_fast_fits(a.gate, w.w_down, nullptr, {}, a.F))
-            fail("layer " + std::to_string(l) + " is outside the GEMV kernels' fast paths");
+            refuse("layer " + std::to_string(l) +
+                   "'s shapes (outside the GEMV kernels' fast paths)");
         p.layer[l].w = w;
         hint_l2_prefetch(p.layer[l].prefetch, w.w_gate, a.F, 2ll * a.H);
         hint_l2_prefetch(p.layer[l].prefetch, w.w_up, a.F, 2ll * a.H);
@@ -283,7 +289,7 @@ void decode_layers(Context& ctx, const PersistentDecodeArgs& a, cudaStream_t str
     p.vec = aligned_to(a.layers[0].k_cache, 16) && aligned_to(a.layers[0].v_cache, 16);
     for (const PersistentLayer& w : a.layers)
         if (aligned_to(w.k_cache, 16) != p.vec || aligned_to(w.v_cache, 16) != p.vec)
-            fail("the layers' caches differ in alignment");
+            throw Error("decode_layers: the layers' KV caches differ in alignment");
     switch (tiled ? a.D : 0) {
         case 32: launch<32>(p, stream); break;
         case 64: launch<64>(p, stream); break;

@@ -1,6 +1,6 @@
 // gemm_bias_gelu_sm90.cu — out(M, N) bf16 = gelu(a(M, K) · w(N, K)ᵀ + bias(N)) on Hopper: the
 // first product of the encoder's MLP with its bias and exact GELU in the GEMM's epilogue, through
-// CUTLASS.
+// CUTLASS 4.2 (its 3.x C++ API).
 //
 // Why: GLM-ASR's GELU is the exact one (erf), and cuBLASLt's GELU epilogues are the tanh
 // approximation. On cuBLASLt the product therefore leaves the GEMM in f32 (30.7 MB for the
@@ -9,13 +9,13 @@
 // bf16 operand reaches memory. On an H200, 1500 × 5120 × 1280: 48.7 µs (cuBLASLt + the pass) →
 // 41.5 µs (`reference_bench kernels`).
 //
-// Design: CUTLASS 3's Hopper GEMM as its collective builders assemble it: TMA loads into a
+// Design: CUTLASS's Hopper GEMM as its collective builders assemble it: TMA loads into a
 // multi-stage shared-memory ring, wgmma, two consumer warpgroups sharing a 128 × 256 tile, a
 // persistent tile scheduler; the epilogue is LinCombPerColBiasEltAct with common.cuh's gelu_erf
 // as the activation. 128 × 256 and 256 × 128 (equal within noise) were the fastest of six tile
-// and schedule choices at the encoder's shape; 128 × 256 leaves SMs idle where a product has fewer tiles than the GPU has SMs (the
-// projector's 375 rows: 56 µs against cuBLASLt's 34), so the caller takes it only where the tiles
-// fill the GPU (gemm_bias_gelu_sm90_fits).
+// and schedule choices at the encoder's shape. 128 × 256 leaves SMs idle where a product has
+// fewer tiles than the GPU has SMs (the projector's 375 rows: 56 µs against cuBLASLt's 34), so
+// the caller takes it only where the tiles fill the GPU (gemm_bias_gelu_sm90_fits).
 //
 // Bits: the accumulator sums K in the order cuBLASLt's Hopper kernels do (the f32 products were
 // identical on every encoder, projector and prefill shape compared), acc + bias is one f32 add as
@@ -47,11 +47,11 @@ namespace {
 // The epilogue's activation. CUTLASS applies it to one f32 or to a fragment of them.
 template <class T>
 struct GeluErf {
-    CUTLASS_HOST_DEVICE T operator()(const T& x) const { return gelu_erf(x); }
+    CUTLASS_DEVICE T operator()(const T& x) const { return gelu_erf(x); }
 };
 template <class T, int N>
 struct GeluErf<cutlass::Array<T, N>> {
-    CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(const cutlass::Array<T, N>& x) const {
+    CUTLASS_DEVICE cutlass::Array<T, N> operator()(const cutlass::Array<T, N>& x) const {
         cutlass::Array<T, N> y;
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < N; ++i) y[i] = gelu_erf(x[i]);
@@ -66,7 +66,7 @@ constexpr int kTileM = 128, kTileN = 256;
 constexpr int kAlign = 8;  // elements of a 16-byte TMA access: K and N must be multiples
 
 // D = gelu(1 · acc + bias), no C operand, f32 math, bf16 out.
-using Epilogue = cutlass::epilogue::collective::CollectiveBuilder<
+using EpilogueOp = cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
     cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, cutlass::layout::RowMajor,
     kAlign, Bf16, cutlass::layout::RowMajor, kAlign,
@@ -78,10 +78,10 @@ using Mainloop = cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Bf16, cutlass::layout::RowMajor, kAlign,
     Bf16, cutlass::layout::ColumnMajor, kAlign, float, Tile, Cluster,
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
-        sizeof(typename Epilogue::SharedStorage))>,
+        sizeof(typename EpilogueOp::SharedStorage))>,
     cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
 using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop,
-                                                    Epilogue, cutlass::gemm::PersistentScheduler>;
+                                                    EpilogueOp, cutlass::gemm::PersistentScheduler>;
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
 int sm_count() {
@@ -129,13 +129,16 @@ void gemm_bias_gelu_sm90(Context& ctx, bf16* out, const bf16* a, const bf16* w, 
     args.epilogue.thread.alpha = 1.0f;
     args.epilogue.thread.beta = 0.0f;
     args.epilogue.thread.bias_ptr = bias;
+    args.hw_info.sm_count = sm_count();  // the count _fits used; CUTLASS would query it per call
     if (Gemm::get_workspace_size(args) > kLtWorkspaceBytes)
         throw Error("gemm_bias_gelu_sm90: its workspace exceeds the context's");
     Gemm gemm;
     check(gemm.can_implement(args), "cannot implement");
     // The workspace is cuBLASLt's: products on one stream run one after the other.
     check(gemm.initialize(args, ctx.lt_workspace, stream), "initialize");
-    check(gemm.run(stream), "run");
+    // A failed launch comes back as the Status alone (CUTLASS consumes the CUDA error); the launch
+    // check still synchronises under --sync-check.
+    check(gemm.run(stream), "run (the kernel launch)");
     CUDA_CHECK_LAUNCH();
 }
 

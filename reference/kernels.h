@@ -305,8 +305,8 @@ void hint_l2_prefetch(L2Prefetch& hints, const void* weights, long long rows,
                       long long row_bytes);  // (decode_attention.cu)
 // The decoder layers of one decode step (one token) as one persistent kernel: every layer's
 // rmsnorm_qkv_rope_cache, attention (splits and combine), o + residual, rmsnorm_gate_up_silu and
-// down + residual, with the bits of the per-op kernels. Throws Error where a shape is outside
-// the per-op kernels' fast paths (it has no other path).                    (decode_layers.cu)
+// down + residual, with the bits of the per-op kernels. Throws InputError where a shape is
+// outside the per-op kernels' fast paths (it has no other path).                    (decode_layers.cu)
 struct PersistentLayer {
     const float* norm1;  // (H) input_layernorm
     const bf16* w_q;     // (Hq·D, H)

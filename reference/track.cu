@@ -335,6 +335,9 @@ std::string settings_text() {
                        " attention=" + ref::attention_name(ref::settings().attention);
     if (ref::settings().arch_cap != 0)
         text += " arch_cap=" + std::to_string(ref::settings().arch_cap);
+    // The encoder's speed depends on it, and on whether the build found CUTLASS: say when it runs.
+    if (ref::gelu_epilogue_supported() && ref::settings().gemm == ref::GemmRung::cublas)
+        text += " gelu_epilogue=on";
     return text;
 }
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "glmasr/audio.h"
@@ -507,6 +508,33 @@ TEST(PersistentDecode, GivesTheGraphPathsBitsAtNanoShapes) {
     EXPECT_EQ(0, std::memcmp(graph_logits.data(), persistent_logits.data(),
                              graph_logits.size() * sizeof(float)))
         << "logits differ";
+}
+
+// A model the persistent step does not take (here more decoder layers than its counters) is an
+// input error at the first decode step, inside the step's graph capture; the model's stream stays
+// usable, and the per-op path then runs that model.
+TEST(PersistentDecode, IsAnInputErrorForAShapeItDoesNotTake) {
+    if (!gpu_available()) GTEST_SKIP() << "no GPU: the reference does not run";
+    if (!reference_linked()) GTEST_SKIP() << "the reference is not linked into this program";
+    ModelConfig config =
+        ModelConfig::load((source_dir() / "assets/models/glm-asr-tiny/config.json").string());
+    config.text.num_layers = 65;
+    const OpTable table = OpTable::build("reference");
+    Model model(config, random_weights(config, table, backend_for(table.device), 3), table);
+    auto run = [&](bool persistent) {
+        GenerateOptions options;
+        options.max_new_tokens = 3;
+        options.ignore_eos = true;
+        options.persistent_decode = persistent;
+        return model.generate({1, 2, 3}, std::vector<float>{}, options).tokens;
+    };
+    try {
+        run(true);
+        ADD_FAILURE() << "65 decoder layers ran on the persistent step";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("65 decoder layers"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(run(false).size(), 3u);
 }
 
 // Asked of a table without one, the persistent decode step is an input error, not the per-op
