@@ -138,7 +138,9 @@ Context::Context() {
     wgmma_attention = compute_capability() == 90 && settings().arch_cap == 0;
     if (wgmma_attention) configure_flash_attention_wgmma();
 #endif
-    gelu_epilogue = gelu_epilogue_supported();
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
     pdl_supported();  // queries the device once, here rather than inside a graph capture
 }
 

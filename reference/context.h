@@ -125,10 +125,7 @@ public:
     // Whether this library has the wgmma attention (a build for sm_90) and this GPU runs it
     // (compute capability 9.0); flash_bf16 takes it then.
     bool wgmma_attention = false;
-    // Whether this library has the Hopper GEMM with the bias and GELU in its epilogue (a build
-    // for sm_90 that found CUTLASS) and this GPU runs it; the MLP's first product takes it with
-    // the cublas rung (linear.cu).
-    bool gelu_epilogue = false;
+    int sm_count = 0;  // of the current GPU: the persistent grids and the tiles that fill it
 
     // cuBLASLt's heuristic search costs tens of microseconds of host time; its answer depends
     // only on the problem and the pointer alignments, so it is remembered per key.

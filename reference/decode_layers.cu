@@ -186,16 +186,15 @@ __global__ void __launch_bounds__(kGemvThreads, 4)
 }
 
 template <int D>
-void launch(StepParams& p, cudaStream_t stream) {
+void launch(const Context& ctx, StepParams& p, cudaStream_t stream) {
     // Resident blocks only (cooperative launch): the occupancy the kernel's registers allow.
-    static const int grid = [] {
-        int device = 0, sms = 0, per_sm = 0;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_layers_kernel<D>,
+    static const int per_sm = [] {
+        int blocks = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, decode_layers_kernel<D>,
                                                                  kGemvThreads, 0));
-        return std::max(1, per_sm) * sms;
+        return std::max(1, blocks);
     }();
+    const int grid = per_sm * ctx.sm_count;
     CUDA_CHECK(cudaMemsetAsync(p.done, 0, sizeof(unsigned) * p.n_layers * kStages, stream));
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeCooperative;
@@ -291,10 +290,10 @@ void decode_layers(Context& ctx, const PersistentDecodeArgs& a, cudaStream_t str
         if (aligned_to(w.k_cache, 16) != p.vec || aligned_to(w.v_cache, 16) != p.vec)
             throw Error("decode_layers: the layers' KV caches differ in alignment");
     switch (tiled ? a.D : 0) {
-        case 32: launch<32>(p, stream); break;
-        case 64: launch<64>(p, stream); break;
-        case 128: launch<128>(p, stream); break;
-        default: launch<0>(p, stream); break;
+        case 32: launch<32>(ctx, p, stream); break;
+        case 64: launch<64>(ctx, p, stream); break;
+        case 128: launch<128>(ctx, p, stream); break;
+        default: launch<0>(ctx, p, stream); break;
     }
 }
 

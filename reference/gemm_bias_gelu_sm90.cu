@@ -84,16 +84,6 @@ using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, i
                                                     EpilogueOp, cutlass::gemm::PersistentScheduler>;
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
-int sm_count() {
-    static const int sms = [] {
-        int device = 0, n = 0;
-        CUDA_CHECK(cudaGetDevice(&device));
-        CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-        return n;
-    }();
-    return sms;
-}
-
 void check(cutlass::Status status, const char* what) {
     if (status != cutlass::Status::kSuccess)
         throw Error(std::string("gemm_bias_gelu_sm90: ") + what + ": " +
@@ -102,17 +92,17 @@ void check(cutlass::Status status, const char* what) {
 
 }  // namespace
 
-bool gemm_bias_gelu_sm90_fits(const bf16* a, const bf16* w, const float* bias, const bf16* out,
-                              int M, int N, int K) {
+bool gemm_bias_gelu_sm90_fits(const Context& ctx, const bf16* a, const bf16* w, const float* bias,
+                              const bf16* out, int M, int N, int K) {
     const long long tiles =
         static_cast<long long>((M + kTileM - 1) / kTileM) * ((N + kTileN - 1) / kTileN);
     return bias && K % kAlign == 0 && N % kAlign == 0 && aligned_to(a, 16) && aligned_to(w, 16) &&
-           aligned_to(bias, 16) && aligned_to(out, 16) && tiles >= sm_count();
+           aligned_to(bias, 16) && aligned_to(out, 16) && tiles >= ctx.sm_count;
 }
 
 void gemm_bias_gelu_sm90(Context& ctx, bf16* out, const bf16* a, const bf16* w, const float* bias,
                          int M, int N, int K, cudaStream_t stream) {
-    if (!gemm_bias_gelu_sm90_fits(a, w, bias, out, M, N, K))
+    if (!gemm_bias_gelu_sm90_fits(ctx, a, w, bias, out, M, N, K))
         throw Error("gemm_bias_gelu_sm90: a shape or an alignment it does not take");
     using namespace cute;
     const auto stride_a =
@@ -129,7 +119,7 @@ void gemm_bias_gelu_sm90(Context& ctx, bf16* out, const bf16* a, const bf16* w, 
     args.epilogue.thread.alpha = 1.0f;
     args.epilogue.thread.beta = 0.0f;
     args.epilogue.thread.bias_ptr = bias;
-    args.hw_info.sm_count = sm_count();  // the count _fits used; CUTLASS would query it per call
+    args.hw_info.sm_count = ctx.sm_count;  // the count _fits used; CUTLASS would query it per call
     if (Gemm::get_workspace_size(args) > kLtWorkspaceBytes)
         throw Error("gemm_bias_gelu_sm90: its workspace exceeds the context's");
     Gemm gemm;

@@ -191,13 +191,13 @@ void gemm_cublas(Context&, float* out, const bf16* a, const bf16* w, const float
 GemmFn gemm_for(GemmRung rung);
 #if GLMASR_CUTLASS_GEMM
 // The cublas rung's MLP on Hopper (a build that targets sm_90 and found CUTLASS's headers:
-// GLMASR_CUTLASS_GEMM; a compute-capability 9.0 GPU: ctx.gelu_epilogue):
+// GLMASR_CUTLASS_GEMM; a compute-capability 9.0 GPU: gelu_epilogue_supported()):
 // out(M, N) bf16 = gelu(a(M, K) · w(N, K)ᵀ + bias(N)), the bits of gemm_cublas + gelu_to_bf16.
 // It takes K and N multiples of 8, a, w, bias and out 16-byte aligned, and a product of at least
 // as many output tiles as the GPU has SMs (_fits); it throws Error on another.
 //                                                                       (gemm_bias_gelu_sm90.cu)
-bool gemm_bias_gelu_sm90_fits(const bf16* a, const bf16* w, const float* bias, const bf16* out,
-                              int M, int N, int K);
+bool gemm_bias_gelu_sm90_fits(const Context& ctx, const bf16* a, const bf16* w, const float* bias,
+                              const bf16* out, int M, int N, int K);
 void gemm_bias_gelu_sm90(Context& ctx, bf16* out, const bf16* a, const bf16* w, const float* bias,
                          int M, int N, int K, cudaStream_t stream);
 #endif

@@ -164,8 +164,8 @@ const bf16* gelu_product(Context& ctx, float* h, const bf16* operand, const bf16
                          const float* b1, int rows, int F, int K, cudaStream_t stream) {
 #if GLMASR_CUTLASS_GEMM
     bf16* h_bf16 = reinterpret_cast<bf16*>(h);
-    if (ctx.gelu_epilogue && ctx.gemm == GemmRung::cublas &&
-        gemm_bias_gelu_sm90_fits(operand, w1, b1, h_bf16, rows, F, K)) {
+    if (gelu_epilogue_supported() && ctx.gemm == GemmRung::cublas &&
+        gemm_bias_gelu_sm90_fits(ctx, operand, w1, b1, h_bf16, rows, F, K)) {
         gemm_bias_gelu_sm90(ctx, h_bf16, operand, w1, b1, rows, F, K, stream);
         return h_bf16;
     }
