@@ -101,15 +101,25 @@ __global__ void norm_kernel(Out* out,                     // (rows, dim) normed;
     const V* xr = reinterpret_cast<const V*>(x + offset);
     V* rr = kAdd ? reinterpret_cast<V*>(residual + offset) : nullptr;
 
-    V v[kNormItems];
-    float sum = 0.0f;
+    // Every load is issued before the first store. A store to the residual between two loads
+    // would keep the compiler from moving the later load above it (x may alias the residual),
+    // so each item would cost a round trip to memory of its own.
+    V v[kNormItems], r[kNormItems];
 #pragma unroll
     for (int i = 0; i < kNormItems; ++i) {
         const int j = i * blockDim.x + threadIdx.x;
         if (j < n) {
             v[i] = xr[j];
+            if constexpr (kAdd) r[i] = rr[j];
+        }
+    }
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kNormItems; ++i) {
+        const int j = i * blockDim.x + threadIdx.x;
+        if (j < n) {
             if constexpr (kAdd) {
-                v[i] = add_v(rr[j], v[i]);
+                v[i] = add_v(r[i], v[i]);
                 rr[j] = v[i];
             }
             sum += kKind == NormKind::kRms ? Lanes<V>::sum_sq(v[i]) : Lanes<V>::sum(v[i]);

@@ -205,7 +205,7 @@ void LogMelExtractor::window_log_mel(const float* pcm, int n, float* out) const 
             }
             if (silent) {  // zero spectrum, zero mel: every row sits on the floor
                 for (int m = 0; m < n_mels; ++m)
-                    out[static_cast<size_t>(m) * n_frames + f] = silent_log;
+                    out[static_cast<size_t>(f) * n_mels + m] = silent_log;
                 max_log = std::max(max_log, silent_log);
                 continue;
             }
@@ -220,7 +220,7 @@ void LogMelExtractor::window_log_mel(const float* pcm, int n, float* out) const 
                 for (int k = impl_->bank_first[m]; k < impl_->bank_end[m]; ++k)
                     mel += static_cast<double>(filter[k]) * power[k];
                 const float y = static_cast<float>(std::log10(std::max(mel, kMelFloor)));
-                out[static_cast<size_t>(m) * n_frames + f] = y;
+                out[static_cast<size_t>(f) * n_mels + m] = y;
                 max_log = std::max(max_log, y);
             }
         }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "glmasr/dispatch.h"
@@ -296,32 +297,16 @@ std::vector<float> AudioEmbeddings::host() const {
     return out;
 }
 
-// input_features[win] (n_mels, T_mel) → time-major (T_mel, n_mels), the layout conv1d takes,
-// uploaded to `mel` from the page-locked host buffer mel_host (the copy engine reads it directly,
-// without a driver copy of a pageable vector first). The GPU waits for all of it (it sits inside
-// the encoder's timed stage, before the first kernel), so the transposition goes by blocks of 16
-// frames: each mel row gives one 64-byte cache line per block, and the block's 16 output rows
-// (8 KB) stay in L1 while all 128 mels are written into them. On the build machine 0.34 ms a
-// window, against 0.8-0.95 ms by 32 × 32 tiles and ~1.2 ms by a plain double loop; on an H100
-// host the encoder stage went from 9.0 to 8.55 ms with the page-locked upload alone
-// (docs/performance.md, "Around the kernels"). (Sharing the blocks among cores with OpenMP measured
-// faster on average but put multi-millisecond stalls into some runs.)
+// features.mel[win] (T_mel, n_mels), already time-major, uploaded to `mel` from the page-locked
+// host buffer mel_host: the copy engine reads it directly, without a driver copy of a pageable
+// vector first.
 void Model::Impl::upload_window(const AudioFeatures& features, int win) {
-    constexpr int kFrames = 16;
-    const int t_mel = static_cast<int>(mel.dim(0)), n_mels = static_cast<int>(mel.dim(1));
-    const float* window = features.mel.data() + static_cast<size_t>(win) * n_mels * t_mel;
-    float* time_major = static_cast<float*>(mel_host.ptr);
+    const float* window = features.mel.data() + static_cast<size_t>(win) * mel.numel();
     // An earlier upload may still be reading mel_host (upload() returns at once): the buffer is
     // rewritten only once the stream has passed it.
     backend.synchronize(stream);
-    for (int t0 = 0; t0 < t_mel; t0 += kFrames) {
-        const int t1 = std::min(t0 + kFrames, t_mel);
-        for (int c = 0; c < n_mels; ++c) {
-            const float* row = window + static_cast<size_t>(c) * t_mel;
-            for (int t = t0; t < t1; ++t) time_major[static_cast<size_t>(t) * n_mels + c] = row[t];
-        }
-    }
-    backend.upload(mel.data, time_major, mel.bytes(), stream);
+    std::memcpy(mel_host.ptr, window, mel.bytes());
+    backend.upload(mel.data, mel_host.ptr, mel.bytes(), stream);
 }
 
 // The encoder over the window in `mel`: conv stem, then the pre-LN layers; leaves the final-norm

@@ -158,7 +158,7 @@ TEST_P(FeaturesFixture, MatchesWhisperFeatureExtractor) {
     EXPECT_EQ(f.total_audio_tokens(), c["audio_tokens"].get<int>());
 
     auto at = [&](int w, int m, int t) {
-        return f.mel[(static_cast<size_t>(w) * f.n_mels + m) * f.n_frames + t];
+        return f.mel[(static_cast<size_t>(w) * f.n_frames + t) * f.n_mels + m];
     };
     for (const json& s : c["slices"]) {
         const std::string name = s["tensor"].get<std::string>();

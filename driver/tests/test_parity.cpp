@@ -128,15 +128,18 @@ TEST_P(Parity, ReproducesTransformers) {
         double max_err = 0;
         for (int w = 0; w < features.n_windows; ++w) {
             const int edge_start = expected["features_edge_start"][w].get<int>();
+            // features.mel is time-major; the fixtures hold HF's (n_mels, frames) slices.
+            auto at = [&](int c, int t) {
+                return double(features.mel[(static_cast<size_t>(w) * n_frames + t) * n_mels + c]);
+            };
             for (int c = 0; c < n_mels; ++c) {
-                const float* row = &features.mel[(static_cast<size_t>(w) * n_mels + c) * n_frames];
                 for (int t = 0; t < head_frames; ++t)
-                    max_err = std::max(max_err,
-                                       std::fabs(double(row[t]) -
-                                                 head[(size_t(w) * n_mels + c) * head_frames + t]));
+                    max_err = std::max(
+                        max_err,
+                        std::fabs(at(c, t) - head[(size_t(w) * n_mels + c) * head_frames + t]));
                 for (int t = 0; t < edge_frames; ++t)
                     max_err = std::max(max_err,
-                                       std::fabs(double(row[edge_start + t]) -
+                                       std::fabs(at(c, edge_start + t) -
                                                  edge[(size_t(w) * n_mels + c) * edge_frames + t]));
             }
         }

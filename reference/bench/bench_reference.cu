@@ -160,7 +160,7 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     });
     printf("fc1 + GELU 1500 x 5120 x 1280, cuBLASLt + the GELU pass: %8.2f us\n", ms * 1e3);
 #if GLMASR_CUTLASS_GEMM
-    if (ctx.gelu_epilogue) {
+    if (gelu_epilogue_supported()) {
         ms = time_ms(s, [&] {
             gemm_bias_gelu_sm90(ctx, fc2_operand, normed, w, bias, 1500, 5120, 1280, s);
         });
@@ -178,6 +178,27 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
     ms = time_ms(s, [&] { add_layernorm(out, out2, x, bias, bias, 1500, 1280, 1e-5f, s); });
     printf("add_layernorm 1500 x 1280: %8.2f us  %6.0f GB/s\n", ms * 1e3,
            16.0 * 1500 * 1280 / ms / 1e6);
+    // The encoder's residual add after o and fc2: in add_layernorm, as the driver runs it, or in
+    // the product's epilogue (β = 1) before a plain LayerNorm, as a linear_residual with a bias
+    // would (docs/performance.md, "GEMM").
+    {
+        const bf16* operand = weights(1500ull * 5120);
+        bf16* normed_rows = weights(1500ull * 1280);
+        for (Shape g : {Shape{1500, 1280, 1280, "o"}, Shape{1500, 1280, 5120, "fc2"}}) {
+            const double apart = time_ms(s, [&] {
+                gemm_cublas(ctx, out2, operand, w, bias, g.M, g.N, g.K, false, s);
+                add_layernorm(out, normed_rows, out2, bias, bias, g.M, g.N, 1e-5f, s);
+            });
+            const double in_epilogue = time_ms(s, [&] {
+                gemm_cublas(ctx, out, operand, w, bias, g.M, g.N, g.K, true, s);
+                layernorm(normed_rows, out, bias, bias, g.M, g.N, 1e-5f, s);
+            });
+            printf(
+                "enc %-3s + residual + LayerNorm: add_layernorm %8.2f us, the add in the "
+                "epilogue %8.2f us\n",
+                g.name, apart * 1e3, in_epilogue * 1e3);
+        }
+    }
     ms = time_ms(s, [&] { rmsnorm(out2, x, bias, 1, 2048, 1e-5f, s); });
     printf("rmsnorm 1 x 2048: %8.2f us\n", ms * 1e3);
     ms = time_ms(s, [&] { gelu(out, x, 1500 * 5120, s); });

@@ -27,8 +27,10 @@ struct FeatureConfig {
 struct AudioFeatures {
     int n_windows = 0;
     int n_mels = 0;
-    int n_frames = 0;               // per window (3000)
-    std::vector<float> mel;         // (n_windows, n_mels, n_frames), as HF's input_features
+    int n_frames = 0;  // per window (3000)
+    // (n_windows, n_frames, n_mels): time-major, the layout conv1d takes, so a window goes to
+    // the GPU as it is. HF's input_features is (n_windows, n_mels, n_frames), its transpose.
+    std::vector<float> mel;
     std::vector<int> valid_frames;  // (n_windows,) ceil(window samples / hop)
     std::vector<int> audio_tokens;  // (n_windows,) tokens each window contributes (§2.3)
     bool truncated = false;         // the clip was longer than max_windows windows
@@ -49,7 +51,7 @@ public:
     // Split 16 kHz PCM into windows and featurise each. Throws InputError for empty audio.
     AudioFeatures extract(const std::vector<float>& pcm) const;
 
-    // One window: pcm(n ≤ window_samples) zero-padded to a full window → out(n_mels, n_frames).
+    // One window: pcm(n ≤ window_samples) zero-padded to a full window → out(n_frames, n_mels).
     void window_log_mel(const float* pcm, int n, float* out) const;
 
     const FeatureConfig& config() const { return config_; }
