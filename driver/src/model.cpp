@@ -128,7 +128,7 @@ struct Model::Impl {
     Backend::Graph decode_graph;           // the recorded decode step (GPU only)
     bool graph_persistent = false;         // ... recorded with the persistent decode step
 
-    Buffer mel_host;         // (T_mel, n_mels) f32, host_alloc'd: one window, transposed
+    Buffer mel_host;         // (T_mel, n_mels) f32, host_alloc'd: the window being uploaded
     StageTimes last_encode;  // encoder_ms, projector_ms of the last encode_audio
     std::function<void(Stage)> stage_hook;
     OpTable::PrefetchHint prefetch_hint = nullptr;   // the attention's track's (track.h)
