@@ -60,16 +60,6 @@ public:
         return ptr;
     }
     void free(void* ptr) override { cudaFree(ptr); }
-    void* host_alloc(size_t bytes) override {
-        void* ptr = nullptr;
-        if (cudaMallocHost(&ptr, bytes ? bytes : 1) != cudaSuccess) {
-            cudaGetLastError();
-            throw Error("out of page-locked host memory allocating " + std::to_string(bytes >> 20) +
-                        " MiB");
-        }
-        return ptr;
-    }
-    void host_free(void* ptr) override { cudaFreeHost(ptr); }
     void upload(void* dst, const void* src, size_t bytes, Stream s) override {
         CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
     }

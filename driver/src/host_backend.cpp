@@ -56,14 +56,6 @@ private:
 };
 }  // namespace
 
-void* Backend::host_alloc(size_t bytes) {
-    void* ptr = std::malloc(bytes ? bytes : 1);
-    if (!ptr) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
-    return ptr;
-}
-
-void Backend::host_free(void* ptr) { std::free(ptr); }
-
 Backend::Graph Backend::capture(Stream, const std::function<void()>&) {
     throw Error(std::string("CUDA graphs are not available on ") + device_name(device()) +
                 " memory");

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 
 #include "glmasr/dispatch.h"
@@ -42,28 +41,20 @@ const char* stage_name(Stage stage) {
 
 namespace {
 
-// A buffer owned by the Model (freed with it): the backend's memory, or with `on_host` host
-// memory from Backend::host_alloc (page-locked on CUDA) for what is uploaded on every run.
+// A buffer of the backend's memory owned by the Model (freed with it).
 struct Buffer {
     Backend* backend = nullptr;
     void* ptr = nullptr;
-    bool on_host = false;
     Buffer() = default;
-    Buffer(Backend& b, size_t bytes, bool host = false)
-        : backend(&b), ptr(host ? b.host_alloc(bytes) : b.alloc(bytes)), on_host(host) {}
-    Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr), on_host(o.on_host) {
-        o.ptr = nullptr;
-    }
+    Buffer(Backend& b, size_t bytes) : backend(&b), ptr(b.alloc(bytes)) {}
+    Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr) { o.ptr = nullptr; }
     Buffer& operator=(Buffer&& o) noexcept {
         std::swap(backend, o.backend);
         std::swap(ptr, o.ptr);
-        std::swap(on_host, o.on_host);
         return *this;
     }
     ~Buffer() {
-        if (!ptr) return;
-        if (on_host) backend->host_free(ptr);
-        else backend->free(ptr);
+        if (ptr) backend->free(ptr);
     }
 };
 
@@ -128,7 +119,6 @@ struct Model::Impl {
     Backend::Graph decode_graph;           // the recorded decode step (GPU only)
     bool graph_persistent = false;         // ... recorded with the persistent decode step
 
-    Buffer mel_host;         // (T_mel, n_mels) f32, host_alloc'd: the window being uploaded
     StageTimes last_encode;  // encoder_ms, projector_ms of the last encode_audio
     std::function<void(Stage)> stage_hook;
     OpTable::PrefetchHint prefetch_hint = nullptr;   // the attention's track's (track.h)
@@ -195,7 +185,6 @@ Model::Model(ModelConfig config, ModelWeights weights, OpTable table)
                          std::to_string(t_enc) + " encoder frames of a 30 s window");
     const int q_width = e.num_heads * e.head_dim, kv_width = e.num_kv_heads * e.head_dim;
     m.mel = m.make(DType::F32, {t_mel, e.num_mel_bins});
-    m.mel_host = Buffer(backend, m.mel.bytes(), true);
     m.conv1_out = m.make(DType::F32, {t_mel, e.hidden_size});
     m.enc_x = m.make(DType::F32, {t_enc, e.hidden_size});
     const DType act = table_.encoder_activations();  // bf16 on the reference alone (track.h)
@@ -297,16 +286,13 @@ std::vector<float> AudioEmbeddings::host() const {
     return out;
 }
 
-// features.mel[win] (T_mel, n_mels), already time-major, uploaded to `mel` from the page-locked
-// host buffer mel_host: the copy engine reads it directly, without a driver copy of a pageable
-// vector first.
+// features.mel[win] (T_mel, n_mels), already time-major, uploaded to `mel` straight from the
+// vector: from pageable memory the CUDA driver stages the copy itself and returns once it has,
+// which measured faster than a copy into page-locked memory first (docs/performance.md,
+// "Around the kernels").
 void Model::Impl::upload_window(const AudioFeatures& features, int win) {
     const float* window = features.mel.data() + static_cast<size_t>(win) * mel.numel();
-    // An earlier upload may still be reading mel_host (upload() returns at once): the buffer is
-    // rewritten only once the stream has passed it.
-    backend.synchronize(stream);
-    std::memcpy(mel_host.ptr, window, mel.bytes());
-    backend.upload(mel.data, mel_host.ptr, mel.bytes(), stream);
+    backend.upload(mel.data, window, mel.bytes(), stream);
 }
 
 // The encoder over the window in `mel`: conv stem, then the pre-LN layers; leaves the final-norm

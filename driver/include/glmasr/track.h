@@ -25,11 +25,6 @@ public:
     virtual Device device() const = 0;
     virtual void* alloc(size_t bytes) = 0;  // throws glmasr::Error when out of memory
     virtual void free(void* ptr) = 0;
-    // Host memory for what the driver uploads on every run: page-locked on CUDA, so the copy engine
-    // reads it directly and upload() returns at once (from pageable memory the driver first copies
-    // into a staging buffer of its own, and waits for a copy that large). Plain memory by default.
-    virtual void* host_alloc(size_t bytes);  // throws glmasr::Error when out of memory
-    virtual void host_free(void* ptr);
     virtual void upload(void* dst, const void* host_src, size_t bytes, Stream stream) = 0;
     virtual void download(void* host_dst, const void* src, size_t bytes, Stream stream) = 0;
     virtual void copy(void* dst, const void* src, size_t bytes, Stream stream) = 0;
