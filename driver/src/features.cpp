@@ -203,7 +203,7 @@ void LogMelExtractor::window_log_mel(const float* pcm, int n, float* out) const 
                 frame[i] = src[i] * impl_->window[i];
                 silent = silent && src[i] == 0.0f;
             }
-            if (silent) {  // zero spectrum, zero mel: every row sits on the floor
+            if (silent) {  // zero spectrum, zero mel: every mel of the frame sits on the floor
                 for (int m = 0; m < n_mels; ++m)
                     out[static_cast<size_t>(f) * n_mels + m] = silent_log;
                 max_log = std::max(max_log, silent_log);

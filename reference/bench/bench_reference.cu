@@ -180,7 +180,7 @@ void bench_kernels(Context& ctx, cudaStream_t s) {
            16.0 * 1500 * 1280 / ms / 1e6);
     // The encoder's residual add after o and fc2: in add_layernorm, as the driver runs it, or in
     // the product's epilogue (β = 1) before a plain LayerNorm, as a linear_residual with a bias
-    // would (docs/performance.md, "GEMM").
+    // would (docs/performance.md, "Floors").
     {
         const bf16* operand = weights(1500ull * 5120);
         bf16* normed_rows = weights(1500ull * 1280);
